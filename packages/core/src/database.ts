@@ -1,0 +1,101 @@
+import { type Clock, type IdSource, randomIds, systemClock } from './clock.js'
+import type { Driver } from './driver.js'
+import { AgentFsError } from './errors.js'
+import { type GuardedDriver, type Queryable, type Transaction, guardDriver } from './guard-driver.js'
+import { inspectLayout } from './layout.js'
+import { type MigrationPlan, checkChunkSize, migrate, planFromReport } from './migrate.js'
+import type { QueryResult, SqlValue, Statement } from './driver.js'
+
+/** Options of {@link openDatabase}. */
+export interface OpenDatabaseOptions {
+  /** The engine. Its lifetime passes to the returned database: closing one closes the other. */
+  readonly driver: Driver | GuardedDriver
+  /** Where time comes from (default: the wall clock with nanoseconds). */
+  readonly clock?: Clock
+  /** Where ids come from (default: random UUIDs). */
+  readonly ids?: IdSource
+  /**
+   * `fs_config.chunk_size` for a new database (default 4096). Fixed at creation: passing a
+   * different value for an existing database is an error.
+   */
+  readonly chunkSize?: number
+  /** Run migrations on open (default true). With false, an out-of-date database is refused. */
+  readonly migrate?: boolean
+}
+
+/** An open AgentFS database: the guarded driver plus what every domain package needs. */
+export interface AgentDatabase extends Queryable {
+  readonly driver: GuardedDriver
+  readonly clock: Clock
+  readonly ids: IdSource
+  /** `fs_config.chunk_size` as stored in the database. */
+  readonly chunkSize: number
+  /** True when `tool_calls` has the reference SDK's extra `status` column. */
+  readonly referenceToolCalls: boolean
+  /** What the migration on open did (an empty `steps` when nothing). */
+  readonly migration: MigrationPlan
+  /** Closes the driver after running calls finish. Idempotent. */
+  close(): Promise<void>
+}
+
+function isGuarded(driver: Driver | GuardedDriver): driver is GuardedDriver {
+  return 'driver' in driver && typeof (driver as GuardedDriver).close === 'function' && 'inTransaction' in driver
+}
+
+/**
+ * Opens a database through any driver: migrates it to the current layout (one transaction),
+ * reads its chunk size, and returns the handle domain packages take.
+ *
+ * @example
+ * const db = await openDatabase({ driver: betterSqlite3Driver({ path: 'agent.db' }) })
+ */
+export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentDatabase> {
+  const driver = isGuarded(options.driver) ? options.driver : guardDriver(options.driver)
+  const clock = options.clock ?? systemClock()
+  const ids = options.ids ?? randomIds()
+  if (options.chunkSize !== undefined) checkChunkSize(options.chunkSize)
+
+  let migration: MigrationPlan
+  if (options.migrate === false) {
+    migration = planFromReport(await inspectLayout(driver))
+    if (migration.steps.length > 0) {
+      throw new AgentFsError(
+        'UNSUPPORTED_LAYOUT',
+        `The database needs migration (${migration.steps.map((s) => s.description).join('; ')}); open it with migrate: true or run "agentfs migrate"`,
+      )
+    }
+  } else {
+    migration = await migrate(driver, options.chunkSize === undefined ? { clock } : { clock, chunkSize: options.chunkSize })
+  }
+
+  const config = await driver.execute<{ value: string }>({
+    sql: "SELECT value FROM fs_config WHERE key = 'chunk_size'",
+  })
+  const stored = Number(config.rows[0]?.value)
+  if (!Number.isInteger(stored) || stored <= 0) {
+    throw new AgentFsError('CORRUPT', `fs_config.chunk_size is ${JSON.stringify(config.rows[0]?.value)}; expected a positive integer`)
+  }
+  if (options.chunkSize !== undefined && options.chunkSize !== stored) {
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `This database was created with chunk_size ${stored}; the chunk size cannot change after creation. Omit chunkSize or pass ${stored}`,
+    )
+  }
+  const columns = await driver.execute<{ name: string }>({
+    sql: "SELECT name FROM pragma_table_info('tool_calls') WHERE name = 'status'",
+  })
+
+  return {
+    driver,
+    clock,
+    ids,
+    chunkSize: stored,
+    referenceToolCalls: columns.rows.length > 0,
+    migration,
+    inTransaction: false,
+    execute: <Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> =>
+      driver.execute<Row>(statement),
+    transaction: <T>(fn: (tx: Transaction) => Promise<T>) => driver.transaction(fn),
+    close: () => driver.close(),
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * A value crossing the driver seam. Drivers MUST map: INTEGER → number (bigint when outside
+ * ±(2^53−1)), REAL → number, TEXT → string, BLOB → Uint8Array, NULL → null.
+ */
+export type SqlValue = null | number | bigint | string | Uint8Array
+
+/** One SQL statement with positional (`?`) parameters. */
+export interface Statement {
+  readonly sql: string
+  readonly params?: readonly SqlValue[]
+}
+
+/** The result of one statement. */
+export interface QueryResult<Row = Record<string, SqlValue>> {
+  /** Rows in engine order; empty for statements that return none. */
+  readonly rows: Row[]
+  /** Rows changed by INSERT/UPDATE/DELETE (`sqlite3_changes`); 0 for reads. */
+  readonly changes: number
+  /** `sqlite3_last_insert_rowid` after an INSERT, when the engine reports it. */
+  readonly lastInsertRowid?: bigint
+}
+
+/** Something that runs statements: a driver, or a transaction handle. */
+export interface Executor {
+  /**
+   * Runs one statement. MUST reject with an AgentFsError (see `mapSqliteError`) on failure.
+   * MUST NOT keep a reference to `statement.params` after the promise settles.
+   */
+  execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>>
+}
+
+/** What a driver can do; the core adapts to it. */
+export interface DriverCapabilities {
+  /**
+   * True when the engine isolates concurrent transactions itself (a remote server that gives
+   * each transaction its own stream). False for one local connection: the core then serialises
+   * every call through a mutex so two async callers never interleave inside one BEGIN…COMMIT.
+   */
+  readonly concurrentTransactions: boolean
+  /** True when the database lives in this process's memory and vanishes on close. */
+  readonly inMemory: boolean
+  /** True when the database is reached over the network. */
+  readonly remote: boolean
+}
+
+/**
+ * The seam between AgentFS and a SQLite-compatible engine. Small on purpose: everything else
+ * (mutex, closed checks, savepoints, migrations) lives in the core wrapper, `guardDriver`.
+ *
+ * A driver MUST pass `runConformance` from `@agentfs/conformance`.
+ */
+export interface Driver extends Executor {
+  /** Short name for messages and reports, e.g. `better-sqlite3`. */
+  readonly name: string
+  readonly capabilities: DriverCapabilities
+  /**
+   * Runs `fn` inside BEGIN IMMEDIATE … COMMIT. If `fn` rejects, the driver MUST roll back and
+   * rethrow the same error. `tx` MUST run statements inside that transaction only.
+   */
+  transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T>
+  /** Runs a multi-statement script (DDL, migrations). MUST stop at the first failing statement. */
+  executeScript(sql: string): Promise<void>
+  /** Releases the connection. MUST be idempotent. */
+  close(): Promise<void>
+}

@@ -1,0 +1,203 @@
+import type { Driver, Executor, QueryResult, SqlValue, Statement } from './driver.js'
+import { AgentFsError } from './errors.js'
+import { mapSqliteError } from './map-error.js'
+import { Mutex } from './mutex.js'
+
+/**
+ * A transaction handle. Statements run inside the enclosing transaction; `transaction()` nests
+ * with a SAVEPOINT, so code written against {@link Queryable} composes with a caller's
+ * transaction.
+ */
+export interface Transaction extends Queryable {
+  /** True inside a transaction (always, for a handle). */
+  readonly inTransaction: true
+}
+
+/** A driver or a transaction: what domain packages run their statements on. */
+export interface Queryable extends Executor {
+  /**
+   * Runs `fn` atomically: a top-level call opens a transaction, a call on a {@link Transaction}
+   * opens a savepoint. If `fn` rejects, everything it did is rolled back and the error rethrown.
+   */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>
+  /** False on the top-level handle, true on a transaction handle. */
+  readonly inTransaction: boolean
+}
+
+/** A driver wrapped by the core: serialised, closed-checked, error-mapped. */
+export interface GuardedDriver extends Queryable {
+  readonly name: string
+  readonly driver: Driver
+  readonly closed: boolean
+  executeScript(sql: string): Promise<void>
+  /** Waits for running calls, then closes the driver. Idempotent. */
+  close(): Promise<void>
+}
+
+const closedError = (name: string) =>
+  new AgentFsError('CLOSED', `The ${name} database is closed; open a new one to continue`)
+
+function checkParams(statement: Statement): void {
+  const params = statement.params
+  if (!params) return
+  for (let i = 0; i < params.length; i++) {
+    const value: unknown = params[i]
+    if (
+      value === null ||
+      typeof value === 'number' ||
+      typeof value === 'string' ||
+      typeof value === 'bigint' ||
+      value instanceof Uint8Array
+    ) {
+      continue
+    }
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `Parameter ${i + 1} of "${statement.sql.slice(0, 80)}" is ${value === undefined ? 'undefined' : typeof value}; ` +
+        'pass null, a number, a bigint, a string or a Uint8Array',
+    )
+  }
+}
+
+class TransactionHandle implements Transaction {
+  readonly inTransaction = true as const
+  #active = true
+  #depth: number
+  readonly #inner: Executor
+  readonly #name: string
+
+  constructor(inner: Executor, depth: number, name: string) {
+    this.#inner = inner
+    this.#depth = depth
+    this.#name = name
+  }
+
+  end(): void {
+    this.#active = false
+  }
+
+  #check(): void {
+    if (!this.#active) {
+      throw new AgentFsError(
+        'MISUSE',
+        `A ${this.#name} transaction handle was used after its transaction ended; run the statement inside the callback`,
+      )
+    }
+  }
+
+  async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
+    this.#check()
+    checkParams(statement)
+    try {
+      return await this.#inner.execute<Row>(statement)
+    } catch (error) {
+      throw mapSqliteError(error, { sql: statement.sql })
+    }
+  }
+
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    this.#check()
+    const savepoint = `agentfs_sp${this.#depth}`
+    await this.execute({ sql: `SAVEPOINT ${savepoint}` })
+    const nested = new TransactionHandle(this.#inner, this.#depth + 1, this.#name)
+    let result: T
+    try {
+      result = await fn(nested)
+    } catch (error) {
+      nested.end()
+      await this.execute({ sql: `ROLLBACK TO ${savepoint}` })
+      await this.execute({ sql: `RELEASE ${savepoint}` })
+      throw error
+    }
+    nested.end()
+    await this.execute({ sql: `RELEASE ${savepoint}` })
+    return result
+  }
+}
+
+/**
+ * Wraps a driver with what every engine needs and no driver should reimplement: a mutex for
+ * single-connection engines, parameter validation, clear errors after `close()`, savepoint
+ * nesting, and mapping of stray native errors to {@link AgentFsError}.
+ */
+export function guardDriver(driver: Driver): GuardedDriver {
+  const mutex = new Mutex()
+  const serial = !driver.capabilities.concurrentTransactions
+  /** Set by close(): new calls are refused, calls already queued still run. */
+  let closeRequested = false
+  /** Set once the driver itself is closed. */
+  let closed = false
+  let closing: Promise<void> | undefined
+
+  const guard = <T>(fn: () => Promise<T>): Promise<T> => {
+    if (closeRequested) return Promise.reject(closedError(driver.name))
+    return serial ? mutex.run(fn) : fn()
+  }
+
+  return {
+    name: driver.name,
+    driver,
+    inTransaction: false,
+    get closed() {
+      return closeRequested
+    },
+    execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
+      checkParams(statement)
+      return guard(async () => {
+        if (closed) throw closedError(driver.name)
+        try {
+          return await driver.execute<Row>(statement)
+        } catch (error) {
+          throw mapSqliteError(error, { sql: statement.sql })
+        }
+      })
+    },
+    transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+      return guard(async () => {
+        if (closed) throw closedError(driver.name)
+        let handle: TransactionHandle | undefined
+        try {
+          return await driver.transaction(async (tx) => {
+            handle = new TransactionHandle(tx, 0, driver.name)
+            try {
+              return await fn(handle)
+            } finally {
+              handle.end()
+            }
+          })
+        } catch (error) {
+          // Errors thrown by `fn` itself pass through untouched; engine errors get mapped.
+          if (error instanceof Error && !(error instanceof AgentFsError) && isEngineError(error)) {
+            throw mapSqliteError(error)
+          }
+          throw error
+        }
+      })
+    },
+    executeScript(sql: string): Promise<void> {
+      return guard(async () => {
+        try {
+          await driver.executeScript(sql)
+        } catch (error) {
+          throw mapSqliteError(error)
+        }
+      })
+    },
+    close(): Promise<void> {
+      if (!closing) {
+        closeRequested = true
+        // Let calls already queued finish, then close the connection.
+        closing = (serial ? mutex.run(async () => {}) : Promise.resolve()).then(async () => {
+          closed = true
+          await driver.close()
+        })
+      }
+      return closing
+    },
+  }
+}
+
+function isEngineError(error: Error): boolean {
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' && code.startsWith('SQLITE_')
+}

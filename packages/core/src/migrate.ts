@@ -1,0 +1,389 @@
+import { EXTENSION_MIGRATIONS, SCHEMA_VERSION } from './extensions.js'
+import type { Clock } from './clock.js'
+import { AgentFsError, isAgentFsError } from './errors.js'
+import type { Queryable, Transaction } from './guard-driver.js'
+import { type LayoutReport, type SpecLayout, inspectLayout } from './layout.js'
+import {
+  DEFAULT_CHUNK_SIZE,
+  MAX_CHUNK_SIZE,
+  MIN_CHUNK_SIZE,
+  ROOT_INO,
+  S_IFDIR,
+  SPEC_INDEXES,
+  SPEC_TABLES,
+  SPEC_VERSION,
+  type SchemaObject,
+  normalizeDdl,
+} from './schema.js'
+
+/** One planned change, described for humans (`agentfs migrate --dry-run`). */
+export interface MigrationStep {
+  readonly kind:
+    | 'create-table'
+    | 'rebuild-table'
+    | 'add-columns'
+    | 'recut-data'
+    | 'create-index'
+    | 'recreate-index'
+    | 'init-config'
+    | 'init-root'
+    | 'extension'
+  readonly target: string
+  readonly description: string
+}
+
+/** What `migrate` will do (or did). */
+export interface MigrationPlan {
+  readonly from: SpecLayout
+  readonly referenceToolCalls: boolean
+  readonly fromVersion: number
+  readonly toVersion: number
+  readonly steps: readonly MigrationStep[]
+}
+
+export interface MigrateOptions {
+  /** Chunk size for a database that has none yet (new, or v0.0). Ignored otherwise. */
+  readonly chunkSize?: number
+  readonly clock: Clock
+}
+
+const OLD_SUFFIX = '__agentfs_old'
+
+/** Derived values for columns an older layout lacks, as SQL over the old table. */
+const DERIVED: Record<string, Record<string, string>> = {
+  fs_inode: {
+    nlink: `(SELECT COUNT(*) FROM fs_dentry d WHERE d.ino = old.ino) + (CASE WHEN old.ino = ${ROOT_INO} THEN 1 ELSE 0 END)`,
+  },
+  fs_whiteout: {
+    parent_path:
+      "CASE WHEN instr(substr(old.path, 2), '/') = 0 THEN '/' ELSE substr(old.path, 1, length(rtrim(old.path, replace(old.path, '/', ''))) - 1) END",
+  },
+}
+
+/** Column names of a canonical CREATE TABLE statement. */
+function canonicalColumns(spec: SchemaObject): string[] {
+  const body = spec.sql.slice(spec.sql.indexOf('(') + 1, spec.sql.lastIndexOf(')'))
+  return body
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !/^(UNIQUE|PRIMARY KEY)\s*\(/i.test(line))
+    .map((line) => line.split(/\s+/)[0]!)
+}
+
+/** Works out the steps that bring a database to the current layout. Read-only. */
+export function planFromReport(report: LayoutReport): MigrationPlan {
+  const steps: MigrationStep[] = []
+  const { objects, columns } = report
+  for (const spec of SPEC_TABLES) {
+    const found = objects.get(spec.name)
+    const have = columns.get(spec.name)
+    if (!found || !have) {
+      steps.push({ kind: 'create-table', target: spec.name, description: `create ${spec.name}` })
+      continue
+    }
+    if (spec.name === 'fs_data' && have.includes('offset')) {
+      steps.push({
+        kind: 'recut-data',
+        target: 'fs_data',
+        description: 're-cut v0.0 offset chunks into fixed chunk_size chunks',
+      })
+      continue
+    }
+    if (normalizeDdl(found.sql ?? '') === normalizeDdl(spec.sql)) continue
+    const want = canonicalColumns(spec)
+    const extra = have.filter((c) => !want.includes(c))
+    const missing = want.filter((c) => !have.includes(c))
+    if (extra.length > 0) {
+      // Never drop a column someone else relies on (e.g. the reference SDK's tool_calls.status).
+      if (missing.length > 0) {
+        steps.push({
+          kind: 'add-columns',
+          target: spec.name,
+          description: `add ${missing.join(', ')} to ${spec.name} (keeping its extra columns ${extra.join(', ')})`,
+        })
+      }
+      continue
+    }
+    steps.push({
+      kind: 'rebuild-table',
+      target: spec.name,
+      description: `rebuild ${spec.name} with the v0.4 definition${missing.length ? ` (adds ${missing.join(', ')})` : ''}`,
+    })
+  }
+  const rebuilt = new Set(steps.filter((s) => s.kind !== 'add-columns').map((s) => s.target))
+  for (const spec of SPEC_INDEXES) {
+    const found = objects.get(spec.name)
+    if (!found || rebuilt.has(spec.table)) {
+      steps.push({ kind: 'create-index', target: spec.name, description: `create index ${spec.name}` })
+    } else if (normalizeDdl(found.sql ?? '') !== normalizeDdl(spec.sql)) {
+      steps.push({ kind: 'recreate-index', target: spec.name, description: `recreate index ${spec.name}` })
+    }
+  }
+  if (report.layout === 'empty' || report.agentfsVersion < 1) {
+    steps.push({ kind: 'init-config', target: 'fs_config', description: 'ensure chunk_size and schema_version' })
+    steps.push({ kind: 'init-root', target: 'fs_inode', description: 'ensure the root directory (ino 1)' })
+  }
+  for (const ext of EXTENSION_MIGRATIONS) {
+    if (ext.version > report.agentfsVersion) {
+      steps.push({ kind: 'extension', target: `v${ext.version}`, description: ext.description })
+    }
+  }
+  return {
+    from: report.layout,
+    referenceToolCalls: report.referenceToolCalls,
+    fromVersion: report.agentfsVersion,
+    toVersion: Math.max(SCHEMA_VERSION, report.agentfsVersion),
+    steps,
+  }
+}
+
+/** Plans the migration of the database behind `q` without changing it. */
+export async function planMigration(q: Queryable): Promise<MigrationPlan> {
+  return planFromReport(await inspectLayout(q))
+}
+
+/** Validates a chunk size given at creation. */
+export function checkChunkSize(chunkSize: number): number {
+  if (!Number.isInteger(chunkSize) || chunkSize < MIN_CHUNK_SIZE || chunkSize > MAX_CHUNK_SIZE) {
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `chunkSize must be an integer from ${MIN_CHUNK_SIZE} to ${MAX_CHUNK_SIZE} bytes, got ${chunkSize}`,
+    )
+  }
+  return chunkSize
+}
+
+/**
+ * Brings any recognised layout (v0.0 … v0.4, the reference SDK's) to the current schema in one
+ * transaction. Rows are never dropped; derived data (`nlink`, fixed chunks, whiteout parents) is
+ * back-filled. On failure nothing changes and a `MIGRATION_FAILED` error is thrown.
+ */
+export async function migrate(q: Queryable, options: MigrateOptions): Promise<MigrationPlan> {
+  const chunkSize = checkChunkSize(options.chunkSize ?? DEFAULT_CHUNK_SIZE)
+  if (q.inTransaction) {
+    throw new AgentFsError('MISUSE', 'migrate() must run outside a transaction')
+  }
+  // Fast path: nothing to do, no write lock taken (read-only databases open fine).
+  const quick = await inspectLayout(q)
+  const quickPlan = planFromReport(quick)
+  if (quickPlan.steps.length === 0) return quickPlan
+
+  const fk = await q.execute<{ foreign_keys: number }>({ sql: 'PRAGMA foreign_keys' })
+  const fkOn = Number(fk.rows[0]?.foreign_keys ?? 0) === 1
+  // v0.0 tables cascade deletes through foreign keys; rebuilding them with enforcement on would
+  // delete rows. The pragma is a no-op inside a transaction, so switch it around the transaction.
+  if (fkOn) await q.execute({ sql: 'PRAGMA foreign_keys = OFF' })
+  try {
+    return await q.transaction(async (tx) => {
+      // Re-inspect under the write lock: another process may have migrated meanwhile.
+      const report = await inspectLayout(tx)
+      const plan = planFromReport(report)
+      if (plan.steps.length > 0) await applyPlan(tx, report, plan, chunkSize, options.clock)
+      return plan
+    })
+  } catch (error) {
+    if (isAgentFsError(error, 'BUSY') || isAgentFsError(error, 'READONLY') || isAgentFsError(error, 'CLOSED')) {
+      throw error
+    }
+    throw new AgentFsError(
+      'MIGRATION_FAILED',
+      `Migrating the database from layout ${quick.layout} failed and was rolled back; the database is unchanged. ` +
+        `Cause: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    )
+  } finally {
+    if (fkOn) await q.execute({ sql: 'PRAGMA foreign_keys = ON' })
+  }
+}
+
+async function applyPlan(
+  tx: Transaction,
+  report: LayoutReport,
+  plan: MigrationPlan,
+  chunkSize: number,
+  clock: Clock,
+): Promise<void> {
+  await tx.execute({ sql: 'PRAGMA legacy_alter_table = ON' })
+  const now = clock.now()
+  const byName = new Map(SPEC_TABLES.map((t) => [t.name, t]))
+  // fs_inode rebuilds derive nlink from fs_dentry, so dentries are rebuilt after inodes.
+  for (const step of plan.steps) {
+    const spec = byName.get(step.target)
+    switch (step.kind) {
+      case 'create-table':
+        await tx.execute({ sql: spec!.sql })
+        break
+      case 'rebuild-table':
+        await rebuildTable(tx, spec!, report.columns.get(spec!.name)!, now.sec)
+        break
+      case 'add-columns':
+        await addColumns(tx, spec!, report.columns.get(spec!.name)!)
+        break
+      case 'recut-data':
+        await recutData(tx, spec!, chunkSize)
+        break
+      case 'create-index':
+        await tx.execute({ sql: SPEC_INDEXES.find((i) => i.name === step.target)!.sql })
+        break
+      case 'recreate-index':
+        await tx.execute({ sql: `DROP INDEX ${step.target}` })
+        await tx.execute({ sql: SPEC_INDEXES.find((i) => i.name === step.target)!.sql })
+        break
+      case 'init-config':
+        await tx.execute({
+          sql: "INSERT INTO fs_config (key, value) VALUES ('chunk_size', ?) ON CONFLICT(key) DO NOTHING",
+          params: [String(chunkSize)],
+        })
+        await tx.execute({
+          sql: "INSERT INTO fs_config (key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+          params: [SPEC_VERSION],
+        })
+        break
+      case 'init-root':
+        await tx.execute({
+          sql: `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime, atime_nsec, mtime_nsec, ctime_nsec)
+VALUES (?, ?, 1, 0, 0, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT(ino) DO NOTHING`,
+          params: [ROOT_INO, S_IFDIR | 0o755, now.sec, now.sec, now.sec, now.nsec, now.nsec, now.nsec],
+        })
+        break
+      case 'extension': {
+        const ext = EXTENSION_MIGRATIONS.find((e) => `v${e.version}` === step.target)!
+        for (const sql of ext.statements) await tx.execute({ sql })
+        await ext.backfill?.(tx)
+        break
+      }
+    }
+  }
+  await tx.execute({ sql: `PRAGMA user_version = ${plan.toVersion}` })
+  await tx.execute({ sql: 'PRAGMA legacy_alter_table = OFF' })
+}
+
+/** Renames a table out of the way and drops its indexes (index names are global). */
+async function moveAside(tx: Transaction, name: string): Promise<{ old: string; seq: number | undefined }> {
+  const old = `${name}${OLD_SUFFIX}`
+  const seq = await sequenceOf(tx, name)
+  await tx.execute({ sql: `ALTER TABLE ${name} RENAME TO ${old}` })
+  const indexes = await tx.execute<{ name: string }>({
+    sql: "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+    params: [old],
+  })
+  for (const row of indexes.rows) await tx.execute({ sql: `DROP INDEX ${row.name}` })
+  return { old, seq }
+}
+
+async function sequenceOf(tx: Transaction, name: string): Promise<number | undefined> {
+  const exists = await tx.execute({
+    sql: "SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_sequence'",
+  })
+  if (exists.rows.length === 0) return undefined
+  const row = await tx.execute<{ seq: number }>({
+    sql: 'SELECT seq FROM sqlite_sequence WHERE name = ?',
+    params: [name],
+  })
+  return row.rows[0] === undefined ? undefined : Number(row.rows[0].seq)
+}
+
+/** Keeps AUTOINCREMENT counters from going backwards across a rebuild. */
+async function restoreSequence(tx: Transaction, name: string, seq: number | undefined) {
+  if (seq === undefined) return
+  const current = await sequenceOf(tx, name)
+  if (current === undefined) {
+    await tx.execute({ sql: 'INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)', params: [name, seq] })
+  } else if (current < seq) {
+    await tx.execute({ sql: 'UPDATE sqlite_sequence SET seq = ? WHERE name = ?', params: [seq, name] })
+  }
+}
+
+async function rebuildTable(tx: Transaction, spec: SchemaObject, have: readonly string[], nowSec: number) {
+  const { old, seq } = await moveAside(tx, spec.name)
+  await tx.execute({ sql: spec.sql })
+  const target: string[] = []
+  const source: string[] = []
+  for (const column of canonicalColumns(spec)) {
+    if (have.includes(column)) {
+      target.push(column)
+      source.push(`old.${column}`)
+      continue
+    }
+    const derived = DERIVED[spec.name]?.[column]
+    if (derived) {
+      target.push(column)
+      source.push(derived)
+    } else if (spec.name === 'fs_whiteout' && column === 'created_at') {
+      target.push(column)
+      source.push(String(nowSec))
+    }
+  }
+  await tx.execute({
+    sql: `INSERT INTO ${spec.name} (${target.join(', ')}) SELECT ${source.join(', ')} FROM ${old} AS old`,
+  })
+  await tx.execute({ sql: `DROP TABLE ${old}` })
+  await restoreSequence(tx, spec.name, seq)
+}
+
+async function addColumns(tx: Transaction, spec: SchemaObject, have: readonly string[]) {
+  const lines = spec.sql.split('\n').map((l) => l.trim().replace(/,$/, ''))
+  for (const column of canonicalColumns(spec)) {
+    if (have.includes(column)) continue
+    const definition = lines.find((l) => l.startsWith(`${column} `))!
+    // ADD COLUMN cannot add NOT NULL without a default; such columns are added nullable.
+    const safe = /NOT NULL/.test(definition) && !/DEFAULT/.test(definition)
+      ? definition.replace(/\s*NOT NULL/, '')
+      : definition
+    await tx.execute({ sql: `ALTER TABLE ${spec.name} ADD COLUMN ${safe}` })
+    const derived = DERIVED[spec.name]?.[column]
+    if (derived) {
+      await tx.execute({
+        sql: `UPDATE ${spec.name} AS old SET ${column} = ${derived}`,
+      })
+    }
+  }
+}
+
+/**
+ * v0.0 stored variable chunks at byte offsets; v0.1+ stores fixed `chunk_size` chunks. Lays each
+ * file's old chunks out at their offsets (gaps read as zeros, later rows win on overlap) and
+ * re-cuts them. Works one file at a time.
+ */
+async function recutData(tx: Transaction, spec: SchemaObject, chunkSize: number) {
+  const { old } = await moveAside(tx, 'fs_data')
+  await tx.execute({ sql: spec.sql })
+  const inodes = await tx.execute<{ ino: number }>({ sql: `SELECT DISTINCT ino FROM ${old} ORDER BY ino` })
+  for (const { ino } of inodes.rows) {
+    const parts = await tx.execute<{ offset: number; data: Uint8Array }>({
+      sql: `SELECT offset, data FROM ${old} WHERE ino = ? ORDER BY offset, id`,
+      params: [ino],
+    })
+    let length = 0
+    for (const part of parts.rows) length = Math.max(length, Number(part.offset) + part.data.byteLength)
+    const chunks = new Map<number, Uint8Array>()
+    for (const part of parts.rows) {
+      let position = Number(part.offset)
+      let read = 0
+      while (read < part.data.byteLength) {
+        const index = Math.floor(position / chunkSize)
+        const within = position % chunkSize
+        let chunk = chunks.get(index)
+        if (!chunk) {
+          chunk = new Uint8Array(Math.min(chunkSize, length - index * chunkSize))
+          chunks.set(index, chunk)
+        }
+        const take = Math.min(chunk.byteLength - within, part.data.byteLength - read)
+        chunk.set(part.data.subarray(read, read + take), within)
+        read += take
+        position += take
+      }
+    }
+    const count = Math.ceil(length / chunkSize)
+    for (let index = 0; index < count; index++) {
+      const chunk =
+        chunks.get(index) ?? new Uint8Array(Math.min(chunkSize, length - index * chunkSize))
+      await tx.execute({
+        sql: 'INSERT INTO fs_data (ino, chunk_index, data) VALUES (?, ?, ?)',
+        params: [ino, index, chunk],
+      })
+    }
+    await tx.execute({ sql: 'UPDATE fs_inode SET size = ? WHERE ino = ?', params: [length, ino] })
+  }
+  await tx.execute({ sql: `DROP TABLE ${old}` })
+}

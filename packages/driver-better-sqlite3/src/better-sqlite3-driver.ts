@@ -1,0 +1,220 @@
+import {
+  AgentFsError,
+  type Driver,
+  type Executor,
+  type QueryResult,
+  type SqlValue,
+  type Statement,
+  mapSqliteError,
+} from '@agentfs/core'
+
+/** The parts of a better-sqlite3 `Statement` this driver uses (structural: no type dependency). */
+export interface BetterSqlite3Statement {
+  readonly reader: boolean
+  readonly readonly: boolean
+  all(...params: unknown[]): unknown[]
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
+  safeIntegers(toggle?: boolean): this
+}
+
+/** The parts of a better-sqlite3 `Database` this driver uses. */
+export interface BetterSqlite3Database {
+  readonly open: boolean
+  readonly inTransaction: boolean
+  readonly memory: boolean
+  readonly readonly: boolean
+  prepare(source: string): BetterSqlite3Statement
+  exec(source: string): this
+  close(): this
+}
+
+/** `PRAGMA synchronous` levels. */
+export type SynchronousMode = 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
+
+/** Options of {@link betterSqlite3Driver}. Give exactly one of `path` and `database`. */
+export interface BetterSqlite3DriverConfig {
+  /** A file path, or `:memory:`. The driver opens it on first use. */
+  readonly path?: string
+  /** An open database, or a (lazy) factory for one. The driver closes it on `close()`. */
+  readonly database?: BetterSqlite3Database | (() => BetterSqlite3Database | Promise<BetterSqlite3Database>)
+  /** Open the file read-only (only with `path`). */
+  readonly readonly?: boolean
+  /** `PRAGMA synchronous` (default `NORMAL`; `FULL` fsyncs every commit). */
+  readonly synchronous?: SynchronousMode
+  /** How long to wait for another process's write lock, in ms (default 5000). */
+  readonly busyTimeoutMs?: number
+  /** WAL file size kept after checkpoints, in bytes (default 64 MiB). */
+  readonly journalSizeLimit?: number
+  /** Prepared statements kept (LRU), default 256. */
+  readonly statementCacheSize?: number
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER)
+
+function toValue(value: unknown): SqlValue {
+  if (typeof value === 'bigint') return value <= MAX_SAFE && value >= MIN_SAFE ? Number(value) : value
+  return value as SqlValue
+}
+
+function convertRows<Row>(rows: unknown[]): Row[] {
+  for (const row of rows as Record<string, unknown>[]) {
+    for (const key in row) {
+      const value = row[key]
+      if (typeof value === 'bigint') row[key] = toValue(value)
+    }
+  }
+  return rows as Row[]
+}
+
+function bindParams(params: readonly SqlValue[] | undefined): unknown[] {
+  if (!params || params.length === 0) return []
+  const out = new Array<unknown>(params.length)
+  for (let i = 0; i < params.length; i++) {
+    const value = params[i]
+    // better-sqlite3 binds Buffers as BLOBs; a plain Uint8Array gets a zero-copy Buffer view.
+    out[i] =
+      value instanceof Uint8Array && !Buffer.isBuffer(value)
+        ? Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+        : value
+  }
+  return out
+}
+
+/**
+ * A {@link Driver} over better-sqlite3 (synchronous, in-process). File databases get WAL, a busy
+ * timeout and `synchronous = NORMAL` unless configured otherwise.
+ *
+ * @example
+ * const driver = betterSqlite3Driver({ path: 'agent.db' })
+ * const db = await openDatabase({ driver })
+ */
+export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
+  if ((config.path === undefined) === (config.database === undefined)) {
+    throw new AgentFsError('INVALID_ARGUMENT', 'betterSqlite3Driver needs exactly one of `path` and `database`')
+  }
+  const cacheSize = config.statementCacheSize ?? 256
+  const cache = new Map<string, BetterSqlite3Statement>()
+  let db: BetterSqlite3Database | undefined
+  let opening: Promise<BetterSqlite3Database> | undefined
+  let closed = false
+  const memory = config.path === ':memory:' || config.path === ''
+
+  async function openDb(): Promise<BetterSqlite3Database> {
+    let handle: BetterSqlite3Database
+    if (config.database !== undefined) {
+      handle = typeof config.database === 'function' ? await config.database() : config.database
+    } else {
+      const { default: Database } = await import('better-sqlite3')
+      try {
+        handle = new Database(config.path!, {
+          readonly: config.readonly ?? false,
+          fileMustExist: config.readonly ?? false,
+          timeout: config.busyTimeoutMs ?? 5000,
+        }) as unknown as BetterSqlite3Database
+      } catch (error) {
+        throw mapSqliteError(error)
+      }
+    }
+    if (!handle.memory && !handle.readonly) {
+      handle.prepare('PRAGMA journal_mode = WAL').all()
+      handle.prepare(`PRAGMA journal_size_limit = ${Math.trunc(config.journalSizeLimit ?? 64 * 1024 * 1024)}`).all()
+    }
+    handle.prepare(`PRAGMA busy_timeout = ${Math.trunc(config.busyTimeoutMs ?? 5000)}`).all()
+    handle.prepare(`PRAGMA synchronous = ${config.synchronous ?? 'NORMAL'}`).run()
+    return handle
+  }
+
+  function current(): BetterSqlite3Database | Promise<BetterSqlite3Database> {
+    if (closed) throw new AgentFsError('CLOSED', 'The better-sqlite3 driver is closed')
+    if (db) return db
+    opening ??= openDb().then((handle) => {
+      db = handle
+      return handle
+    })
+    return opening
+  }
+
+  function prepare(handle: BetterSqlite3Database, sql: string): BetterSqlite3Statement {
+    let statement = cache.get(sql)
+    if (statement) {
+      // Refresh LRU position.
+      cache.delete(sql)
+      cache.set(sql, statement)
+      return statement
+    }
+    statement = handle.prepare(sql)
+    if (statement.reader) statement.safeIntegers(true)
+    cache.set(sql, statement)
+    if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string)
+    return statement
+  }
+
+  function run<Row>(handle: BetterSqlite3Database, statement: Statement): QueryResult<Row> {
+    try {
+      const prepared = prepare(handle, statement.sql)
+      const params = bindParams(statement.params)
+      if (prepared.reader) {
+        const rows = convertRows<Row>(prepared.all(...params))
+        return { rows, changes: prepared.readonly ? 0 : rows.length }
+      }
+      const info = prepared.run(...params)
+      return { rows: [], changes: info.changes, lastInsertRowid: BigInt(info.lastInsertRowid) }
+    } catch (error) {
+      throw mapSqliteError(error, { sql: statement.sql })
+    }
+  }
+
+  const withDb = async (): Promise<BetterSqlite3Database> => current()
+
+  return {
+    name: 'better-sqlite3',
+    capabilities: { concurrentTransactions: false, inMemory: memory, remote: false },
+    async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
+      const handle = db ?? (await withDb())
+      return run<Row>(handle, statement)
+    },
+    async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+      const handle = db ?? (await withDb())
+      run(handle, { sql: 'BEGIN IMMEDIATE' })
+      let active = true
+      const tx: Executor = {
+        execute: async <Row = Record<string, SqlValue>>(statement: Statement) => {
+          if (!active) throw new AgentFsError('MISUSE', 'Transaction already finished')
+          return run<Row>(handle, statement)
+        },
+      }
+      let result: T
+      try {
+        result = await fn(tx)
+      } catch (error) {
+        active = false
+        if (handle.inTransaction) run(handle, { sql: 'ROLLBACK' })
+        throw error
+      }
+      active = false
+      try {
+        run(handle, { sql: 'COMMIT' })
+      } catch (error) {
+        if (handle.inTransaction) run(handle, { sql: 'ROLLBACK' })
+        throw error
+      }
+      return result
+    },
+    async executeScript(sql: string): Promise<void> {
+      const handle = db ?? (await withDb())
+      try {
+        handle.exec(sql)
+      } catch (error) {
+        throw mapSqliteError(error)
+      }
+    },
+    async close(): Promise<void> {
+      if (closed) return
+      closed = true
+      const handle = db ?? (opening ? await opening.catch(() => undefined) : undefined)
+      cache.clear()
+      if (handle?.open) handle.close()
+    },
+  }
+}

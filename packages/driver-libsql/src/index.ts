@@ -1,0 +1,8 @@
+export { libsqlDriver } from './libsql-driver.js'
+export type {
+  LibsqlClient,
+  LibsqlDriverConfig,
+  LibsqlInStatement,
+  LibsqlResultSet,
+  LibsqlTransaction,
+} from './libsql-driver.js'

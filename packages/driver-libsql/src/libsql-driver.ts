@@ -1,0 +1,222 @@
+import {
+  AgentFsError,
+  type Driver,
+  type Executor,
+  type QueryResult,
+  type SqlValue,
+  type Statement,
+  mapSqliteError,
+} from '@agentfs/core'
+
+/** The parts of a libSQL `ResultSet` this driver uses (structural: no type dependency). */
+export interface LibsqlResultSet {
+  readonly columns: readonly string[]
+  readonly rows: ReadonlyArray<ArrayLike<unknown>>
+  readonly rowsAffected: number
+  readonly lastInsertRowid: bigint | undefined
+}
+
+/** A libSQL statement in the client's object form. */
+export interface LibsqlInStatement {
+  sql: string
+  args: unknown[]
+}
+
+/** The parts of a libSQL interactive `Transaction` this driver uses. */
+export interface LibsqlTransaction {
+  execute(statement: LibsqlInStatement): Promise<LibsqlResultSet>
+  commit(): Promise<void>
+  rollback(): Promise<void>
+  close(): void
+}
+
+/** The parts of a libSQL `Client` this driver uses. */
+export interface LibsqlClient {
+  readonly closed: boolean
+  readonly protocol: string
+  execute(statement: LibsqlInStatement): Promise<LibsqlResultSet>
+  executeMultiple(sql: string): Promise<void>
+  transaction(mode: 'write'): Promise<LibsqlTransaction>
+  close(): void
+}
+
+/** Options of {@link libsqlDriver}. Give exactly one of `url` and `client`. */
+export interface LibsqlDriverConfig {
+  /**
+   * `file:path.db`, `:memory:`, or a remote `libsql://`, `http(s)://` or `ws(s)://` URL. The
+   * client is created on first use with `intMode: 'bigint'`.
+   */
+  readonly url?: string
+  /** Auth token for remote URLs. */
+  readonly authToken?: string
+  /**
+   * An open client, or a (lazy) factory. It MUST use `intMode: 'bigint'` (the driver narrows safe
+   * integers back to numbers). The driver closes it on `close()`.
+   */
+  readonly client?: LibsqlClient | (() => LibsqlClient | Promise<LibsqlClient>)
+  /** Local files: how long to wait for another process's write lock, in ms (default 5000). */
+  readonly busyTimeoutMs?: number
+  /** Local files: `PRAGMA synchronous` (default `NORMAL`). */
+  readonly synchronous?: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
+  /** Local files: WAL size kept after checkpoints, in bytes (default 64 MiB). */
+  readonly journalSizeLimit?: number
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER)
+
+function toValue(value: unknown): SqlValue {
+  if (typeof value === 'bigint') return value <= MAX_SAFE && value >= MIN_SAFE ? Number(value) : value
+  if (value instanceof ArrayBuffer) return new Uint8Array(value)
+  return value as SqlValue
+}
+
+function toResult<Row>(result: LibsqlResultSet): QueryResult<Row> {
+  const { columns } = result
+  const rows = new Array<Row>(result.rows.length)
+  for (let r = 0; r < result.rows.length; r++) {
+    const source = result.rows[r]!
+    const row: Record<string, SqlValue> = {}
+    for (let c = 0; c < columns.length; c++) row[columns[c]!] = toValue(source[c])
+    rows[r] = row as Row
+  }
+  const out: { rows: Row[]; changes: number; lastInsertRowid?: bigint } = {
+    rows,
+    changes: result.rowsAffected,
+  }
+  if (result.lastInsertRowid !== undefined) out.lastInsertRowid = result.lastInsertRowid
+  return out
+}
+
+const isLocalUrl = (url: string) => url === ':memory:' || url.startsWith('file:')
+
+/**
+ * A {@link Driver} over `@libsql/client` (0.18+, whose local client keeps a connection pool).
+ * Local databases (`file:`, `:memory:`) get one connection, serialised by the core mutex, so
+ * per-connection pragmas (WAL, busy timeout, synchronous) hold. Transactions are the client's
+ * interactive `transaction('write')` (BEGIN IMMEDIATE); remote ones get a server stream each and
+ * run concurrently.
+ *
+ * @example
+ * const driver = libsqlDriver({ url: 'file:agent.db' })
+ * const db = await openDatabase({ driver })
+ */
+export function libsqlDriver(config: LibsqlDriverConfig): Driver {
+  if ((config.url === undefined) === (config.client === undefined)) {
+    throw new AgentFsError('INVALID_ARGUMENT', 'libsqlDriver needs exactly one of `url` and `client`')
+  }
+  const declaredLocal = config.url === undefined ? undefined : isLocalUrl(config.url)
+  let client: LibsqlClient | undefined
+  let opening: Promise<LibsqlClient> | undefined
+  let closed = false
+  // A remote client must not be serialised behind the core mutex; decide as early as we can.
+  let local =
+    declaredLocal ??
+    (typeof config.client === 'object' ? (config.client as LibsqlClient).protocol === 'file' : true)
+
+  async function openClient(): Promise<LibsqlClient> {
+    let handle: LibsqlClient
+    if (config.client !== undefined) {
+      handle = typeof config.client === 'function' ? await config.client() : config.client
+    } else {
+      const { createClient } = await import('@libsql/client')
+      try {
+        handle = createClient({
+          url: config.url!,
+          intMode: 'bigint',
+          // One local connection: per-connection pragmas hold, and the core mutex serialises use.
+          ...(local ? { concurrency: 1 } : {}),
+          ...(config.authToken === undefined ? {} : { authToken: config.authToken }),
+        }) as unknown as LibsqlClient
+      } catch (error) {
+        throw mapSqliteError(error)
+      }
+    }
+    local = handle.protocol === 'file'
+    if (local && config.url !== ':memory:') {
+      await handle.execute({ sql: 'PRAGMA journal_mode = WAL', args: [] }).catch(() => undefined)
+      await handle.execute({
+        sql: `PRAGMA journal_size_limit = ${Math.trunc(config.journalSizeLimit ?? 64 * 1024 * 1024)}`,
+        args: [],
+      })
+    }
+    if (local) {
+      await handle.execute({ sql: `PRAGMA busy_timeout = ${Math.trunc(config.busyTimeoutMs ?? 5000)}`, args: [] })
+      await handle.execute({ sql: `PRAGMA synchronous = ${config.synchronous ?? 'NORMAL'}`, args: [] })
+    }
+    return handle
+  }
+
+  async function current(): Promise<LibsqlClient> {
+    if (closed) throw new AgentFsError('CLOSED', 'The libsql driver is closed')
+    if (client) return client
+    opening ??= openClient().then((handle) => {
+      client = handle
+      return handle
+    })
+    return opening
+  }
+
+  async function run<Row>(
+    target: { execute(s: LibsqlInStatement): Promise<LibsqlResultSet> },
+    statement: Statement,
+  ): Promise<QueryResult<Row>> {
+    try {
+      const result = await target.execute({ sql: statement.sql, args: (statement.params ?? []) as unknown[] })
+      return toResult<Row>(result)
+    } catch (error) {
+      throw mapSqliteError(error, { sql: statement.sql })
+    }
+  }
+
+  async function interactiveTransaction<T>(handle: LibsqlClient, fn: (tx: Executor) => Promise<T>): Promise<T> {
+    let remote: LibsqlTransaction
+    try {
+      remote = await handle.transaction('write')
+    } catch (error) {
+      throw mapSqliteError(error)
+    }
+    try {
+      const result = await fn({ execute: (statement) => run(remote, statement) })
+      try {
+        await remote.commit()
+      } catch (error) {
+        throw mapSqliteError(error)
+      }
+      return result
+    } catch (error) {
+      await remote.rollback().catch(() => undefined)
+      throw error
+    } finally {
+      remote.close()
+    }
+  }
+
+  return {
+    name: 'libsql',
+    get capabilities() {
+      return { concurrentTransactions: !local, inMemory: config.url === ':memory:', remote: !local }
+    },
+    async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
+      return run<Row>(client ?? (await current()), statement)
+    },
+    async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+      const handle = client ?? (await current())
+      return interactiveTransaction(handle, fn)
+    },
+    async executeScript(sql: string): Promise<void> {
+      const handle = client ?? (await current())
+      try {
+        await handle.executeMultiple(sql)
+      } catch (error) {
+        throw mapSqliteError(error)
+      }
+    },
+    async close(): Promise<void> {
+      if (closed) return
+      closed = true
+      const handle = client ?? (opening ? await opening.catch(() => undefined) : undefined)
+      if (handle && !handle.closed) handle.close()
+    },
+  }
+}
