@@ -1,10 +1,14 @@
 import { type Clock, type IdSource, randomIds, systemClock } from './clock.js'
-import type { Driver } from './driver.js'
+import type { Driver, QueryResult, SqlValue, Statement } from './driver.js'
 import { AgentFsError } from './errors.js'
-import { type GuardedDriver, type Queryable, type Transaction, guardDriver } from './guard-driver.js'
+import {
+  type GuardedDriver,
+  guardDriver,
+  type Queryable,
+  type Transaction,
+} from './guard-driver.js'
 import { inspectLayout } from './layout.js'
-import { type MigrationPlan, checkChunkSize, migrate, planFromReport } from './migrate.js'
-import type { QueryResult, SqlValue, Statement } from './driver.js'
+import { checkChunkSize, type MigrationPlan, migrate, planFromReport } from './migrate.js'
 
 /** Options of {@link openDatabase}. */
 export interface OpenDatabaseOptions {
@@ -39,7 +43,11 @@ export interface AgentDatabase extends Queryable {
 }
 
 function isGuarded(driver: Driver | GuardedDriver): driver is GuardedDriver {
-  return 'driver' in driver && typeof (driver as GuardedDriver).close === 'function' && 'inTransaction' in driver
+  return (
+    'driver' in driver &&
+    typeof (driver as GuardedDriver).close === 'function' &&
+    'inTransaction' in driver
+  )
 }
 
 /**
@@ -65,7 +73,10 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
       )
     }
   } else {
-    migration = await migrate(driver, options.chunkSize === undefined ? { clock } : { clock, chunkSize: options.chunkSize })
+    migration = await migrate(
+      driver,
+      options.chunkSize === undefined ? { clock } : { clock, chunkSize: options.chunkSize },
+    )
   }
 
   const config = await driver.execute<{ value: string }>({
@@ -73,7 +84,10 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
   })
   const stored = Number(config.rows[0]?.value)
   if (!Number.isInteger(stored) || stored <= 0) {
-    throw new AgentFsError('CORRUPT', `fs_config.chunk_size is ${JSON.stringify(config.rows[0]?.value)}; expected a positive integer`)
+    throw new AgentFsError(
+      'CORRUPT',
+      `fs_config.chunk_size is ${JSON.stringify(config.rows[0]?.value)}; expected a positive integer`,
+    )
   }
   if (options.chunkSize !== undefined && options.chunkSize !== stored) {
     throw new AgentFsError(

@@ -170,5 +170,7 @@ export function fsError(
   path?: string,
   extra: Omit<FsErrorInit, 'code' | 'syscall' | 'path'> = {},
 ): FsError {
-  return new FsError(path === undefined ? { code, syscall, ...extra } : { code, syscall, path, ...extra })
+  return new FsError(
+    path === undefined ? { code, syscall, ...extra } : { code, syscall, path, ...extra },
+  )
 }

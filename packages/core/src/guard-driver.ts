@@ -142,7 +142,11 @@ export function guardDriver(driver: Driver): GuardedDriver {
       return closeRequested
     },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
-      checkParams(statement)
+      try {
+        checkParams(statement)
+      } catch (error) {
+        return Promise.reject(error)
+      }
       return guard(async () => {
         if (closed) throw closedError(driver.name)
         try {

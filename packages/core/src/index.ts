@@ -1,5 +1,8 @@
-export { ErrorCode, AgentFsError, FsError, POSIX_ERRORS, fsError, isAgentFsError } from './errors.js'
-export type { AgentFsErrorOptions, FsErrorInit, PosixCode } from './errors.js'
+export { isBusyError, retryBusy } from './busy-retry.js'
+export type { Clock, IdSource, Timestamp } from './clock.js'
+export { fixedClock, randomIds, seededIds, systemClock, toMillis } from './clock.js'
+export type { AgentDatabase, OpenDatabaseOptions } from './database.js'
+export { openDatabase } from './database.js'
 export type {
   Driver,
   DriverCapabilities,
@@ -8,21 +11,45 @@ export type {
   SqlValue,
   Statement,
 } from './driver.js'
-export { classifySqliteCode, mapSqliteError } from './map-error.js'
-export { Mutex } from './mutex.js'
-export { guardDriver } from './guard-driver.js'
+export type { AgentFsErrorOptions, FsErrorInit, PosixCode } from './errors.js'
+export {
+  AgentFsError,
+  ErrorCode,
+  FsError,
+  fsError,
+  isAgentFsError,
+  POSIX_ERRORS,
+} from './errors.js'
+export type { ExtensionMigration } from './extensions.js'
+export { EXTENSION_MIGRATIONS, SCHEMA_VERSION } from './extensions.js'
 export type { GuardedDriver, Queryable, Transaction } from './guard-driver.js'
-export { fixedClock, randomIds, seededIds, systemClock, toMillis } from './clock.js'
-export type { Clock, IdSource, Timestamp } from './clock.js'
+export { guardDriver } from './guard-driver.js'
+export type { FoundObject, LayoutReport, SpecLayout } from './layout.js'
+export { inspectLayout } from './layout.js'
+export { classifySqliteCode, mapSqliteError } from './map-error.js'
+export type { MigrateOptions, MigrationPlan, MigrationStep } from './migrate.js'
+export { checkChunkSize, migrate, planFromReport, planMigration } from './migrate.js'
+export { Mutex, sharedMutex } from './mutex.js'
+export type { ParsedPath, PathLike } from './path.js'
+export {
+  baseName,
+  isWithin,
+  joinPath,
+  NAME_MAX,
+  normalizePath,
+  PATH_MAX,
+  parentPath,
+  parsePath,
+  pathToString,
+} from './path.js'
+export type { SchemaObject } from './schema.js'
 export {
   DEFAULT_CHUNK_SIZE,
   MAX_CHUNK_SIZE,
   MIN_CHUNK_SIZE,
   MODE_PERMISSION_MASK,
+  normalizeDdl,
   ROOT_INO,
-  SPEC_INDEXES,
-  SPEC_TABLES,
-  SPEC_VERSION,
   S_IFBLK,
   S_IFCHR,
   S_IFDIR,
@@ -31,26 +58,7 @@ export {
   S_IFMT,
   S_IFREG,
   S_IFSOCK,
-  normalizeDdl,
+  SPEC_INDEXES,
+  SPEC_TABLES,
+  SPEC_VERSION,
 } from './schema.js'
-export type { SchemaObject } from './schema.js'
-export { EXTENSION_MIGRATIONS, SCHEMA_VERSION } from './extensions.js'
-export type { ExtensionMigration } from './extensions.js'
-export { inspectLayout } from './layout.js'
-export type { FoundObject, LayoutReport, SpecLayout } from './layout.js'
-export { checkChunkSize, migrate, planFromReport, planMigration } from './migrate.js'
-export type { MigrateOptions, MigrationPlan, MigrationStep } from './migrate.js'
-export { openDatabase } from './database.js'
-export type { AgentDatabase, OpenDatabaseOptions } from './database.js'
-export {
-  NAME_MAX,
-  PATH_MAX,
-  baseName,
-  isWithin,
-  joinPath,
-  normalizePath,
-  parentPath,
-  parsePath,
-  pathToString,
-} from './path.js'
-export type { ParsedPath, PathLike } from './path.js'

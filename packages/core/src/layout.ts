@@ -29,7 +29,7 @@ export interface LayoutReport {
 /** Reads the schema of a database and classifies its layout. Read-only. */
 export async function inspectLayout(q: Queryable): Promise<LayoutReport> {
   const { rows } = await q.execute<FoundObject>({
-    sql: "SELECT type, name, tbl_name AS \"table\", sql FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*' ORDER BY name",
+    sql: 'SELECT type, name, tbl_name AS "table", sql FROM sqlite_schema WHERE name NOT GLOB \'sqlite_*\' ORDER BY name',
   })
   const objects = new Map(rows.map((row) => [row.name, row]))
   const columns = new Map<string, string[]>()

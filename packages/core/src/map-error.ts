@@ -86,7 +86,10 @@ export function mapSqliteError(error: unknown, context?: { sql?: string }): Agen
     errcode?: unknown
     message?: unknown
   }
-  let code = classifySqliteCode(source.code, source.rawCode ?? source.extendedCode ?? source.errcode)
+  let code = classifySqliteCode(
+    source.code,
+    source.rawCode ?? source.extendedCode ?? source.errcode,
+  )
   const text = typeof source.message === 'string' ? source.message : String(error)
   if (code === 'UNKNOWN' || code === 'SQL') {
     // Some clients only put the condition in the message.
@@ -99,6 +102,8 @@ export function mapSqliteError(error: unknown, context?: { sql?: string }): Agen
     else if (/database connection is not open|client is closed/i.test(text)) code = 'CLOSED'
   }
   const advice = ADVICE[code]
-  const where = context?.sql ? ` [sql: ${context.sql.length > 120 ? `${context.sql.slice(0, 117)}...` : context.sql}]` : ''
+  const where = context?.sql
+    ? ` [sql: ${context.sql.length > 120 ? `${context.sql.slice(0, 117)}...` : context.sql}]`
+    : ''
   return new AgentFsError(code, `${text}${where}${advice ? ` (${advice})` : ''}`, { cause: error })
 }

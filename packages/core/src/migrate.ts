@@ -1,19 +1,19 @@
-import { EXTENSION_MIGRATIONS, SCHEMA_VERSION } from './extensions.js'
 import type { Clock } from './clock.js'
 import { AgentFsError, isAgentFsError } from './errors.js'
+import { EXTENSION_MIGRATIONS, SCHEMA_VERSION } from './extensions.js'
 import type { Queryable, Transaction } from './guard-driver.js'
-import { type LayoutReport, type SpecLayout, inspectLayout } from './layout.js'
+import { inspectLayout, type LayoutReport, type SpecLayout } from './layout.js'
 import {
   DEFAULT_CHUNK_SIZE,
   MAX_CHUNK_SIZE,
   MIN_CHUNK_SIZE,
+  normalizeDdl,
   ROOT_INO,
   S_IFDIR,
+  type SchemaObject,
   SPEC_INDEXES,
   SPEC_TABLES,
   SPEC_VERSION,
-  type SchemaObject,
-  normalizeDdl,
 } from './schema.js'
 
 /** One planned change, described for humans (`agentfs migrate --dry-run`). */
@@ -114,14 +114,30 @@ export function planFromReport(report: LayoutReport): MigrationPlan {
   for (const spec of SPEC_INDEXES) {
     const found = objects.get(spec.name)
     if (!found || rebuilt.has(spec.table)) {
-      steps.push({ kind: 'create-index', target: spec.name, description: `create index ${spec.name}` })
+      steps.push({
+        kind: 'create-index',
+        target: spec.name,
+        description: `create index ${spec.name}`,
+      })
     } else if (normalizeDdl(found.sql ?? '') !== normalizeDdl(spec.sql)) {
-      steps.push({ kind: 'recreate-index', target: spec.name, description: `recreate index ${spec.name}` })
+      steps.push({
+        kind: 'recreate-index',
+        target: spec.name,
+        description: `recreate index ${spec.name}`,
+      })
     }
   }
   if (report.layout === 'empty' || report.agentfsVersion < 1) {
-    steps.push({ kind: 'init-config', target: 'fs_config', description: 'ensure chunk_size and schema_version' })
-    steps.push({ kind: 'init-root', target: 'fs_inode', description: 'ensure the root directory (ino 1)' })
+    steps.push({
+      kind: 'init-config',
+      target: 'fs_config',
+      description: 'ensure chunk_size and schema_version',
+    })
+    steps.push({
+      kind: 'init-root',
+      target: 'fs_inode',
+      description: 'ensure the root directory (ino 1)',
+    })
   }
   for (const ext of EXTENSION_MIGRATIONS) {
     if (ext.version > report.agentfsVersion) {
@@ -182,7 +198,11 @@ export async function migrate(q: Queryable, options: MigrateOptions): Promise<Mi
       return plan
     })
   } catch (error) {
-    if (isAgentFsError(error, 'BUSY') || isAgentFsError(error, 'READONLY') || isAgentFsError(error, 'CLOSED')) {
+    if (
+      isAgentFsError(error, 'BUSY') ||
+      isAgentFsError(error, 'READONLY') ||
+      isAgentFsError(error, 'CLOSED')
+    ) {
       throw error
     }
     throw new AgentFsError(
@@ -243,7 +263,16 @@ async function applyPlan(
         await tx.execute({
           sql: `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime, atime_nsec, mtime_nsec, ctime_nsec)
 VALUES (?, ?, 1, 0, 0, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT(ino) DO NOTHING`,
-          params: [ROOT_INO, S_IFDIR | 0o755, now.sec, now.sec, now.sec, now.nsec, now.nsec, now.nsec],
+          params: [
+            ROOT_INO,
+            S_IFDIR | 0o755,
+            now.sec,
+            now.sec,
+            now.sec,
+            now.nsec,
+            now.nsec,
+            now.nsec,
+          ],
         })
         break
       case 'extension': {
@@ -259,7 +288,10 @@ VALUES (?, ?, 1, 0, 0, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT(ino) DO NOTHING`,
 }
 
 /** Renames a table out of the way and drops its indexes (index names are global). */
-async function moveAside(tx: Transaction, name: string): Promise<{ old: string; seq: number | undefined }> {
+async function moveAside(
+  tx: Transaction,
+  name: string,
+): Promise<{ old: string; seq: number | undefined }> {
   const old = `${name}${OLD_SUFFIX}`
   const seq = await sequenceOf(tx, name)
   await tx.execute({ sql: `ALTER TABLE ${name} RENAME TO ${old}` })
@@ -288,13 +320,24 @@ async function restoreSequence(tx: Transaction, name: string, seq: number | unde
   if (seq === undefined) return
   const current = await sequenceOf(tx, name)
   if (current === undefined) {
-    await tx.execute({ sql: 'INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)', params: [name, seq] })
+    await tx.execute({
+      sql: 'INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)',
+      params: [name, seq],
+    })
   } else if (current < seq) {
-    await tx.execute({ sql: 'UPDATE sqlite_sequence SET seq = ? WHERE name = ?', params: [seq, name] })
+    await tx.execute({
+      sql: 'UPDATE sqlite_sequence SET seq = ? WHERE name = ?',
+      params: [seq, name],
+    })
   }
 }
 
-async function rebuildTable(tx: Transaction, spec: SchemaObject, have: readonly string[], nowSec: number) {
+async function rebuildTable(
+  tx: Transaction,
+  spec: SchemaObject,
+  have: readonly string[],
+  nowSec: number,
+) {
   const { old, seq } = await moveAside(tx, spec.name)
   await tx.execute({ sql: spec.sql })
   const target: string[] = []
@@ -327,9 +370,10 @@ async function addColumns(tx: Transaction, spec: SchemaObject, have: readonly st
     if (have.includes(column)) continue
     const definition = lines.find((l) => l.startsWith(`${column} `))!
     // ADD COLUMN cannot add NOT NULL without a default; such columns are added nullable.
-    const safe = /NOT NULL/.test(definition) && !/DEFAULT/.test(definition)
-      ? definition.replace(/\s*NOT NULL/, '')
-      : definition
+    const safe =
+      /NOT NULL/.test(definition) && !/DEFAULT/.test(definition)
+        ? definition.replace(/\s*NOT NULL/, '')
+        : definition
     await tx.execute({ sql: `ALTER TABLE ${spec.name} ADD COLUMN ${safe}` })
     const derived = DERIVED[spec.name]?.[column]
     if (derived) {
@@ -348,14 +392,17 @@ async function addColumns(tx: Transaction, spec: SchemaObject, have: readonly st
 async function recutData(tx: Transaction, spec: SchemaObject, chunkSize: number) {
   const { old } = await moveAside(tx, 'fs_data')
   await tx.execute({ sql: spec.sql })
-  const inodes = await tx.execute<{ ino: number }>({ sql: `SELECT DISTINCT ino FROM ${old} ORDER BY ino` })
+  const inodes = await tx.execute<{ ino: number }>({
+    sql: `SELECT DISTINCT ino FROM ${old} ORDER BY ino`,
+  })
   for (const { ino } of inodes.rows) {
     const parts = await tx.execute<{ offset: number; data: Uint8Array }>({
       sql: `SELECT offset, data FROM ${old} WHERE ino = ? ORDER BY offset, id`,
       params: [ino],
     })
     let length = 0
-    for (const part of parts.rows) length = Math.max(length, Number(part.offset) + part.data.byteLength)
+    for (const part of parts.rows)
+      length = Math.max(length, Number(part.offset) + part.data.byteLength)
     const chunks = new Map<number, Uint8Array>()
     for (const part of parts.rows) {
       let position = Number(part.offset)

@@ -23,7 +23,6 @@ const encoder = new TextEncoder()
 
 function byteLength(text: string): number {
   // Fast path: ASCII-only strings have one byte per code unit.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: range check, not a control match
   return /^[\x00-\x7f]*$/.test(text) ? text.length : encoder.encode(text).byteLength
 }
 
@@ -49,7 +48,9 @@ export function parsePath(input: unknown, syscall: string): ParsedPath {
   const text = pathToString(input, syscall)
   if (text.length === 0) throw fsError('ENOENT', syscall, text)
   if (text.includes('\0')) {
-    throw fsError('EINVAL', syscall, text.replaceAll('\0', '\\0'), { hint: 'path contains a NUL byte' })
+    throw fsError('EINVAL', syscall, text.replaceAll('\0', '\\0'), {
+      hint: 'path contains a NUL byte',
+    })
   }
   if (text.length > PATH_MAX / 4 && byteLength(text) > PATH_MAX) {
     throw fsError('ENAMETOOLONG', syscall, `${text.slice(0, 64)}...`)

@@ -12,7 +12,12 @@ export interface SchemaObject {
   readonly sql: string
 }
 
-const table = (name: string, sql: string): SchemaObject => ({ type: 'table', name, table: name, sql })
+const table = (name: string, sql: string): SchemaObject => ({
+  type: 'table',
+  name,
+  table: name,
+  sql,
+})
 const index = (name: string, on: string, sql: string): SchemaObject => ({
   type: 'index',
   name,
@@ -114,7 +119,11 @@ export const SPEC_TABLES: readonly SchemaObject[] = [
 
 /** Indexes of spec v0.4. */
 export const SPEC_INDEXES: readonly SchemaObject[] = [
-  index('idx_tool_calls_name', 'tool_calls', 'CREATE INDEX idx_tool_calls_name ON tool_calls(name)'),
+  index(
+    'idx_tool_calls_name',
+    'tool_calls',
+    'CREATE INDEX idx_tool_calls_name ON tool_calls(name)',
+  ),
   index(
     'idx_tool_calls_started_at',
     'tool_calls',

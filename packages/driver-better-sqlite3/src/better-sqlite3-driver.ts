@@ -1,11 +1,16 @@
+import { realpathSync } from 'node:fs'
 import {
   AgentFsError,
   type Driver,
   type Executor,
+  isBusyError,
+  type Mutex,
+  mapSqliteError,
   type QueryResult,
+  retryBusy,
   type SqlValue,
   type Statement,
-  mapSqliteError,
+  sharedMutex,
 } from '@agentfs/core'
 
 /** The parts of a better-sqlite3 `Statement` this driver uses (structural: no type dependency). */
@@ -19,6 +24,8 @@ export interface BetterSqlite3Statement {
 
 /** The parts of a better-sqlite3 `Database` this driver uses. */
 export interface BetterSqlite3Database {
+  /** The path the database was opened with. */
+  readonly name: string
   readonly open: boolean
   readonly inTransaction: boolean
   readonly memory: boolean
@@ -36,12 +43,17 @@ export interface BetterSqlite3DriverConfig {
   /** A file path, or `:memory:`. The driver opens it on first use. */
   readonly path?: string
   /** An open database, or a (lazy) factory for one. The driver closes it on `close()`. */
-  readonly database?: BetterSqlite3Database | (() => BetterSqlite3Database | Promise<BetterSqlite3Database>)
+  readonly database?:
+    | BetterSqlite3Database
+    | (() => BetterSqlite3Database | Promise<BetterSqlite3Database>)
   /** Open the file read-only (only with `path`). */
   readonly readonly?: boolean
   /** `PRAGMA synchronous` (default `NORMAL`; `FULL` fsyncs every commit). */
   readonly synchronous?: SynchronousMode
-  /** How long to wait for another process's write lock, in ms (default 5000). */
+  /**
+   * How long to wait for another connection's write lock, in ms (default 5000). The wait is
+   * asynchronous (see `retryBusy`), so connections in the same process do not deadlock.
+   */
   readonly busyTimeoutMs?: number
   /** WAL file size kept after checkpoints, in bytes (default 64 MiB). */
   readonly journalSizeLimit?: number
@@ -53,7 +65,8 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
 const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER)
 
 function toValue(value: unknown): SqlValue {
-  if (typeof value === 'bigint') return value <= MAX_SAFE && value >= MIN_SAFE ? Number(value) : value
+  if (typeof value === 'bigint')
+    return value <= MAX_SAFE && value >= MIN_SAFE ? Number(value) : value
   return value as SqlValue
 }
 
@@ -72,11 +85,16 @@ function bindParams(params: readonly SqlValue[] | undefined): unknown[] {
   const out = new Array<unknown>(params.length)
   for (let i = 0; i < params.length; i++) {
     const value = params[i]
-    // better-sqlite3 binds Buffers as BLOBs; a plain Uint8Array gets a zero-copy Buffer view.
-    out[i] =
-      value instanceof Uint8Array && !Buffer.isBuffer(value)
-        ? Buffer.from(value.buffer, value.byteOffset, value.byteLength)
-        : value
+    if (typeof value === 'number') {
+      // better-sqlite3 binds every JS number as REAL; integral ones must be INTEGER, as in
+      // other engines, or typeof() and expressions without column affinity disagree.
+      out[i] = Number.isSafeInteger(value) ? BigInt(value) : value
+    } else if (value instanceof Uint8Array && !Buffer.isBuffer(value)) {
+      // better-sqlite3 binds Buffers as BLOBs; a plain Uint8Array gets a zero-copy Buffer view.
+      out[i] = Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+    } else {
+      out[i] = value
+    }
   }
   return out
 }
@@ -91,14 +109,22 @@ function bindParams(params: readonly SqlValue[] | undefined): unknown[] {
  */
 export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
   if ((config.path === undefined) === (config.database === undefined)) {
-    throw new AgentFsError('INVALID_ARGUMENT', 'betterSqlite3Driver needs exactly one of `path` and `database`')
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      'betterSqlite3Driver needs exactly one of `path` and `database`',
+    )
   }
   const cacheSize = config.statementCacheSize ?? 256
+  const busyTimeout = config.busyTimeoutMs ?? 5000
   const cache = new Map<string, BetterSqlite3Statement>()
   let db: BetterSqlite3Database | undefined
   let opening: Promise<BetterSqlite3Database> | undefined
   let closed = false
   const memory = config.path === ':memory:' || config.path === ''
+  /** Shared with other connections of this process to the same file (see `sharedMutex`). */
+  let fileLock: { mutex: Mutex; release(): void } | undefined
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> =>
+    fileLock ? fileLock.mutex.run(fn, busyTimeout) : fn()
 
   async function openDb(): Promise<BetterSqlite3Database> {
     let handle: BetterSqlite3Database
@@ -110,18 +136,23 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
         handle = new Database(config.path!, {
           readonly: config.readonly ?? false,
           fileMustExist: config.readonly ?? false,
-          timeout: config.busyTimeoutMs ?? 5000,
+          timeout: 0,
         }) as unknown as BetterSqlite3Database
       } catch (error) {
         throw mapSqliteError(error)
       }
     }
-    if (!handle.memory && !handle.readonly) {
-      handle.prepare('PRAGMA journal_mode = WAL').all()
-      handle.prepare(`PRAGMA journal_size_limit = ${Math.trunc(config.journalSizeLimit ?? 64 * 1024 * 1024)}`).all()
-    }
-    handle.prepare(`PRAGMA busy_timeout = ${Math.trunc(config.busyTimeoutMs ?? 5000)}`).all()
-    handle.prepare(`PRAGMA synchronous = ${config.synchronous ?? 'NORMAL'}`).run()
+    // Busy waits happen asynchronously in retryBusy, never inside SQLite.
+    handle.prepare('PRAGMA busy_timeout = 0').all()
+    if (!handle.memory) fileLock = sharedMutex(realpathSync(handle.name))
+    await exclusive(async () => {
+      if (!handle.memory && !handle.readonly) {
+        await retryBusy(() => handle.prepare('PRAGMA journal_mode = WAL').all(), busyTimeout)
+        const limit = Math.trunc(config.journalSizeLimit ?? 64 * 1024 * 1024)
+        handle.prepare(`PRAGMA journal_size_limit = ${limit}`).all()
+      }
+      handle.prepare(`PRAGMA synchronous = ${config.synchronous ?? 'NORMAL'}`).run()
+    })
     return handle
   }
 
@@ -150,18 +181,40 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
     return statement
   }
 
+  function runRaw<Row>(handle: BetterSqlite3Database, statement: Statement): QueryResult<Row> {
+    const prepared = prepare(handle, statement.sql)
+    const params = bindParams(statement.params)
+    if (prepared.reader) {
+      const rows = convertRows<Row>(prepared.all(...params))
+      return { rows, changes: prepared.readonly ? 0 : rows.length }
+    }
+    const info = prepared.run(...params)
+    return { rows: [], changes: info.changes, lastInsertRowid: BigInt(info.lastInsertRowid) }
+  }
+
   function run<Row>(handle: BetterSqlite3Database, statement: Statement): QueryResult<Row> {
     try {
-      const prepared = prepare(handle, statement.sql)
-      const params = bindParams(statement.params)
-      if (prepared.reader) {
-        const rows = convertRows<Row>(prepared.all(...params))
-        return { rows, changes: prepared.readonly ? 0 : rows.length }
-      }
-      const info = prepared.run(...params)
-      return { rows: [], changes: info.changes, lastInsertRowid: BigInt(info.lastInsertRowid) }
+      return runRaw<Row>(handle, statement)
     } catch (error) {
       throw mapSqliteError(error, { sql: statement.sql })
+    }
+  }
+
+  /** Outside a transaction a BUSY statement is retried asynchronously until the timeout. */
+  async function runRetrying<Row>(
+    handle: BetterSqlite3Database,
+    statement: Statement,
+  ): Promise<QueryResult<Row>> {
+    try {
+      return runRaw<Row>(handle, statement)
+    } catch (error) {
+      if (handle.inTransaction || !isBusyError(error))
+        throw mapSqliteError(error, { sql: statement.sql })
+      try {
+        return await retryBusy(() => runRaw<Row>(handle, statement), busyTimeout)
+      } catch (retryError) {
+        throw mapSqliteError(retryError, { sql: statement.sql })
+      }
     }
   }
 
@@ -172,42 +225,24 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
     capabilities: { concurrentTransactions: false, inMemory: memory, remote: false },
     async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       const handle = db ?? (await withDb())
-      return run<Row>(handle, statement)
+      return fileLock
+        ? exclusive(() => runRetrying<Row>(handle, statement))
+        : runRetrying<Row>(handle, statement)
     },
     async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
       const handle = db ?? (await withDb())
-      run(handle, { sql: 'BEGIN IMMEDIATE' })
-      let active = true
-      const tx: Executor = {
-        execute: async <Row = Record<string, SqlValue>>(statement: Statement) => {
-          if (!active) throw new AgentFsError('MISUSE', 'Transaction already finished')
-          return run<Row>(handle, statement)
-        },
-      }
-      let result: T
-      try {
-        result = await fn(tx)
-      } catch (error) {
-        active = false
-        if (handle.inTransaction) run(handle, { sql: 'ROLLBACK' })
-        throw error
-      }
-      active = false
-      try {
-        run(handle, { sql: 'COMMIT' })
-      } catch (error) {
-        if (handle.inTransaction) run(handle, { sql: 'ROLLBACK' })
-        throw error
-      }
-      return result
+      return exclusive(() => transact(handle, fn))
     },
     async executeScript(sql: string): Promise<void> {
       const handle = db ?? (await withDb())
-      try {
-        handle.exec(sql)
-      } catch (error) {
-        throw mapSqliteError(error)
-      }
+      await exclusive(async () => {
+        try {
+          // Not retried on BUSY: a script that failed part-way may already have run statements.
+          handle.exec(sql)
+        } catch (error) {
+          throw mapSqliteError(error)
+        }
+      })
     },
     async close(): Promise<void> {
       if (closed) return
@@ -215,6 +250,37 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
       const handle = db ?? (opening ? await opening.catch(() => undefined) : undefined)
       cache.clear()
       if (handle?.open) handle.close()
+      fileLock?.release()
     },
+  }
+
+  async function transact<T>(
+    handle: BetterSqlite3Database,
+    fn: (tx: Executor) => Promise<T>,
+  ): Promise<T> {
+    await runRetrying(handle, { sql: 'BEGIN IMMEDIATE' })
+    let active = true
+    const tx: Executor = {
+      execute: async <Row = Record<string, SqlValue>>(statement: Statement) => {
+        if (!active) throw new AgentFsError('MISUSE', 'Transaction already finished')
+        return run<Row>(handle, statement)
+      },
+    }
+    let result: T
+    try {
+      result = await fn(tx)
+    } catch (error) {
+      active = false
+      if (handle.inTransaction) run(handle, { sql: 'ROLLBACK' })
+      throw error
+    }
+    active = false
+    try {
+      run(handle, { sql: 'COMMIT' })
+    } catch (error) {
+      if (handle.inTransaction) run(handle, { sql: 'ROLLBACK' })
+      throw error
+    }
+    return result
   }
 }

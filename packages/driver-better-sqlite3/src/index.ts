@@ -1,7 +1,7 @@
-export { betterSqlite3Driver } from './better-sqlite3-driver.js'
 export type {
   BetterSqlite3Database,
   BetterSqlite3DriverConfig,
   BetterSqlite3Statement,
   SynchronousMode,
 } from './better-sqlite3-driver.js'
+export { betterSqlite3Driver } from './better-sqlite3-driver.js'

@@ -1,4 +1,3 @@
-export { libsqlDriver } from './libsql-driver.js'
 export type {
   LibsqlClient,
   LibsqlDriverConfig,
@@ -6,3 +5,4 @@ export type {
   LibsqlResultSet,
   LibsqlTransaction,
 } from './libsql-driver.js'
+export { libsqlDriver } from './libsql-driver.js'

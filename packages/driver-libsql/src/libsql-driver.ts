@@ -1,11 +1,15 @@
+import { realpathSync } from 'node:fs'
 import {
   AgentFsError,
   type Driver,
   type Executor,
+  type Mutex,
+  mapSqliteError,
   type QueryResult,
+  retryBusy,
   type SqlValue,
   type Statement,
-  mapSqliteError,
+  sharedMutex,
 } from '@agentfs/core'
 
 /** The parts of a libSQL `ResultSet` this driver uses (structural: no type dependency). */
@@ -66,9 +70,24 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
 const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER)
 
 function toValue(value: unknown): SqlValue {
-  if (typeof value === 'bigint') return value <= MAX_SAFE && value >= MIN_SAFE ? Number(value) : value
+  if (typeof value === 'bigint')
+    return value <= MAX_SAFE && value >= MIN_SAFE ? Number(value) : value
   if (value instanceof ArrayBuffer) return new Uint8Array(value)
   return value as SqlValue
+}
+
+/**
+ * The client binds every JS number as REAL; integral ones must be INTEGER, as in other engines,
+ * or values in columns without affinity (sqlite_sequence, expressions) differ between drivers.
+ */
+function bindArgs(params: readonly SqlValue[] | undefined): unknown[] {
+  if (!params || params.length === 0) return []
+  const out = new Array<unknown>(params.length)
+  for (let i = 0; i < params.length; i++) {
+    const value = params[i]
+    out[i] = typeof value === 'number' && Number.isSafeInteger(value) ? BigInt(value) : value
+  }
+  return out
 }
 
 function toResult<Row>(result: LibsqlResultSet): QueryResult<Row> {
@@ -88,6 +107,18 @@ function toResult<Row>(result: LibsqlResultSet): QueryResult<Row> {
   return out
 }
 
+/** The file behind a local `file:` URL, or undefined for memory and remote URLs. */
+function localFilePath(url: string): string | undefined {
+  if (!url.startsWith('file:')) return undefined
+  const path = decodeURIComponent(
+    url
+      .slice('file:'.length)
+      .replace(/^\/\/(?=\/)/, '')
+      .split('?')[0]!,
+  )
+  return path === ':memory:' || path === '' ? undefined : path
+}
+
 const isLocalUrl = (url: string) => url === ':memory:' || url.startsWith('file:')
 
 /**
@@ -103,13 +134,21 @@ const isLocalUrl = (url: string) => url === ':memory:' || url.startsWith('file:'
  */
 export function libsqlDriver(config: LibsqlDriverConfig): Driver {
   if ((config.url === undefined) === (config.client === undefined)) {
-    throw new AgentFsError('INVALID_ARGUMENT', 'libsqlDriver needs exactly one of `url` and `client`')
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      'libsqlDriver needs exactly one of `url` and `client`',
+    )
   }
   const declaredLocal = config.url === undefined ? undefined : isLocalUrl(config.url)
+  /** Shared with other connections of this process to the same file (see `sharedMutex`). */
+  let fileLock: { mutex: Mutex; release(): void } | undefined
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> =>
+    fileLock ? fileLock.mutex.run(fn, busyTimeout) : fn()
   let client: LibsqlClient | undefined
   let opening: Promise<LibsqlClient> | undefined
   let closed = false
   // A remote client must not be serialised behind the core mutex; decide as early as we can.
+  const busyTimeout = config.busyTimeoutMs ?? 5000
   let local =
     declaredLocal ??
     (typeof config.client === 'object' ? (config.client as LibsqlClient).protocol === 'file' : true)
@@ -133,16 +172,32 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
       }
     }
     local = handle.protocol === 'file'
+    const file = config.url === undefined ? undefined : localFilePath(config.url)
+    if (local && file !== undefined) fileLock = sharedMutex(realpathSync(file))
+    await exclusive(() => configure(handle))
+    return handle
+  }
+
+  async function configure(handle: LibsqlClient): Promise<void> {
     if (local && config.url !== ':memory:') {
-      await handle.execute({ sql: 'PRAGMA journal_mode = WAL', args: [] }).catch(() => undefined)
+      await retryBusy(
+        () => handle.execute({ sql: 'PRAGMA journal_mode = WAL', args: [] }),
+        busyTimeout,
+      )
       await handle.execute({
         sql: `PRAGMA journal_size_limit = ${Math.trunc(config.journalSizeLimit ?? 64 * 1024 * 1024)}`,
         args: [],
       })
     }
     if (local) {
-      await handle.execute({ sql: `PRAGMA busy_timeout = ${Math.trunc(config.busyTimeoutMs ?? 5000)}`, args: [] })
-      await handle.execute({ sql: `PRAGMA synchronous = ${config.synchronous ?? 'NORMAL'}`, args: [] })
+      await handle.execute({
+        sql: `PRAGMA busy_timeout = ${Math.trunc(config.busyTimeoutMs ?? 5000)}`,
+        args: [],
+      })
+      await handle.execute({
+        sql: `PRAGMA synchronous = ${config.synchronous ?? 'NORMAL'}`,
+        args: [],
+      })
     }
     return handle
   }
@@ -162,17 +217,38 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     statement: Statement,
   ): Promise<QueryResult<Row>> {
     try {
-      const result = await target.execute({ sql: statement.sql, args: (statement.params ?? []) as unknown[] })
+      const result = await target.execute({ sql: statement.sql, args: bindArgs(statement.params) })
       return toResult<Row>(result)
     } catch (error) {
       throw mapSqliteError(error, { sql: statement.sql })
     }
   }
 
-  async function interactiveTransaction<T>(handle: LibsqlClient, fn: (tx: Executor) => Promise<T>): Promise<T> {
+  /** Outside a transaction a BUSY statement is retried asynchronously until the timeout. */
+  async function runRetrying<Row>(
+    handle: LibsqlClient,
+    statement: Statement,
+  ): Promise<QueryResult<Row>> {
+    const args = bindArgs(statement.params)
+    try {
+      return toResult<Row>(
+        await retryBusy(
+          () => handle.execute({ sql: statement.sql, args }),
+          local ? busyTimeout : 0,
+        ),
+      )
+    } catch (error) {
+      throw mapSqliteError(error, { sql: statement.sql })
+    }
+  }
+
+  async function interactiveTransaction<T>(
+    handle: LibsqlClient,
+    fn: (tx: Executor) => Promise<T>,
+  ): Promise<T> {
     let remote: LibsqlTransaction
     try {
-      remote = await handle.transaction('write')
+      remote = await retryBusy(() => handle.transaction('write'), local ? busyTimeout : 0)
     } catch (error) {
       throw mapSqliteError(error)
     }
@@ -198,25 +274,29 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
       return { concurrentTransactions: !local, inMemory: config.url === ':memory:', remote: !local }
     },
     async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
-      return run<Row>(client ?? (await current()), statement)
+      const handle = client ?? (await current())
+      return exclusive(() => runRetrying<Row>(handle, statement))
     },
     async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
       const handle = client ?? (await current())
-      return interactiveTransaction(handle, fn)
+      return exclusive(() => interactiveTransaction(handle, fn))
     },
     async executeScript(sql: string): Promise<void> {
       const handle = client ?? (await current())
-      try {
-        await handle.executeMultiple(sql)
-      } catch (error) {
-        throw mapSqliteError(error)
-      }
+      await exclusive(async () => {
+        try {
+          await handle.executeMultiple(sql)
+        } catch (error) {
+          throw mapSqliteError(error)
+        }
+      })
     },
     async close(): Promise<void> {
       if (closed) return
       closed = true
       const handle = client ?? (opening ? await opening.catch(() => undefined) : undefined)
       if (handle && !handle.closed) handle.close()
+      fileLock?.release()
     },
   }
 }

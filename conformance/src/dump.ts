@@ -1,0 +1,89 @@
+import { createHash } from 'node:crypto'
+import type { Executor } from '@agentfs/core'
+
+/** Options of {@link canonicalDump}. */
+export interface DumpOptions {
+  /** Quoted values longer than this are replaced by their length and SHA-256 (default 200). */
+  readonly maxValueLength?: number
+}
+
+const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
+
+function shorten(text: string, max: number): string {
+  if (text.length <= max) return text
+  const digest = createHash('sha256').update(text).digest('hex').slice(0, 32)
+  return `<${text.length} chars sha256:${digest}>`
+}
+
+/**
+ * The canonical dump of a database, computed by the engine through the driver under test:
+ * schema (`sqlite_schema` ordered by type and name, `user_version`), every table including
+ * `sqlite_sequence` as `typeof:quote` cells in a total order, then `integrity_check` and
+ * `foreign_key_check`. Two databases with equal dumps hold equal state, whichever client wrote
+ * them, because `typeof` and `quote` are evaluated by SQLite, not by JavaScript.
+ */
+export async function canonicalDump(db: Executor, options: DumpOptions = {}): Promise<string> {
+  const max = options.maxValueLength ?? 200
+  const out: string[] = ['# schema']
+  const schema = await db.execute<{
+    type: string
+    name: string
+    tbl_name: string
+    sql: string | null
+  }>({
+    sql: "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*' ORDER BY type, name",
+  })
+  for (const row of schema.rows) {
+    out.push(`${row.type} ${row.name} on ${row.tbl_name}`)
+    out.push(`  ${row.sql === null ? '(auto)' : row.sql.replaceAll('\n', '\n  ')}`)
+  }
+  const version = await db.execute<{ user_version: number }>({ sql: 'PRAGMA user_version' })
+  out.push(`# user_version ${Number(version.rows[0]?.user_version ?? 0)}`)
+
+  const tables = await db.execute<{ name: string }>({
+    sql: "SELECT name FROM sqlite_schema WHERE type = 'table' AND (name NOT GLOB 'sqlite_*' OR name = 'sqlite_sequence') ORDER BY name",
+  })
+  for (const { name } of tables.rows) {
+    const info = await db.execute<{ name: string; type: string }>({
+      sql: 'SELECT name, type FROM pragma_table_info(?) ORDER BY cid',
+      params: [name],
+    })
+    const columns = info.rows.map((c) => c.name)
+    out.push(`# table ${name} (${info.rows.map((c) => `${c.name} ${c.type}`.trim()).join(', ')})`)
+    if (columns.length === 0) continue
+    const cells = columns.map((c) => `typeof(${ident(c)}) || ':' || quote(${ident(c)})`)
+    const order = columns.map((c) => `quote(${ident(c)})`).join(', ')
+    const rows = await db.execute<{ line: string }>({
+      // char(31) (unit separator) splits cells, so text containing ' | ' cannot confuse it.
+      sql: `SELECT ${cells.join(' || char(31) || ')} AS line FROM ${ident(name)} ORDER BY ${order}`,
+    })
+    for (const row of rows.rows) {
+      out.push(
+        String(row.line)
+          .split('\x1f')
+          .map((cell) => shorten(cell, max))
+          .join(' | '),
+      )
+    }
+    out.push(`# ${rows.rows.length} rows`)
+  }
+
+  const integrity = await db.execute<{ integrity_check: string }>({ sql: 'PRAGMA integrity_check' })
+  out.push(`# integrity_check ${integrity.rows.map((r) => r.integrity_check).join('; ')}`)
+  const fk = await db.execute<Record<string, unknown>>({ sql: 'PRAGMA foreign_key_check' })
+  out.push(
+    `# foreign_key_check ${fk.rows.length === 0 ? 'ok' : JSON.stringify(fk.rows, stableReplacer)}`,
+  )
+  return `${out.join('\n')}\n`
+}
+
+/** `JSON.stringify` replacer that writes bigints as strings and byte arrays as hex. */
+export function stableReplacer(_key: string, value: unknown): unknown {
+  if (typeof value === 'bigint') return `${value}n`
+  if (value instanceof Uint8Array)
+    return `0x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}`
+  if (value && typeof value === 'object' && (value as { type?: unknown }).type === 'Buffer') {
+    return `0x${Buffer.from((value as { data: number[] }).data).toString('hex')}`
+  }
+  return value
+}

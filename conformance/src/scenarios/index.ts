@@ -1,0 +1,11 @@
+import type { Scenario } from '../harness.js'
+import { customChunkSize } from './core/custom-chunk-size.js'
+import { freshDatabase } from './core/fresh-database.js'
+import { migrationScenarios } from './migrations/from-layouts.js'
+
+/** Every scenario, grouped by the first part of its id. */
+export const SCENARIOS: readonly Scenario[] = [
+  freshDatabase,
+  customChunkSize,
+  ...migrationScenarios,
+]

@@ -1,0 +1,189 @@
+import { type GuardedDriver, guardDriver, isAgentFsError } from '@agentfs/core'
+import { expect } from 'vitest'
+import type { SuiteContext } from './context.js'
+
+const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function table(db: GuardedDriver) {
+  await db.execute({ sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)' })
+}
+async function values(db: GuardedDriver): Promise<string[]> {
+  const result = await db.execute<{ v: string }>({ sql: 'SELECT v FROM t ORDER BY id' })
+  return result.rows.map((r) => r.v)
+}
+
+/** Transactions: commit, rollback, savepoints, serialisation of concurrent callers, close. */
+export function transactionsSuite({ resources, it }: SuiteContext): void {
+  const open = async () => guardDriver(await resources().driver())
+
+  it('transactions/commit', 'a resolved callback commits every statement', async () => {
+    const db = await open()
+    await table(db)
+    const result = await db.transaction(async (tx) => {
+      await tx.execute({ sql: "INSERT INTO t (v) VALUES ('a')" })
+      await tx.execute({ sql: "INSERT INTO t (v) VALUES ('b')" })
+      return 'done'
+    })
+    expect(result).toBe('done')
+    expect(await values(db)).toEqual(['a', 'b'])
+  })
+
+  it(
+    'transactions/rollback',
+    'a rejected callback rolls back and rethrows the same error',
+    async () => {
+      const db = await open()
+      await table(db)
+      const boom = new Error('boom')
+      const caught = await db
+        .transaction(async (tx) => {
+          await tx.execute({ sql: "INSERT INTO t (v) VALUES ('a')" })
+          await tick()
+          throw boom
+        })
+        .catch((e: unknown) => e)
+      expect(caught).toBe(boom)
+      expect(await values(db)).toEqual([])
+    },
+  )
+
+  it(
+    'transactions/engine-error',
+    'an engine error inside a transaction rolls back and is mapped',
+    async () => {
+      const db = await open()
+      await table(db)
+      const caught = await db
+        .transaction(async (tx) => {
+          await tx.execute({ sql: "INSERT INTO t (id, v) VALUES (1, 'a')" })
+          await tx.execute({ sql: "INSERT INTO t (id, v) VALUES (1, 'dup')" })
+        })
+        .catch((e: unknown) => e)
+      expect(isAgentFsError(caught, 'CONSTRAINT_UNIQUE')).toBe(true)
+      expect(await values(db)).toEqual([])
+    },
+  )
+
+  it(
+    'transactions/savepoint',
+    'nested transactions are savepoints: inner failure keeps outer work',
+    async () => {
+      const db = await open()
+      await table(db)
+      await db.transaction(async (tx) => {
+        await tx.execute({ sql: "INSERT INTO t (v) VALUES ('outer')" })
+        await tx
+          .transaction(async (inner) => {
+            await inner.execute({ sql: "INSERT INTO t (v) VALUES ('inner')" })
+            throw new Error('inner fails')
+          })
+          .catch(() => undefined)
+        await tx.transaction(async (inner) => {
+          await inner.execute({ sql: "INSERT INTO t (v) VALUES ('inner-ok')" })
+        })
+      })
+      expect(await values(db)).toEqual(['outer', 'inner-ok'])
+    },
+  )
+
+  it(
+    'transactions/no-interleaving',
+    'a call made while a transaction awaits never joins it',
+    async () => {
+      const db = await open()
+      await table(db)
+      const failing = db
+        .transaction(async (tx) => {
+          await tx.execute({ sql: "INSERT INTO t (v) VALUES ('in-tx')" })
+          await tick(20)
+          throw new Error('roll back')
+        })
+        .catch(() => 'rolled back')
+      // Issued while the transaction above is open and waiting on a timer.
+      await tick(1)
+      const outside = db.execute({ sql: "INSERT INTO t (v) VALUES ('outside')" })
+      expect(await failing).toBe('rolled back')
+      await outside
+      expect(await values(db)).toEqual(['outside'])
+    },
+  )
+
+  it(
+    'transactions/serialised',
+    'concurrent read-modify-write transactions lose no update',
+    async () => {
+      const db = await open()
+      await db.execute({ sql: 'CREATE TABLE counter (n INTEGER NOT NULL)' })
+      await db.execute({ sql: 'INSERT INTO counter (n) VALUES (0)' })
+      await Promise.all(
+        Array.from({ length: 20 }, () =>
+          db.transaction(async (tx) => {
+            const { rows } = await tx.execute<{ n: number }>({ sql: 'SELECT n FROM counter' })
+            await tick(1)
+            await tx.execute({ sql: 'UPDATE counter SET n = ?', params: [rows[0]!.n + 1] })
+          }),
+        ),
+      )
+      const { rows } = await db.execute<{ n: number }>({ sql: 'SELECT n FROM counter' })
+      expect(rows[0]!.n).toBe(20)
+    },
+  )
+
+  it(
+    'transactions/stale-handle',
+    'a transaction handle used after its transaction ends is refused',
+    async () => {
+      const db = await open()
+      await table(db)
+      let leaked: { execute: GuardedDriver['execute'] } | undefined
+      await db.transaction(async (tx) => {
+        leaked = tx
+      })
+      const error = await leaked!.execute({ sql: 'SELECT 1' }).catch((e: unknown) => e)
+      expect(isAgentFsError(error, 'MISUSE')).toBe(true)
+    },
+  )
+
+  it(
+    'transactions/close',
+    'close waits for queued calls, is idempotent, and later calls fail with CLOSED',
+    async () => {
+      const db = await open()
+      await table(db)
+      const pending = db.transaction(async (tx) => {
+        await tick(10)
+        await tx.execute({ sql: "INSERT INTO t (v) VALUES ('before-close')" })
+      })
+      const closing = db.close()
+      await pending
+      await closing
+      await db.close()
+      const error = await db.execute({ sql: 'SELECT 1' }).catch((e: unknown) => e)
+      expect(isAgentFsError(error, 'CLOSED')).toBe(true)
+      const txError = await db.transaction(async () => 1).catch((e: unknown) => e)
+      expect(isAgentFsError(txError, 'CLOSED')).toBe(true)
+      expect(db.closed).toBe(true)
+    },
+  )
+
+  it(
+    'transactions/script',
+    'executeScript runs every statement and stops at the first failure',
+    async () => {
+      const db = await open()
+      await db.executeScript(
+        'CREATE TABLE a (x); INSERT INTO a VALUES (1); INSERT INTO a VALUES (2);',
+      )
+      const { rows } = await db.execute<{ n: number }>({ sql: 'SELECT COUNT(*) AS n FROM a' })
+      expect(rows[0]!.n).toBe(2)
+      const error = await db
+        .executeScript('CREATE TABLE b (x); INSERT INTO missing VALUES (1); CREATE TABLE c (x);')
+        .catch((e: unknown) => e)
+      expect(isAgentFsError(error, 'SQL')).toBe(true)
+      const tables = await db.execute<{ name: string }>({
+        sql: "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name",
+      })
+      expect(tables.rows.map((r) => r.name)).not.toContain('c')
+    },
+  )
+}

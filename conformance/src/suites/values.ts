@@ -1,0 +1,119 @@
+import { guardDriver, isAgentFsError } from '@agentfs/core'
+import { expect } from 'vitest'
+import type { SuiteContext } from './context.js'
+
+/** Value round-trips: every SQLite storage class maps to the documented JavaScript type. */
+export function valuesSuite({ resources, it }: SuiteContext): void {
+  const roundTrip = async (value: unknown) => {
+    const db = guardDriver(await resources().driver())
+    const result = await db.execute<{ v: unknown; t: string }>({
+      sql: 'SELECT ? AS v, typeof(?) AS t',
+      params: [value as never, value as never],
+    })
+    return result.rows[0]!
+  }
+
+  it('values/integers', 'safe integers come back as numbers', async () => {
+    for (const value of [0, 1, -1, 2 ** 31, 2 ** 53 - 1, -(2 ** 53 - 1)]) {
+      const row = await roundTrip(value)
+      expect(row).toEqual({ v: value, t: 'integer' })
+    }
+  })
+
+  it('values/bigints', 'integers beyond 2^53 come back as bigints', async () => {
+    for (const value of [
+      2n ** 53n,
+      2n ** 53n + 1n,
+      -(2n ** 53n) - 1n,
+      2n ** 63n - 1n,
+      -(2n ** 63n),
+    ]) {
+      const row = await roundTrip(value)
+      expect(row).toEqual({ v: value, t: 'integer' })
+    }
+    // A small bigint is narrowed back to a number.
+    expect(await roundTrip(5n)).toEqual({ v: 5, t: 'integer' })
+  })
+
+  it('values/reals', 'REAL values keep full precision', async () => {
+    for (const value of [1.5, -2.25, 0.1, 1e308, 5e-324, Math.PI]) {
+      const row = await roundTrip(value)
+      expect(row).toEqual({ v: value, t: 'real' })
+    }
+  })
+
+  it('values/text', 'text round-trips unicode, and empty text is not NULL', async () => {
+    for (const value of [
+      '',
+      'héllo wörld',
+      '日本語テキスト',
+      'emoji 😀👍🏽',
+      'tab\tnew\nline',
+      'quote \' and " and \\',
+    ]) {
+      const row = await roundTrip(value)
+      expect(row).toEqual({ v: value, t: 'text' })
+    }
+    expect(await roundTrip(null)).toEqual({ v: null, t: 'null' })
+  })
+
+  it('values/blobs', 'blobs round-trip; an empty blob is a blob, not NULL', async () => {
+    const empty = await roundTrip(new Uint8Array(0))
+    expect(empty.t).toBe('blob')
+    expect(empty.v).toBeInstanceOf(Uint8Array)
+    expect((empty.v as Uint8Array).byteLength).toBe(0)
+
+    const all = new Uint8Array(256).map((_, i) => i)
+    const row = await roundTrip(all)
+    expect(row.t).toBe('blob')
+    expect(Buffer.from(row.v as Uint8Array).equals(Buffer.from(all))).toBe(true)
+
+    // A view binds only its own bytes.
+    const backing = new Uint8Array([9, 9, 1, 2, 3, 9])
+    const view = await roundTrip(backing.subarray(2, 5))
+    expect([...(view.v as Uint8Array)]).toEqual([1, 2, 3])
+  })
+
+  it('values/large-blob', 'an 8 MiB blob round-trips through a table', async () => {
+    const db = guardDriver(await resources().driver())
+    const big = new Uint8Array(8 * 1024 * 1024)
+    for (let i = 0; i < big.length; i += 4096) big[i] = (i / 4096) & 255
+    await db.execute({ sql: 'CREATE TABLE t (b BLOB)' })
+    await db.execute({ sql: 'INSERT INTO t (b) VALUES (?)', params: [big] })
+    const result = await db.execute<{ b: Uint8Array; n: number }>({
+      sql: 'SELECT b, length(b) AS n FROM t',
+    })
+    expect(result.rows[0]!.n).toBe(big.length)
+    expect(Buffer.from(result.rows[0]!.b).equals(Buffer.from(big))).toBe(true)
+  })
+
+  it('values/changes', 'changes, lastInsertRowid and RETURNING are reported', async () => {
+    const db = guardDriver(await resources().driver())
+    await db.execute({ sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)' })
+    const insert = await db.execute({
+      sql: 'INSERT INTO t (v) VALUES (?), (?), (?)',
+      params: ['a', 'b', 'c'],
+    })
+    expect(insert.changes).toBe(3)
+    expect(insert.lastInsertRowid).toBe(3n)
+    const update = await db.execute({ sql: "UPDATE t SET v = 'x' WHERE id >= 2" })
+    expect(update.changes).toBe(2)
+    const returning = await db.execute<{ id: number }>({
+      sql: "INSERT INTO t (v) VALUES ('d') RETURNING id",
+    })
+    expect(returning.rows).toEqual([{ id: 4 }])
+    const select = await db.execute({ sql: 'SELECT * FROM t' })
+    expect(select.changes).toBe(0)
+  })
+
+  it('values/invalid-params', 'undefined and other unbindable parameters are refused', async () => {
+    const db = guardDriver(await resources().driver())
+    for (const bad of [undefined, true, {}, [1]]) {
+      const error = await db.execute({ sql: 'SELECT ?', params: [bad as never] }).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      expect(isAgentFsError(error, 'INVALID_ARGUMENT')).toBe(true)
+    }
+  })
+}

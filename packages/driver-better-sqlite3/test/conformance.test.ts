@@ -1,0 +1,8 @@
+import { runConformance } from '@agentfs/conformance'
+import { betterSqlite3Driver } from '../src/index.js'
+
+runConformance({
+  reference: true,
+  createDriver: ({ tempDir, slot }) =>
+    betterSqlite3Driver({ path: `${tempDir}/db-${slot}.sqlite`, busyTimeoutMs: 100 }),
+})
