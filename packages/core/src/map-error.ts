@@ -99,6 +99,8 @@ export function mapSqliteError(error: unknown, context?: { sql?: string }): Agen
     else if (/database (table )?is locked|SQLITE_BUSY/i.test(text)) code = 'BUSY'
     else if (/database or disk is full/i.test(text)) code = 'FULL'
     else if (/readonly database/i.test(text)) code = 'READONLY'
+    else if (/cannot open database|unable to open database/i.test(text)) code = 'CANT_OPEN'
+    else if (/file is not a database/i.test(text)) code = 'CORRUPT'
     else if (/database connection is not open|client is closed/i.test(text)) code = 'CLOSED'
   }
   const advice = ADVICE[code]

@@ -127,6 +127,14 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
     fileLock ? fileLock.mutex.run(fn, busyTimeout) : fn()
 
   async function openDb(): Promise<BetterSqlite3Database> {
+    try {
+      return await openDbUnmapped()
+    } catch (error) {
+      throw mapSqliteError(error, { sql: `(opening ${config.path ?? 'database'})` })
+    }
+  }
+
+  async function openDbUnmapped(): Promise<BetterSqlite3Database> {
     let handle: BetterSqlite3Database
     if (config.database !== undefined) {
       handle = typeof config.database === 'function' ? await config.database() : config.database

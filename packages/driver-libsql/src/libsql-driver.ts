@@ -23,7 +23,7 @@ export interface LibsqlResultSet {
 /** A libSQL statement in the client's object form. */
 export interface LibsqlInStatement {
   sql: string
-  args: unknown[]
+  args: Array<null | string | number | bigint | Uint8Array>
 }
 
 /** The parts of a libSQL interactive `Transaction` this driver uses. */
@@ -80,11 +80,11 @@ function toValue(value: unknown): SqlValue {
  * The client binds every JS number as REAL; integral ones must be INTEGER, as in other engines,
  * or values in columns without affinity (sqlite_sequence, expressions) differ between drivers.
  */
-function bindArgs(params: readonly SqlValue[] | undefined): unknown[] {
+function bindArgs(params: readonly SqlValue[] | undefined): LibsqlInStatement['args'] {
   if (!params || params.length === 0) return []
-  const out = new Array<unknown>(params.length)
+  const out: LibsqlInStatement['args'] = new Array(params.length)
   for (let i = 0; i < params.length; i++) {
-    const value = params[i]
+    const value = params[i] as SqlValue
     out[i] = typeof value === 'number' && Number.isSafeInteger(value) ? BigInt(value) : value
   }
   return out
@@ -190,16 +190,14 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
       })
     }
     if (local) {
-      await handle.execute({
-        sql: `PRAGMA busy_timeout = ${Math.trunc(config.busyTimeoutMs ?? 5000)}`,
-        args: [],
-      })
+      // Busy waits happen asynchronously in retryBusy: a blocking wait inside the engine would
+      // stall the event loop that another connection of this process needs to release its lock.
+      await handle.execute({ sql: 'PRAGMA busy_timeout = 0', args: [] })
       await handle.execute({
         sql: `PRAGMA synchronous = ${config.synchronous ?? 'NORMAL'}`,
         args: [],
       })
     }
-    return handle
   }
 
   async function current(): Promise<LibsqlClient> {
@@ -220,8 +218,19 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
       const result = await target.execute({ sql: statement.sql, args: bindArgs(statement.params) })
       return toResult<Row>(result)
     } catch (error) {
-      throw mapSqliteError(error, { sql: statement.sql })
+      throw remoteAware(error, statement.sql)
     }
+  }
+
+  /** Maps an error; an unclassified failure of a remote client is a network/server problem. */
+  function remoteAware(error: unknown, sql?: string): AgentFsError {
+    const mapped = mapSqliteError(error, sql === undefined ? {} : { sql })
+    if (local || mapped.code !== 'UNKNOWN') return mapped
+    return new AgentFsError(
+      'REMOTE',
+      `The libSQL server at ${config.url ?? '(client)'} failed: ${mapped.message}. Check the URL, the auth token and the network`,
+      { cause: error },
+    )
   }
 
   /** Outside a transaction a BUSY statement is retried asynchronously until the timeout. */
@@ -238,7 +247,7 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
         ),
       )
     } catch (error) {
-      throw mapSqliteError(error, { sql: statement.sql })
+      throw remoteAware(error, statement.sql)
     }
   }
 
@@ -250,7 +259,7 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     try {
       remote = await retryBusy(() => handle.transaction('write'), local ? busyTimeout : 0)
     } catch (error) {
-      throw mapSqliteError(error)
+      throw remoteAware(error)
     }
     try {
       const result = await fn({ execute: (statement) => run(remote, statement) })

@@ -1,0 +1,4 @@
+import { runConformance } from '@agentfs/conformance'
+import { libsqlDriver } from '../src/index.js'
+
+runConformance({ name: 'libsql :memory:', createDriver: () => libsqlDriver({ url: ':memory:' }) })
