@@ -1,0 +1,49 @@
+import { S_IFDIR, S_IFLNK, S_IFMT, S_IFREG } from '@agentfs/core'
+
+/** One `fs_inode` row as the filesystem reads it. */
+export interface InodeRow {
+  readonly ino: number
+  readonly mode: number
+  readonly nlink: number
+  readonly uid: number
+  readonly gid: number
+  readonly size: number
+  readonly atime: number
+  readonly mtime: number
+  readonly ctime: number
+  readonly rdev: number
+  readonly atime_nsec: number
+  readonly mtime_nsec: number
+  readonly ctime_nsec: number
+}
+
+/** The columns of {@link InodeRow}, for SELECT lists. */
+export const INODE_COLUMNS =
+  'ino, mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec'
+
+export const isDir = (mode: number) => (mode & S_IFMT) === S_IFDIR
+export const isReg = (mode: number) => (mode & S_IFMT) === S_IFREG
+export const isLnk = (mode: number) => (mode & S_IFMT) === S_IFLNK
+
+/**
+ * The version token of an inode: its change time in nanoseconds, as a decimal string. Every
+ * content or metadata change moves ctime strictly forward (see `touchCtimeSql`), so the token
+ * changes on every modification, across processes and clocks.
+ */
+export function versionOf(row: Pick<InodeRow, 'ctime' | 'ctime_nsec'>): string {
+  return (BigInt(row.ctime) * 1_000_000_000n + BigInt(row.ctime_nsec)).toString()
+}
+
+/**
+ * SET clause that moves ctime to `max(now, old ctime + 1 ns)`, with its parameters. SQLite
+ * evaluates every SET expression against the row as it was before the update, so both columns
+ * see the old ctime.
+ */
+export function touchCtime(now: { sec: number; nsec: number }): { sql: string; params: number[] } {
+  const nowNs = BigInt(now.sec) * 1_000_000_000n + BigInt(now.nsec)
+  const older = 'ctime * 1000000000 + ctime_nsec < ?'
+  return {
+    sql: `ctime = CASE WHEN ${older} THEN ? ELSE ctime + (ctime_nsec + 1) / 1000000000 END, ctime_nsec = CASE WHEN ${older} THEN ? ELSE (ctime_nsec + 1) % 1000000000 END`,
+    params: [nowNs as unknown as number, now.sec, nowNs as unknown as number, now.nsec],
+  }
+}

@@ -1,0 +1,153 @@
+import { type Executor, ROOT_INO, type Timestamp } from '@agentfs/core'
+import { INODE_COLUMNS, type InodeRow, touchCtime } from './inode.js'
+
+/** Loads one inode row. */
+export async function loadInode(q: Executor, ino: number): Promise<InodeRow | undefined> {
+  const { rows } = await q.execute<InodeRow>({
+    sql: `SELECT ${INODE_COLUMNS} FROM fs_inode WHERE ino = ?`,
+    params: [ino],
+  })
+  return rows[0]
+}
+
+/** Records a content change: size, mtime = now, ctime moved forward. */
+export async function touchContent(
+  q: Executor,
+  ino: number,
+  size: number,
+  now: Timestamp,
+): Promise<void> {
+  const ctime = touchCtime(now)
+  await q.execute({
+    sql: `UPDATE fs_inode SET size = ?, mtime = ?, mtime_nsec = ?, ${ctime.sql} WHERE ino = ?`,
+    params: [size, now.sec, now.nsec, ...ctime.params, ino],
+  })
+}
+
+/** Records a metadata change: ctime moved forward, plus the given column assignments. */
+export async function touchMeta(
+  q: Executor,
+  ino: number,
+  now: Timestamp,
+  set: Record<string, number> = {},
+): Promise<void> {
+  const columns = Object.keys(set)
+  const extra = columns.map((c) => `${c} = ?`).join(', ')
+  const ctime = touchCtime(now)
+  await q.execute({
+    sql: `UPDATE fs_inode SET ${extra ? `${extra}, ` : ''}${ctime.sql} WHERE ino = ?`,
+    params: [...columns.map((c) => set[c]!), ...ctime.params, ino],
+  })
+}
+
+/** A directory's entries changed: its mtime and ctime move. */
+export function touchDir(q: Executor, ino: number, now: Timestamp) {
+  const ctime = touchCtime(now)
+  return q.execute({
+    sql: `UPDATE fs_inode SET mtime = ?, mtime_nsec = ?, ${ctime.sql} WHERE ino = ?`,
+    params: [now.sec, now.nsec, ...ctime.params, ino],
+  })
+}
+
+/** Creates an inode and its directory entry (nlink 1); returns the new inode number. */
+export async function createNode(
+  q: Executor,
+  parent: number,
+  name: string,
+  init: { mode: number; uid: number; gid: number; size?: number; rdev?: number; now: Timestamp },
+): Promise<number> {
+  const { now } = init
+  const { rows } = await q.execute<{ ino: number }>({
+    sql: `INSERT INTO fs_inode (mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec)
+VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ino`,
+    params: [
+      init.mode,
+      init.uid,
+      init.gid,
+      init.size ?? 0,
+      now.sec,
+      now.sec,
+      now.sec,
+      init.rdev ?? 0,
+      now.nsec,
+      now.nsec,
+      now.nsec,
+    ],
+  })
+  const ino = rows[0]!.ino
+  await q.execute({
+    sql: 'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
+    params: [name, parent, ino],
+  })
+  await touchDir(q, parent, now)
+  return ino
+}
+
+/**
+ * Removes one directory entry and drops the inode (with its chunks and symlink target) when it
+ * was the last link. The caller checks types and emptiness.
+ */
+export async function removeEntry(
+  q: Executor,
+  parent: number,
+  name: string,
+  node: InodeRow,
+  now: Timestamp,
+) {
+  await q.execute({
+    sql: 'DELETE FROM fs_dentry WHERE parent_ino = ? AND name = ?',
+    params: [parent, name],
+  })
+  await dropLink(q, node.ino, 1, now)
+  await touchDir(q, parent, now)
+}
+
+/** Decrements nlink by `count`; frees the inode when no link is left. */
+export async function dropLink(
+  q: Executor,
+  ino: number,
+  count: number,
+  now: Timestamp,
+): Promise<void> {
+  if (ino === ROOT_INO) return
+  const ctime = touchCtime(now)
+  const { rows } = await q.execute<{ nlink: number }>({
+    sql: `UPDATE fs_inode SET nlink = nlink - ?, ${ctime.sql} WHERE ino = ? RETURNING nlink`,
+    params: [count, ...ctime.params, ino],
+  })
+  if ((rows[0]?.nlink ?? 0) <= 0) {
+    await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })
+    await q.execute({ sql: 'DELETE FROM fs_symlink WHERE ino = ?', params: [ino] })
+    await q.execute({ sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [ino] })
+  }
+}
+
+/** Absolute path of an inode, walking dentries up to the root (first link of each). */
+export async function pathOf(q: Executor, ino: number): Promise<string> {
+  const { rows } = await q.execute<{ name: string }>({
+    sql: `WITH RECURSIVE up(ino, name, depth) AS (
+  SELECT parent_ino, name, 0 FROM (SELECT parent_ino, name FROM fs_dentry WHERE ino = ? ORDER BY id LIMIT 1)
+  UNION ALL
+  SELECT d.parent_ino, d.name, up.depth + 1 FROM up JOIN fs_dentry d ON d.id = (SELECT id FROM fs_dentry WHERE ino = up.ino ORDER BY id LIMIT 1)
+  WHERE up.ino != ${ROOT_INO} AND up.depth < 4096
+)
+SELECT name FROM up ORDER BY depth DESC`,
+    params: [ino],
+  })
+  return `/${rows.map((r) => r.name).join('/')}`
+}
+
+/** True when directory `ino` is `ancestor` or lies below it. */
+export async function isInside(q: Executor, ino: number, ancestor: number): Promise<boolean> {
+  if (ino === ancestor) return true
+  const { rows } = await q.execute<{ found: number }>({
+    sql: `WITH RECURSIVE up(ino, depth) AS (
+  SELECT ?, 0
+  UNION ALL
+  SELECT d.parent_ino, up.depth + 1 FROM up JOIN fs_dentry d ON d.ino = up.ino WHERE up.ino != ${ROOT_INO} AND up.depth < 4096
+)
+SELECT COUNT(*) AS found FROM up WHERE ino = ?`,
+    params: [ino, ancestor],
+  })
+  return (rows[0]?.found ?? 0) > 0
+}

@@ -1,0 +1,159 @@
+import { type Executor, fsError, parsePath, ROOT_INO } from '@agentfs/core'
+import { INODE_COLUMNS, type InodeRow, isDir, isLnk } from './inode.js'
+
+/** Linux's limit on symlinks followed while resolving one path. */
+export const MAX_SYMLINK_HOPS = 40
+
+/**
+ * Walks as far as it can along `rest` (components joined by `/`) from a directory, through
+ * directories only, in one statement. The deepest row reached comes back with its parent and
+ * how many components it consumed.
+ */
+const WALK_SQL = `WITH RECURSIVE walk(depth, ino, parent, mode, rest) AS (
+  SELECT 0, ?, NULL, (SELECT mode FROM fs_inode WHERE ino = ?), ?
+  UNION ALL
+  SELECT walk.depth + 1, d.ino, walk.ino, i.mode,
+    CASE WHEN instr(walk.rest, '/') = 0 THEN '' ELSE substr(walk.rest, instr(walk.rest, '/') + 1) END
+  FROM walk
+  JOIN fs_dentry d ON d.parent_ino = walk.ino
+    AND d.name = CASE WHEN instr(walk.rest, '/') = 0 THEN walk.rest ELSE substr(walk.rest, 1, instr(walk.rest, '/') - 1) END
+  JOIN fs_inode i ON i.ino = d.ino
+  WHERE walk.rest != '' AND (walk.mode & 61440) = 16384
+)
+SELECT w.depth AS depth, w.parent AS parent, ${INODE_COLUMNS.split(', ')
+  .map((c) => `i.${c} AS ${c}`)
+  .join(', ')}
+FROM walk w JOIN fs_inode i ON i.ino = w.ino ORDER BY w.depth DESC LIMIT 1`
+
+interface WalkRow extends InodeRow {
+  readonly depth: number
+  readonly parent: number | null
+}
+
+/** Where a path leads. */
+export interface Lookup {
+  /** Inode of the directory that holds (or would hold) the last component. */
+  readonly dirIno: number
+  /** The last component's name; undefined for `/`. */
+  readonly name: string | undefined
+  /** The entry itself, when it exists. */
+  readonly node: InodeRow | undefined
+}
+
+/** Options of {@link lookup}. */
+export interface LookupOptions {
+  /** Follow a symlink in the last component (stat, open) or not (lstat, unlink, rename). */
+  readonly followLast: boolean
+  readonly syscall: string
+  /** Let the last component be missing (create). Otherwise a missing entry is ENOENT. */
+  readonly allowMissing?: boolean
+}
+
+async function readTarget(q: Executor, ino: number): Promise<string> {
+  const { rows } = await q.execute<{ target: string }>({
+    sql: 'SELECT target FROM fs_symlink WHERE ino = ?',
+    params: [ino],
+  })
+  return rows[0]?.target ?? ''
+}
+
+async function parentOf(q: Executor, dirIno: number): Promise<number> {
+  if (dirIno === ROOT_INO) return ROOT_INO
+  const { rows } = await q.execute<{ parent_ino: number }>({
+    sql: 'SELECT parent_ino FROM fs_dentry WHERE ino = ? LIMIT 1',
+    params: [dirIno],
+  })
+  return rows[0]?.parent_ino ?? ROOT_INO
+}
+
+async function inodeRow(q: Executor, ino: number): Promise<InodeRow | undefined> {
+  const { rows } = await q.execute<InodeRow>({
+    sql: `SELECT ${INODE_COLUMNS} FROM fs_inode WHERE ino = ?`,
+    params: [ino],
+  })
+  return rows[0]
+}
+
+/**
+ * Resolves a path POSIX-style: symlinks in every component (absolute targets from `/`, relative
+ * ones from the link's directory), `..` physically (the parent of where we are, not a textual
+ * step back), at most 40 links (ELOOP), a non-directory in the middle is ENOTDIR, a trailing
+ * slash demands a directory. The common case (no `..`, no links) is one statement.
+ */
+export async function lookup(q: Executor, path: unknown, options: LookupOptions): Promise<Lookup> {
+  const parsed = parsePath(path, options.syscall)
+  const input = parsed.input
+  const queue = [...parsed.parts]
+  let hops = 0
+  let dir = ROOT_INO
+  let node: InodeRow | undefined
+  let name: string | undefined
+  let followLast = options.followLast || parsed.trailingSlash
+
+  while (queue.length > 0) {
+    if (queue[0] === '..') {
+      queue.shift()
+      dir = await parentOf(q, dir)
+      node = undefined
+      name = undefined
+      continue
+    }
+    const end = queue.indexOf('..')
+    const segment = queue.slice(0, end === -1 ? queue.length : end)
+    const { rows } = await q.execute<WalkRow>({
+      sql: WALK_SQL,
+      params: [dir, dir, segment.join('/')],
+    })
+    const row = rows[0]!
+    const consumed = row.depth
+    const reached: InodeRow = row
+    if (consumed === 0) {
+      // Not even the first component exists in `dir`.
+      if (segment.length === queue.length && segment.length === 1 && options.allowMissing) {
+        return { dirIno: dir, name: segment[0], node: undefined }
+      }
+      throw fsError('ENOENT', options.syscall, input)
+    }
+    const lastInSegment = consumed === segment.length
+    const remaining = queue.length - consumed
+    const parent = row.parent ?? dir
+    if (isLnk(reached.mode) && (remaining > 0 || followLast)) {
+      if (++hops > MAX_SYMLINK_HOPS) throw fsError('ELOOP', options.syscall, input)
+      const target = await readTarget(q, reached.ino)
+      const targetParts = parsePath(target.length > 0 ? target : '.', options.syscall).parts
+      queue.splice(0, consumed, ...targetParts)
+      dir = target.startsWith('/') ? ROOT_INO : parent
+      node = undefined
+      name = undefined
+      if (queue.length === 0) followLast = true
+      continue
+    }
+    if (!lastInSegment) {
+      if (!isDir(reached.mode)) throw fsError('ENOTDIR', options.syscall, input)
+      // `reached` is a directory whose next child is missing.
+      if (remaining === 1 && options.allowMissing) {
+        return { dirIno: reached.ino, name: queue[consumed], node: undefined }
+      }
+      throw fsError('ENOENT', options.syscall, input)
+    }
+    queue.splice(0, consumed)
+    if (queue.length > 0) {
+      // Stopped before a `..`: continue from the directory reached.
+      if (!isDir(reached.mode)) throw fsError('ENOTDIR', options.syscall, input)
+      dir = reached.ino
+      node = reached
+      name = undefined
+      continue
+    }
+    dir = parent
+    node = reached
+    name = segment[segment.length - 1]
+  }
+  // Ended on a directory reached by `..` or a link: read it (the walk did not return it).
+  node ??= await inodeRow(q, dir)
+  if (name === undefined && node)
+    dir = node.ino === ROOT_INO ? ROOT_INO : await parentOf(q, node.ino)
+  if (parsed.trailingSlash && node && !isDir(node.mode))
+    throw fsError('ENOTDIR', options.syscall, input)
+  return { dirIno: dir, name, node }
+}

@@ -1,0 +1,131 @@
+import {
+  S_IFBLK,
+  S_IFCHR,
+  S_IFDIR,
+  S_IFIFO,
+  S_IFLNK,
+  S_IFMT,
+  S_IFREG,
+  S_IFSOCK,
+} from '@agentfs/core'
+import { type InodeRow, versionOf } from './inode.js'
+
+const ns = (sec: number, nsec: number) => BigInt(sec) * 1_000_000_000n + BigInt(nsec)
+const ms = (sec: number, nsec: number) => sec * 1000 + nsec / 1e6
+
+/**
+ * File metadata shaped like Node's `fs.Stats` (numbers, `*Ms`, `*Ns` bigints, `Date`s, type
+ * predicates), plus the AgentFS `version` token.
+ */
+export class Stats {
+  readonly dev: number
+  readonly ino: number
+  readonly mode: number
+  readonly nlink: number
+  readonly uid: number
+  readonly gid: number
+  readonly rdev: number
+  readonly size: number
+  readonly blksize: number
+  readonly blocks: number
+  readonly atimeMs: number
+  readonly mtimeMs: number
+  readonly ctimeMs: number
+  readonly birthtimeMs: number
+  readonly atimeNs: bigint
+  readonly mtimeNs: bigint
+  readonly ctimeNs: bigint
+  readonly birthtimeNs: bigint
+  readonly atime: Date
+  readonly mtime: Date
+  readonly ctime: Date
+  readonly birthtime: Date
+  /** Changes on every content or metadata modification; pass it back as `ifMatch`. */
+  readonly version: string
+
+  constructor(row: InodeRow, options: { blksize: number; dev?: number; ino?: number }) {
+    this.dev = options.dev ?? 0
+    this.ino = options.ino ?? row.ino
+    this.mode = row.mode
+    this.nlink = row.nlink
+    this.uid = row.uid
+    this.gid = row.gid
+    this.rdev = row.rdev
+    this.size = row.size
+    this.blksize = options.blksize
+    this.blocks = Math.ceil(row.size / 512)
+    this.atimeMs = ms(row.atime, row.atime_nsec)
+    this.mtimeMs = ms(row.mtime, row.mtime_nsec)
+    this.ctimeMs = ms(row.ctime, row.ctime_nsec)
+    this.birthtimeMs = this.ctimeMs
+    this.atimeNs = ns(row.atime, row.atime_nsec)
+    this.mtimeNs = ns(row.mtime, row.mtime_nsec)
+    this.ctimeNs = ns(row.ctime, row.ctime_nsec)
+    this.birthtimeNs = this.ctimeNs
+    this.atime = new Date(this.atimeMs)
+    this.mtime = new Date(this.mtimeMs)
+    this.ctime = new Date(this.ctimeMs)
+    this.birthtime = new Date(this.birthtimeMs)
+    this.version = versionOf(row)
+  }
+
+  isFile(): boolean {
+    return (this.mode & S_IFMT) === S_IFREG
+  }
+  isDirectory(): boolean {
+    return (this.mode & S_IFMT) === S_IFDIR
+  }
+  isSymbolicLink(): boolean {
+    return (this.mode & S_IFMT) === S_IFLNK
+  }
+  isFIFO(): boolean {
+    return (this.mode & S_IFMT) === S_IFIFO
+  }
+  isCharacterDevice(): boolean {
+    return (this.mode & S_IFMT) === S_IFCHR
+  }
+  isBlockDevice(): boolean {
+    return (this.mode & S_IFMT) === S_IFBLK
+  }
+  isSocket(): boolean {
+    return (this.mode & S_IFMT) === S_IFSOCK
+  }
+}
+
+/** A directory entry, shaped like Node's `fs.Dirent`. */
+export class Dirent {
+  readonly name: string
+  /** The directory the entry is in (Node ≥ 20.12 `parentPath`). */
+  readonly parentPath: string
+  /** Alias of `parentPath` (older Node name). */
+  readonly path: string
+  readonly #mode: number
+
+  constructor(name: string, parentPath: string, mode: number) {
+    this.name = name
+    this.parentPath = parentPath
+    this.path = parentPath
+    this.#mode = mode
+  }
+  isFile(): boolean {
+    return (this.#mode & S_IFMT) === S_IFREG
+  }
+  isDirectory(): boolean {
+    return (this.#mode & S_IFMT) === S_IFDIR
+  }
+  isSymbolicLink(): boolean {
+    return (this.#mode & S_IFMT) === S_IFLNK
+  }
+  isFIFO(): boolean {
+    return (this.#mode & S_IFMT) === S_IFIFO
+  }
+  isCharacterDevice(): boolean {
+    return (this.#mode & S_IFMT) === S_IFCHR
+  }
+  isBlockDevice(): boolean {
+    return (this.#mode & S_IFMT) === S_IFBLK
+  }
+  isSocket(): boolean {
+    return (this.#mode & S_IFMT) === S_IFSOCK
+  }
+}

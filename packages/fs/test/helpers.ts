@@ -1,0 +1,40 @@
+import { type AgentDatabase, type Driver, fixedClock, openDatabase } from '@agentfs/core'
+import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import { libsqlDriver } from '@agentfs/driver-libsql'
+import { afterEach } from 'vitest'
+import { type AgentFs, createFileSystem, type FileSystemOptions } from '../src/index.js'
+
+/** Every first-party driver; tests run once per driver. */
+export const DRIVERS: Record<string, () => Driver> = {
+  'better-sqlite3': () => betterSqlite3Driver({ path: ':memory:' }),
+  libsql: () => libsqlDriver({ url: ':memory:' }),
+}
+
+const open: AgentDatabase[] = []
+afterEach(async () => {
+  for (const db of open.splice(0)) await db.close()
+})
+
+/** A fresh filesystem on a new in-memory database. */
+export async function freshFs(
+  driver: string,
+  options: FileSystemOptions & { chunkSize?: number } = {},
+): Promise<{ fs: AgentFs; db: AgentDatabase }> {
+  const db = await openDatabase({
+    driver: DRIVERS[driver]!(),
+    clock: fixedClock(),
+    ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
+  })
+  open.push(db)
+  return { fs: createFileSystem(db, options), db }
+}
+
+/** The POSIX code of a rejected promise (or 'ok'). */
+export async function code(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise
+    return 'ok'
+  } catch (error) {
+    return (error as { code?: string }).code ?? String(error)
+  }
+}
