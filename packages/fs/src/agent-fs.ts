@@ -1,3 +1,4 @@
+import type { Readable, Writable } from 'node:stream'
 import {
   type AgentDatabase,
   type Clock,
@@ -21,6 +22,9 @@ import {
 } from '@agentfs/core'
 import { readAll, resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
+import { Dir } from './dir.js'
+import { type FileHandle, openHandle } from './file-handle.js'
+import { parseFlags } from './flags.js'
 import { type InodeRow, isDir, isLnk, isReg, versionOf } from './inode.js'
 import {
   createNode,
@@ -34,7 +38,21 @@ import {
   touchMeta,
 } from './mutate.js'
 import { type Lookup, lookup } from './resolver.js'
+import {
+  type GlobMatch,
+  type GlobOptions,
+  type GrepMatch,
+  type GrepOptions,
+  glob,
+  grep,
+} from './search.js'
 import { Dirent, Stats } from './stats.js'
+import {
+  createReadStream,
+  createWriteStream,
+  type ReadStreamOptions,
+  type WriteStreamOptions,
+} from './streams.js'
 import type {
   AtimeMode,
   Encoding,
@@ -727,6 +745,141 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
       files: rows[0]?.files ?? 0,
       ffree: 2 ** 31,
     }
+  }
+
+  /**
+   * Opens a file like `fs.promises.open`: flags `r`, `r+`, `w`, `w+`, `wx`, `a`, `a+`, `ax`, …
+   * or `O_*` numbers; `mode` applies when the file is created.
+   */
+  async open(path: string, flags: string | number = 'r', mode = 0o666): Promise<FileHandle> {
+    const want = parseFlags(flags, path)
+    return openHandle(this, path, want, async (q, now) => {
+      const found = await lookup(q, path, {
+        followLast: true,
+        syscall: 'open',
+        allowMissing: want.create,
+      })
+      if (found.node) {
+        if (want.create && want.exclusive) throw fsError('EEXIST', 'open', path)
+        if (isDir(found.node.mode) && want.write) throw fsError('EISDIR', 'open', path)
+        if (want.truncate && want.write && found.node.size > 0) {
+          await resize(q, found.node.ino, found.node.size, this.#ctx.chunkSize, 0)
+          await touchContent(q, found.node.ino, 0, now)
+        }
+        return found.node.ino
+      }
+      if (!want.create || found.name === undefined) return undefined
+      return createNode(q, found.dirIno, found.name, {
+        mode: S_IFREG | (mode & ~this.#ctx.umask & MODE_PERMISSION_MASK),
+        uid: this.#ctx.uid,
+        gid: this.#ctx.gid,
+        now,
+      })
+    })
+  }
+
+  /** A readable stream of the file (bounded memory; `start`/`end` inclusive like Node). */
+  createReadStream(path: string, options?: ReadStreamOptions): Readable {
+    return createReadStream(this, path, options)
+  }
+
+  /** A writable stream into the file (bounded memory; one transaction per buffered batch). */
+  createWriteStream(path: string, options?: WriteStreamOptions): Writable {
+    return createWriteStream(this, path, options)
+  }
+
+  /** Iterates a directory in pages of `bufferSize` entries (default 256). */
+  async opendir(path: string, options: { bufferSize?: number } = {}): Promise<Dir> {
+    const { node } = await this.#existing(this.#ctx.q, path, 'opendir')
+    if (!isDir(node.mode)) throw fsError('ENOTDIR', 'opendir', path)
+    return new Dir(
+      this.#ctx.q,
+      node.ino,
+      normalizePath(path),
+      Math.max(1, options.bufferSize ?? 256),
+    )
+  }
+
+  /** Paths matching a glob pattern, listed with one query below the pattern's static prefix. */
+  glob(pattern: string, options?: GlobOptions): Promise<GlobMatch[]> {
+    return glob(this.#ctx.q, pattern, options)
+  }
+
+  /** Lines matching a pattern in files below `options.path`, like `grep -rn`. */
+  grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
+    return grep(this.#ctx.q, this.#ctx.chunkSize, pattern, options)
+  }
+
+  /**
+   * Copies a file, a symlink or (with `recursive`) a directory tree, in one transaction. Like
+   * `fs.promises.cp`: `force` (default true) replaces existing files, `errorOnExist` turns a
+   * skipped existing file into EEXIST, `dereference` copies what links point to.
+   */
+  async cp(
+    src: string,
+    dest: string,
+    options: {
+      recursive?: boolean
+      force?: boolean
+      errorOnExist?: boolean
+      dereference?: boolean
+    } = {},
+  ): Promise<void> {
+    const from = normalizePath(src, 'cp')
+    const to = normalizePath(dest, 'cp')
+    if (to === from || to.startsWith(`${from}/`)) {
+      throw new FsError({
+        code: 'EINVAL',
+        syscall: 'cp',
+        path: src,
+        dest,
+        hint: 'cannot copy a directory into itself',
+      })
+    }
+    await this.transaction((tx) => tx.#copy(from, to, options))
+  }
+
+  async #copy(
+    from: string,
+    to: string,
+    options: {
+      recursive?: boolean
+      force?: boolean
+      errorOnExist?: boolean
+      dereference?: boolean
+    },
+  ): Promise<void> {
+    const stats = options.dereference ? await this.stat(from) : await this.lstat(from)
+    const existing = await this.lstat(to).catch(() => undefined)
+    if (stats.isDirectory()) {
+      if (!options.recursive) {
+        throw new FsError({
+          code: 'EISDIR',
+          syscall: 'cp',
+          path: from,
+          dest: to,
+          hint: 'pass { recursive: true } to copy a directory',
+        })
+      }
+      if (existing && !existing.isDirectory())
+        throw new FsError({ code: 'ENOTDIR', syscall: 'cp', path: from, dest: to })
+      if (!existing) await this.mkdir(to, { mode: stats.mode & MODE_PERMISSION_MASK })
+      for (const name of await this.readdir(from))
+        await this.#copy(joinPath(from, name), joinPath(to, name), options)
+      return
+    }
+    if (existing) {
+      if (existing.isDirectory())
+        throw new FsError({ code: 'EISDIR', syscall: 'cp', path: from, dest: to })
+      if (options.force === false) {
+        if (options.errorOnExist)
+          throw new FsError({ code: 'EEXIST', syscall: 'cp', path: from, dest: to })
+        return
+      }
+      await this.unlink(to)
+    }
+    if (stats.isSymbolicLink()) await this.symlink(await this.readlink(from), to)
+    else await this.copyFile(from, to)
   }
 
   /** @internal Shared with FileHandle and streams. */

@@ -1,8 +1,13 @@
 export type { FileSystemContext, FileSystemOptions } from './agent-fs.js'
 export { AgentFs, createFileSystem } from './agent-fs.js'
 export { ConflictError } from './conflict.js'
+export { Dir } from './dir.js'
+export type { HandleWriteOptions } from './file-handle.js'
+export { FileHandle } from './file-handle.js'
 export { versionOf } from './inode.js'
+export type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
 export { Dirent, Stats } from './stats.js'
+export type { ReadStreamOptions, WriteStreamOptions } from './streams.js'
 export type {
   AtimeMode,
   Encoding,

@@ -1,0 +1,62 @@
+import type { Queryable } from '@agentfs/core'
+import { fsError } from '@agentfs/core'
+import { Dirent } from './stats.js'
+
+/**
+ * A directory being read, shaped like Node's `fs.Dir`: entries come `bufferSize` at a time by
+ * a keyset query (name order), so a directory of any size is never loaded at once.
+ */
+export class Dir {
+  readonly path: string
+  readonly #q: Queryable
+  readonly #ino: number
+  readonly #bufferSize: number
+  #buffer: Dirent[] = []
+  #after: string | undefined
+  #done = false
+  #closed = false
+
+  /** @internal Use `fs.opendir()`. */
+  constructor(q: Queryable, ino: number, path: string, bufferSize: number) {
+    this.#q = q
+    this.#ino = ino
+    this.path = path
+    this.#bufferSize = bufferSize
+  }
+
+  /** The next entry, or null at the end. */
+  async read(): Promise<Dirent | null> {
+    if (this.#closed)
+      throw fsError('EBADF', 'opendir', this.path, { hint: 'the directory handle is closed' })
+    if (this.#buffer.length === 0 && !this.#done) await this.#fill()
+    return this.#buffer.shift() ?? null
+  }
+
+  async #fill(): Promise<void> {
+    const { rows } = await this.#q.execute<{ name: string; mode: number }>({
+      sql: `SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino
+WHERE d.parent_ino = ? AND d.name > ? ORDER BY d.name LIMIT ?`,
+      params: [this.#ino, this.#after ?? '', this.#bufferSize],
+    })
+    if (rows.length < this.#bufferSize) this.#done = true
+    const last = rows.at(-1)
+    if (last) this.#after = last.name
+    this.#buffer = rows.map((r) => new Dirent(r.name, this.path, r.mode))
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterableIterator<Dirent> {
+    try {
+      for (;;) {
+        const entry = await this.read()
+        if (!entry) return
+        yield entry
+      }
+    } finally {
+      await this.close()
+    }
+  }
+}

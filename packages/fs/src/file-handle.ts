@@ -1,0 +1,279 @@
+import { FsError, fsError, normalizePath, type Queryable, type Timestamp } from '@agentfs/core'
+import type { AgentFs } from './agent-fs.js'
+import { readAll, readRange, resize, writeRange } from './chunks.js'
+import { ConflictError } from './conflict.js'
+import type { OpenMode } from './flags.js'
+import { type InodeRow, isDir, versionOf } from './inode.js'
+import { loadInode, touchContent, touchMeta } from './mutate.js'
+import { Stats } from './stats.js'
+import type { Encoding, TimeLike, WriteData } from './types.js'
+
+let nextFd = 1000
+
+/** Options of the object form of {@link FileHandle.write}. */
+export interface HandleWriteOptions {
+  readonly offset?: number
+  readonly length?: number
+  /** Where to write; omit (or null) to write at the handle's cursor. */
+  readonly position?: number | null
+  /** Refuse the write with a ConflictError unless the file's version is this one. */
+  readonly ifMatch?: string
+}
+
+/**
+ * An open file, shaped like Node's `FileHandle`. Every write is its own transaction; reads and
+ * writes at a `position` do not move the cursor (pread/pwrite); `O_APPEND` writes always land at
+ * the end, atomically. Closing twice is fine; any other call after `close()` is `EBADF`.
+ *
+ * An open handle does not keep an unlinked file alive: once its last name is removed, further
+ * calls fail with `EBADF`.
+ */
+export class FileHandle {
+  /** A process-unique descriptor number (not a kernel fd). */
+  readonly fd: number
+  readonly path: string
+  readonly #fs: AgentFs
+  readonly #ino: number
+  readonly #mode: OpenMode
+  #position = 0
+  #closed = false
+
+  /** @internal Use `fs.open()`. */
+  constructor(fs: AgentFs, ino: number, path: string, mode: OpenMode) {
+    this.fd = nextFd++
+    this.#fs = fs
+    this.#ino = ino
+    this.path = path
+    this.#mode = mode
+  }
+
+  get #q(): Queryable {
+    return this.#fs.context.q
+  }
+
+  #check(syscall: string, need?: 'read' | 'write'): void {
+    if (this.#closed) throw fsError('EBADF', syscall)
+    if (need === 'read' && !this.#mode.read)
+      throw fsError('EBADF', syscall, undefined, { hint: 'the handle was not opened for reading' })
+    if (need === 'write' && !this.#mode.write)
+      throw fsError('EBADF', syscall, undefined, { hint: 'the handle was not opened for writing' })
+  }
+
+  async #inode(q: Queryable, syscall: string): Promise<InodeRow> {
+    const row = await loadInode(q, this.#ino)
+    if (!row) throw fsError('EBADF', syscall, undefined, { hint: 'the file was deleted' })
+    return row
+  }
+
+  /** Reads into `buffer`; with `position` null/undefined reads at the cursor and advances it. */
+  async read(
+    buffer: Uint8Array = Buffer.alloc(16384),
+    offset = 0,
+    length: number = buffer.byteLength - offset,
+    position: number | null = null,
+  ): Promise<{ bytesRead: number; buffer: Uint8Array }> {
+    this.#check('read', 'read')
+    if (
+      offset < 0 ||
+      length < 0 ||
+      offset + length > buffer.byteLength ||
+      (position !== null && position < 0)
+    ) {
+      throw fsError('EINVAL', 'read')
+    }
+    const node = await this.#inode(this.#q, 'read')
+    if (isDir(node.mode)) throw fsError('EISDIR', 'read')
+    const at = position ?? this.#position
+    const bytes = await readRange(this.#q, node.ino, node.size, this.#fs.chunkSize, at, length)
+    buffer.set(bytes, offset)
+    if (position === null) this.#position = at + bytes.byteLength
+    return { bytesRead: bytes.byteLength, buffer }
+  }
+
+  /**
+   * Writes bytes or a string. Node's forms: `write(buffer, offset?, length?, position?)`,
+   * `write(buffer, { offset, length, position, ifMatch })`, `write(string, position?, encoding?)`.
+   */
+  async write(
+    data: WriteData,
+    offsetOrOptions?: number | null | HandleWriteOptions,
+    lengthOrEncoding?: number | Encoding,
+    position?: number | null,
+  ): Promise<{ bytesWritten: number; buffer: WriteData }> {
+    this.#check('write', 'write')
+    let bytes: Uint8Array
+    let at: number | null = null
+    let ifMatch: string | undefined
+    if (typeof data === 'string') {
+      bytes = Buffer.from(data, typeof lengthOrEncoding === 'string' ? lengthOrEncoding : 'utf8')
+      at = typeof offsetOrOptions === 'number' ? offsetOrOptions : null
+    } else if (offsetOrOptions !== null && typeof offsetOrOptions === 'object') {
+      const offset = offsetOrOptions.offset ?? 0
+      bytes = data.subarray(offset, offset + (offsetOrOptions.length ?? data.byteLength - offset))
+      at = offsetOrOptions.position ?? null
+      ifMatch = offsetOrOptions.ifMatch
+    } else {
+      const offset = offsetOrOptions ?? 0
+      const length =
+        typeof lengthOrEncoding === 'number' ? lengthOrEncoding : data.byteLength - offset
+      if (offset < 0 || length < 0 || offset + length > data.byteLength)
+        throw fsError('EINVAL', 'write')
+      bytes = data.subarray(offset, offset + length)
+      at = position ?? null
+    }
+    if (at !== null && (!Number.isSafeInteger(at) || at < 0)) throw fsError('EINVAL', 'write')
+    const written = await this.#fs.context.q.transaction(async (q) => {
+      const node = await this.#inode(q, 'write')
+      if (ifMatch !== undefined && versionOf(node) !== ifMatch) {
+        throw new ConflictError(this.path, ifMatch, versionOf(node))
+      }
+      const where = this.#mode.append ? node.size : (at ?? this.#position)
+      const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, where, bytes)
+      await touchContent(q, node.ino, size, this.#fs.context.clock.now())
+      return where
+    })
+    if (at === null) this.#position = written + bytes.byteLength
+    return { bytesWritten: bytes.byteLength, buffer: data }
+  }
+
+  /** Reads the rest of the file from the cursor (Node's behaviour). */
+  readFile(): Promise<Buffer>
+  readFile(options: Encoding | { encoding: Encoding }): Promise<string>
+  async readFile(options?: Encoding | { encoding?: Encoding }): Promise<Buffer | string> {
+    this.#check('read', 'read')
+    const encoding = typeof options === 'string' ? options : options?.encoding
+    const node = await this.#inode(this.#q, 'read')
+    const bytes =
+      this.#position === 0
+        ? await readAll(this.#q, node.ino)
+        : await readRange(
+            this.#q,
+            node.ino,
+            node.size,
+            this.#fs.chunkSize,
+            this.#position,
+            node.size - this.#position,
+          )
+    this.#position = Math.max(this.#position, node.size)
+    const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    return encoding ? buffer.toString(encoding) : buffer
+  }
+
+  /** Replaces the file's content (from offset 0), atomically. */
+  async writeFile(
+    data: WriteData,
+    options: { encoding?: Encoding; ifMatch?: string } | Encoding = {},
+  ): Promise<void> {
+    this.#check('write', 'write')
+    const opts = typeof options === 'string' ? { encoding: options } : options
+    const bytes = typeof data === 'string' ? Buffer.from(data, opts.encoding ?? 'utf8') : data
+    await this.#fs.context.q.transaction(async (q) => {
+      const node = await this.#inode(q, 'write')
+      if (opts.ifMatch !== undefined && versionOf(node) !== opts.ifMatch) {
+        throw new ConflictError(this.path, opts.ifMatch, versionOf(node))
+      }
+      if (this.#mode.append) {
+        const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
+        await touchContent(q, node.ino, size, this.#fs.context.clock.now())
+        return
+      }
+      await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
+      const size = await writeRange(q, node.ino, 0, this.#fs.chunkSize, 0, bytes)
+      await touchContent(q, node.ino, size, this.#fs.context.clock.now())
+    })
+    this.#position = bytes.byteLength
+  }
+
+  /** Appends, atomically. */
+  async appendFile(data: WriteData, encoding?: Encoding): Promise<void> {
+    this.#check('write', 'write')
+    const bytes = typeof data === 'string' ? Buffer.from(data, encoding ?? 'utf8') : data
+    await this.#fs.context.q.transaction(async (q) => {
+      const node = await this.#inode(q, 'write')
+      const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
+      await touchContent(q, node.ino, size, this.#fs.context.clock.now())
+    })
+  }
+
+  async truncate(length = 0): Promise<void> {
+    this.#check('ftruncate', 'write')
+    if (!Number.isSafeInteger(length) || length < 0) throw fsError('EINVAL', 'ftruncate')
+    await this.#fs.context.q.transaction(async (q) => {
+      const node = await this.#inode(q, 'ftruncate')
+      await resize(q, node.ino, node.size, this.#fs.chunkSize, length)
+      await touchContent(q, node.ino, length, this.#fs.context.clock.now())
+    })
+  }
+
+  async stat(): Promise<Stats> {
+    this.#check('fstat')
+    return new Stats(await this.#inode(this.#q, 'fstat'), { blksize: this.#fs.chunkSize })
+  }
+
+  async chmod(mode: number): Promise<void> {
+    this.#check('fchmod')
+    await this.#meta('fchmod', (node) => ({ mode: (node.mode & 0o170000) | (mode & 0o7777) }))
+  }
+
+  async chown(uid: number, gid: number): Promise<void> {
+    this.#check('fchown')
+    await this.#meta('fchown', (node) => ({
+      uid: uid === -1 ? node.uid : uid,
+      gid: gid === -1 ? node.gid : gid,
+    }))
+  }
+
+  async utimes(atime: TimeLike, mtime: TimeLike): Promise<void> {
+    this.#check('futime')
+    const toTs = (t: TimeLike): Timestamp => {
+      const seconds = t instanceof Date ? t.getTime() / 1000 : Number(t)
+      if (!Number.isFinite(seconds)) throw fsError('EINVAL', 'futime')
+      const sec = Math.floor(seconds)
+      return { sec, nsec: Math.round((seconds - sec) * 1e9) }
+    }
+    const a = toTs(atime)
+    const m = toTs(mtime)
+    await this.#meta('futime', () => ({
+      atime: a.sec,
+      atime_nsec: a.nsec,
+      mtime: m.sec,
+      mtime_nsec: m.nsec,
+    }))
+  }
+
+  async #meta(syscall: string, set: (node: InodeRow) => Record<string, number>): Promise<void> {
+    await this.#fs.context.q.transaction(async (q) => {
+      const node = await this.#inode(q, syscall)
+      await touchMeta(q, node.ino, this.#fs.context.clock.now(), set(node))
+    })
+  }
+
+  /** Every write is committed when it returns; kept for API compatibility. */
+  async sync(): Promise<void> {
+    this.#check('fsync')
+  }
+
+  async datasync(): Promise<void> {
+    this.#check('fdatasync')
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+}
+
+/** Opens (and per the flags creates or truncates) a file; the work behind `fs.open()`. */
+export async function openHandle(
+  fs: AgentFs,
+  path: string,
+  mode: OpenMode,
+  create: (q: Queryable, now: Timestamp) => Promise<number | undefined>,
+): Promise<FileHandle> {
+  const ino = await fs.context.q.transaction(async (q) => create(q, fs.context.clock.now()))
+  if (ino === undefined) throw new FsError({ code: 'ENOENT', syscall: 'open', path })
+  return new FileHandle(fs, ino, normalizePath(path), mode)
+}
