@@ -25,7 +25,7 @@ import { ConflictError } from './conflict.js'
 import { Dir } from './dir.js'
 import { type FileHandle, openHandle } from './file-handle.js'
 import { parseFlags } from './flags.js'
-import { type InodeRow, isDir, isLnk, isReg, versionOf } from './inode.js'
+import { type InodeRow, isDir, isLnk, versionOf } from './inode.js'
 import {
   createNode,
   dropLink,
@@ -322,41 +322,48 @@ export class AgentFs implements FileSystem {
     const opts: MkdirOptions = typeof options === 'number' ? { mode: options } : (options ?? {})
     const mode = S_IFDIR | ((opts.mode ?? 0o777) & ~this.#ctx.umask & MODE_PERMISSION_MASK)
     return this.#write(async (q, now) => {
+      const create = (dirIno: number, name: string) =>
+        createNode(q, dirIno, name, { mode, uid: this.#ctx.uid, gid: this.#ctx.gid, now })
       if (!opts.recursive) {
+        // mkdir(2) never follows a link in the last component: any existing entry is EEXIST.
         const found = await lookup(q, path, {
-          followLast: true,
+          followLast: false,
           syscall: 'mkdir',
           allowMissing: true,
         })
-        if (found.node) throw fsError('EEXIST', 'mkdir', path)
-        await createNode(q, found.dirIno, found.name!, {
-          mode,
-          uid: this.#ctx.uid,
-          gid: this.#ctx.gid,
-          now,
-        })
+        if (found.node || found.name === undefined) throw fsError('EEXIST', 'mkdir', path)
+        await create(found.dirIno, found.name)
         return undefined
       }
       const parts = parsePath(path, 'mkdir').parts
       let first: string | undefined
       for (let i = 1; i <= parts.length; i++) {
         const prefix = `/${parts.slice(0, i).join('/')}`
+        const last = i === parts.length
         const found = await lookup(q, prefix, {
-          followLast: true,
+          followLast: false,
           syscall: 'mkdir',
           allowMissing: true,
         })
         if (found.node) {
-          if (!isDir(found.node.mode))
-            throw fsError(i === parts.length ? 'EEXIST' : 'ENOTDIR', 'mkdir', path)
+          let target = found.node
+          if (isLnk(target.mode)) {
+            // Through links like Node's mkdir -p: a loop is ELOOP; a dangling link is ENOENT as
+            // the last component and ENOTDIR before it.
+            try {
+              target =
+                (await lookup(q, prefix, { followLast: true, syscall: 'mkdir' })).node ?? target
+            } catch (error) {
+              const code = error instanceof FsError ? error.code : undefined
+              if (code === 'ELOOP') throw fsError('ELOOP', 'mkdir', path)
+              throw fsError(last && code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR', 'mkdir', path)
+            }
+          }
+          if (!isDir(target.mode)) throw fsError(last ? 'EEXIST' : 'ENOTDIR', 'mkdir', path)
           continue
         }
-        await createNode(q, found.dirIno, found.name!, {
-          mode,
-          uid: this.#ctx.uid,
-          gid: this.#ctx.gid,
-          now,
-        })
+        if (found.name === undefined) continue
+        await create(found.dirIno, found.name)
         first ??= normalizePath(prefix)
       }
       return first
@@ -416,17 +423,19 @@ SELECT id, ino FROM sub`,
 
   async rename(from: string, to: string): Promise<void> {
     await this.#write(async (q, now) => {
-      const source = await lookup(q, from, { followLast: false, syscall: 'rename' }).catch(
-        (error: unknown) => {
-          if (error instanceof FsError)
-            throw new FsError({ code: error.code, syscall: 'rename', path: from, dest: to })
-          throw error
-        },
-      )
+      const source = await lookup(q, from, {
+        followLast: false,
+        syscall: 'rename',
+        allowMissing: true,
+      }).catch((error: unknown) => {
+        if (error instanceof FsError)
+          throw new FsError({ code: error.code, syscall: 'rename', path: from, dest: to })
+        throw error
+      })
       const fail = (code: FsError['code']) =>
         new FsError({ code, syscall: 'rename', path: from, dest: to })
-      if (!source.node) throw fail('ENOENT')
-      if (source.node.ino === ROOT_INO || source.name === undefined) throw fail('EBUSY')
+      if (source.node && (source.node.ino === ROOT_INO || source.name === undefined))
+        throw fail('EBUSY')
       const target = await lookup(q, to, {
         followLast: false,
         syscall: 'rename',
@@ -435,11 +444,16 @@ SELECT id, ino FROM sub`,
         if (error instanceof FsError) throw fail(error.code)
         throw error
       })
+      // Like rename(2): both parents are resolved before a missing source is reported.
+      if (!source.node) throw fail('ENOENT')
       if (target.name === undefined) throw fail('EBUSY')
       const moving = source.node
       if (isDir(moving.mode) && (await isInside(q, target.dirIno, moving.ino))) throw fail('EINVAL')
       if (target.node) {
         if (target.node.ino === moving.ino) return
+        // The target may not be an ancestor of the source (rename(2) checks this first).
+        if (isDir(target.node.mode) && (await isInside(q, source.dirIno, target.node.ino)))
+          throw fail('ENOTEMPTY')
         if (isDir(moving.mode)) {
           if (!isDir(target.node.mode)) throw fail('ENOTDIR')
           const child = await q.execute({
@@ -460,7 +474,7 @@ SELECT id, ino FROM sub`,
       }
       await q.execute({
         sql: 'UPDATE fs_dentry SET parent_ino = ?, name = ? WHERE parent_ino = ? AND name = ?',
-        params: [target.dirIno, target.name, source.dirIno, source.name],
+        params: [target.dirIno, target.name, source.dirIno, source.name!],
       })
       await touchMeta(q, moving.ino, now)
       await touchDir(q, source.dirIno, now)
@@ -479,7 +493,6 @@ SELECT id, ino FROM sub`,
         },
       )
       if (!source.node) throw fail('ENOENT')
-      if (isDir(source.node.mode)) throw fail('EPERM')
       const target = await lookup(q, newPath, {
         followLast: false,
         syscall: 'link',
@@ -489,6 +502,7 @@ SELECT id, ino FROM sub`,
         throw error
       })
       if (target.node || target.name === undefined) throw fail('EEXIST')
+      if (isDir(source.node.mode)) throw fail('EPERM')
       await q.execute({
         sql: 'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
         params: [target.name, target.dirIno, source.node.ino],
@@ -635,7 +649,6 @@ SELECT id, ino FROM sub`,
         },
       )
       if (!source.node) throw fail('ENOENT')
-      if (isDir(source.node.mode)) throw fail('EISDIR')
       const target = await lookup(q, dest, {
         followLast: true,
         syscall: 'copyfile',
@@ -644,6 +657,9 @@ SELECT id, ino FROM sub`,
         if (error instanceof FsError) throw fail(error.code)
         throw error
       })
+      // Like Node, errors of the destination's path come first. Unlike libuv, an existing
+      // destination is left alone when the source is a directory (libuv deletes it).
+      if (isDir(source.node.mode)) throw fail('EISDIR')
       let ino: number
       if (target.node) {
         if (mode & COPYFILE_EXCL) throw fail('EEXIST')
