@@ -55,6 +55,7 @@ import {
 } from './streams.js'
 import type {
   AtimeMode,
+  CpOptions,
   Encoding,
   FileSystem,
   MkdirOptions,
@@ -831,16 +832,7 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
    * `fs.promises.cp`: `force` (default true) replaces existing files, `errorOnExist` turns a
    * skipped existing file into EEXIST, `dereference` copies what links point to.
    */
-  async cp(
-    src: string,
-    dest: string,
-    options: {
-      recursive?: boolean
-      force?: boolean
-      errorOnExist?: boolean
-      dereference?: boolean
-    } = {},
-  ): Promise<void> {
+  async cp(src: string, dest: string, options: CpOptions = {}): Promise<void> {
     const from = normalizePath(src, 'cp')
     const to = normalizePath(dest, 'cp')
     if (to === from || to.startsWith(`${from}/`)) {
@@ -855,16 +847,7 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
     await this.transaction((tx) => tx.#copy(from, to, options))
   }
 
-  async #copy(
-    from: string,
-    to: string,
-    options: {
-      recursive?: boolean
-      force?: boolean
-      errorOnExist?: boolean
-      dereference?: boolean
-    },
-  ): Promise<void> {
+  async #copy(from: string, to: string, options: CpOptions): Promise<void> {
     const stats = options.dereference ? await this.stat(from) : await this.lstat(from)
     const existing = await this.lstat(to).catch(() => undefined)
     if (stats.isDirectory()) {

@@ -10,8 +10,11 @@ export { Dirent, Stats } from './stats.js'
 export type { ReadStreamOptions, WriteStreamOptions } from './streams.js'
 export type {
   AtimeMode,
+  CpOptions,
   Encoding,
   FileSystem,
+  FsDir,
+  FsFileHandle,
   MkdirOptions,
   ReaddirOptions,
   RmOptions,

@@ -1,4 +1,7 @@
+import type { Readable, Writable } from 'node:stream'
+import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
 import type { Dirent, Stats } from './stats.js'
+import type { ReadStreamOptions, WriteStreamOptions } from './streams.js'
 
 /** Data accepted by writes. Strings are encoded as UTF-8 unless an encoding is given. */
 export type WriteData = string | Uint8Array
@@ -83,6 +86,60 @@ export interface FileSystem {
   lutimes(path: string, atime: TimeLike, mtime: TimeLike): Promise<void>
   copyFile(src: string, dest: string, mode?: number): Promise<void>
   statfs(path: string): Promise<StatFs>
+  mknod(path: string, mode: number, rdev?: number): Promise<void>
+  cp(src: string, dest: string, options?: CpOptions): Promise<void>
+  open(path: string, flags?: string | number, mode?: number): Promise<FsFileHandle>
+  opendir(path: string, options?: { bufferSize?: number }): Promise<FsDir>
+  createReadStream(path: string, options?: ReadStreamOptions): Readable
+  createWriteStream(path: string, options?: WriteStreamOptions): Writable
+  glob(pattern: string, options?: GlobOptions): Promise<GlobMatch[]>
+  grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]>
+}
+
+/** Options of `cp`. */
+export interface CpOptions {
+  readonly recursive?: boolean
+  readonly force?: boolean
+  readonly errorOnExist?: boolean
+  readonly dereference?: boolean
+}
+
+/** An open file, as every {@link FileSystem} returns it from `open`. */
+export interface FsFileHandle {
+  readonly fd: number
+  read(
+    buffer?: Uint8Array,
+    offset?: number,
+    length?: number,
+    position?: number | null,
+  ): Promise<{ bytesRead: number; buffer: Uint8Array }>
+  write(
+    data: WriteData,
+    offsetOrOptions?:
+      | number
+      | null
+      | { offset?: number; length?: number; position?: number | null; ifMatch?: string },
+    lengthOrEncoding?: number | Encoding,
+    position?: number | null,
+  ): Promise<{ bytesWritten: number; buffer: WriteData }>
+  readFile(): Promise<Buffer>
+  readFile(options: Encoding | { encoding: Encoding }): Promise<string>
+  writeFile(
+    data: WriteData,
+    options?: { encoding?: Encoding; ifMatch?: string } | Encoding,
+  ): Promise<void>
+  appendFile(data: WriteData, encoding?: Encoding): Promise<void>
+  truncate(length?: number): Promise<void>
+  stat(): Promise<Stats>
+  sync(): Promise<void>
+  close(): Promise<void>
+}
+
+/** A directory being iterated, as every {@link FileSystem} returns it from `opendir`. */
+export interface FsDir extends AsyncIterable<Dirent> {
+  readonly path: string
+  read(): Promise<Dirent | null>
+  close(): Promise<void>
 }
 
 /** A time as Node accepts it: seconds (number or numeric string), or a Date. */

@@ -1,0 +1,78 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fixedClock, openDatabase } from '@agentfs/core'
+import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import { describe, expect, test } from 'vitest'
+import { ConflictError, createFileSystem } from '../src/index.js'
+import { DRIVERS, freshFs } from './helpers.js'
+
+for (const driver of Object.keys(DRIVERS)) {
+  describe(`atime policies (${driver})`, () => {
+    test('relatime (default) writes atime only when it is older than mtime/ctime', async () => {
+      const { fs } = await freshFs(driver)
+      await fs.writeFile('/f', 'x')
+      const created = (await fs.stat('/f')).atimeNs
+      await fs.readFile('/f')
+      const first = (await fs.stat('/f')).atimeNs
+      expect(first).toBeGreaterThan(created) // atime was not newer than mtime: updated once
+      await fs.readFile('/f')
+      expect((await fs.stat('/f')).atimeNs).toBe(first) // now newer: no write per read
+    })
+
+    test('strictatime writes on every read; noatime never', async () => {
+      const strict = (await freshFs(driver, { atime: 'strictatime' })).fs
+      await strict.writeFile('/f', 'x')
+      await strict.readFile('/f')
+      const a = (await strict.stat('/f')).atimeNs
+      await strict.readFile('/f')
+      expect((await strict.stat('/f')).atimeNs).toBeGreaterThan(a)
+      const none = (await freshFs(driver, { atime: 'noatime' })).fs
+      await none.writeFile('/f', 'x')
+      const b = (await none.stat('/f')).atimeNs
+      await none.readFile('/f')
+      expect((await none.stat('/f')).atimeNs).toBe(b)
+    })
+  })
+}
+
+describe('versions across connections', () => {
+  test('two connections with the same fixed clock still get distinct, increasing versions', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'agentfs-versions-'))
+    const path = join(dir, 'db.sqlite')
+    // Both clocks return identical times: ctime must still move strictly forward.
+    const a = await openDatabase({
+      driver: betterSqlite3Driver({ path }),
+      clock: fixedClock({ stepNs: 0 }),
+    })
+    const b = await openDatabase({
+      driver: betterSqlite3Driver({ path }),
+      clock: fixedClock({ stepNs: 0 }),
+    })
+    const fsA = createFileSystem(a)
+    const fsB = createFileSystem(b)
+    await fsA.writeFile('/shared', 'v0')
+    const seen = new Set<string>()
+    let previous = 0n
+    for (let i = 0; i < 20; i++) {
+      const writer = i % 2 === 0 ? fsA : fsB
+      const { version } = await writer.stat('/shared')
+      await writer.writeFile('/shared', `v${i + 1}`, { ifMatch: version })
+      const next = (await fsA.stat('/shared')).version
+      expect(BigInt(next)).toBeGreaterThan(previous)
+      expect(seen.has(next)).toBe(false)
+      seen.add(next)
+      previous = BigInt(next)
+    }
+    // A writer holding an old version is refused, whichever connection it uses.
+    const stale = (await fsA.stat('/shared')).version
+    await fsB.writeFile('/shared', 'other writer')
+    await expect(
+      fsA.writeFile('/shared', 'lost update', { ifMatch: stale }),
+    ).rejects.toBeInstanceOf(ConflictError)
+    expect(await fsB.readFile('/shared', 'utf8')).toBe('other writer')
+    await a.close()
+    await b.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+})
