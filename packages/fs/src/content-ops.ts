@@ -1,0 +1,107 @@
+import { FsError, fsError, MODE_PERMISSION_MASK, normalizePath, S_IFREG } from '@agentfs/core'
+import { resize, writeRange } from './chunks.js'
+import { ConflictError } from './conflict.js'
+import { COPYFILE_EXCL, checkLength, existing, type FsContext, write } from './context.js'
+import { isDir, versionOf } from './inode.js'
+import { createNode, loadInode, touchContent } from './mutate.js'
+import { lookup } from './resolver.js'
+import type { WriteFileOptions } from './types.js'
+
+// Operations that change file contents.
+
+export async function writeData(
+  ctx: FsContext,
+  path: string,
+  bytes: Uint8Array,
+  append: boolean,
+  exclusive: boolean,
+  opts: WriteFileOptions,
+): Promise<void> {
+  await write(ctx, async (q, now) => {
+    const found = await lookup(q, path, { followLast: true, syscall: 'open', allowMissing: true })
+    let node = found.node
+    if (node) {
+      if (exclusive) throw fsError('EEXIST', 'open', path)
+      if (isDir(node.mode)) throw fsError('EISDIR', 'open', path)
+    }
+    if (opts.ifMatch !== undefined) {
+      const current = node ? versionOf(node) : undefined
+      if (current !== opts.ifMatch)
+        throw new ConflictError(normalizePath(path), opts.ifMatch, current)
+    }
+    if (!node) {
+      if (found.name === undefined) throw fsError('EISDIR', 'open', path)
+      const mode = S_IFREG | ((opts.mode ?? 0o666) & ~ctx.umask & MODE_PERMISSION_MASK)
+      const ino = await createNode(q, found.dirIno, found.name, {
+        mode,
+        uid: ctx.uid,
+        gid: ctx.gid,
+        now,
+      })
+      node = (await loadInode(q, ino))!
+    } else if (!append && node.size > 0) {
+      await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
+    }
+    const base = append ? node.size : 0
+    const size =
+      bytes.byteLength > 0 ? await writeRange(q, node.ino, base, ctx.chunkSize, base, bytes) : base
+    await touchContent(q, node.ino, size, now)
+  })
+}
+
+export async function truncate(ctx: FsContext, path: string, length = 0): Promise<void> {
+  checkLength(length, 'open', path)
+  await write(ctx, async (q, now) => {
+    const { node } = await existing(q, path, 'open')
+    if (isDir(node.mode)) throw fsError('EISDIR', 'open', path)
+    await resize(q, node.ino, node.size, ctx.chunkSize, length)
+    await touchContent(q, node.ino, length, now)
+  })
+}
+
+export async function copyFile(ctx: FsContext, src: string, dest: string, mode = 0): Promise<void> {
+  await write(ctx, async (q, now) => {
+    const fail = (code: FsError['code']) =>
+      new FsError({ code, syscall: 'copyfile', path: src, dest })
+    const source = await lookup(q, src, { followLast: true, syscall: 'copyfile' }).catch(
+      (error: unknown) => {
+        if (error instanceof FsError) throw fail(error.code)
+        throw error
+      },
+    )
+    if (!source.node) throw fail('ENOENT')
+    const target = await lookup(q, dest, {
+      followLast: true,
+      syscall: 'copyfile',
+      allowMissing: true,
+    }).catch((error: unknown) => {
+      if (error instanceof FsError) throw fail(error.code)
+      throw error
+    })
+    // Like Node, errors of the destination's path come first. Unlike libuv, an existing
+    // destination is left alone when the source is a directory (libuv deletes it).
+    if (isDir(source.node.mode)) throw fail('EISDIR')
+    let ino: number
+    if (target.node) {
+      if (mode & COPYFILE_EXCL) throw fail('EEXIST')
+      if (isDir(target.node.mode)) throw fail('EISDIR')
+      if (target.node.ino === source.node.ino) return
+      ino = target.node.ino
+      await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })
+    } else {
+      if (target.name === undefined) throw fail('EISDIR')
+      ino = await createNode(q, target.dirIno, target.name, {
+        mode: S_IFREG | (source.node.mode & MODE_PERMISSION_MASK),
+        uid: ctx.uid,
+        gid: ctx.gid,
+        now,
+      })
+    }
+    // Chunks are copied inside the engine: no file content passes through JavaScript.
+    await q.execute({
+      sql: 'INSERT INTO fs_data (ino, chunk_index, data) SELECT ?, chunk_index, data FROM fs_data WHERE ino = ?',
+      params: [ino, source.node.ino],
+    })
+    await touchContent(q, ino, source.node.size, now)
+  })
+}

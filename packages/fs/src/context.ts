@@ -1,0 +1,91 @@
+import { type Clock, FsError, fsError, type Queryable, type Timestamp } from '@agentfs/core'
+import type { InodeRow } from './inode.js'
+import { type Lookup, lookup } from './resolver.js'
+import type { AtimeMode, Encoding, TimeLike, WriteData } from './types.js'
+
+/** Options of {@link createFileSystem}. */
+export interface FileSystemOptions {
+  /** When reads update atime (default `relatime`: only if atime is older than mtime/ctime or a day). */
+  readonly atime?: AtimeMode
+  /** Bits cleared from the mode of new files and directories (default `0o022`). */
+  readonly umask?: number
+  /** Owner of new inodes (default 0). */
+  readonly uid?: number
+  readonly gid?: number
+}
+
+/** What every filesystem operation needs: where to run SQL and how to stamp changes. */
+export interface FsContext {
+  readonly q: Queryable
+  readonly chunkSize: number
+  readonly clock: Clock
+  readonly atime: AtimeMode
+  readonly umask: number
+  readonly uid: number
+  readonly gid: number
+}
+
+export const DAY = 86_400
+export const COPYFILE_EXCL = 1
+export const X_OK = 1
+
+export function toBytes(
+  data: WriteData,
+  encoding: Encoding | undefined,
+  syscall: string,
+): Uint8Array {
+  if (typeof data === 'string') return Buffer.from(data, encoding ?? 'utf8')
+  if (data instanceof Uint8Array) return data
+  throw new FsError({ code: 'EINVAL', syscall, hint: 'data must be a string or a Uint8Array' })
+}
+
+export function toTimestamp(value: TimeLike, syscall: string): Timestamp {
+  let seconds: number
+  if (value instanceof Date) {
+    // Whole milliseconds: split exactly instead of through a float of seconds.
+    const millis = value.getTime()
+    if (!Number.isFinite(millis))
+      throw new FsError({ code: 'EINVAL', syscall, hint: 'invalid Date' })
+    const sec = Math.floor(millis / 1000)
+    return { sec, nsec: (millis - sec * 1000) * 1_000_000 }
+  }
+  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)))
+    seconds = Number(value)
+  else if (typeof value === 'number') seconds = value
+  else throw new FsError({ code: 'EINVAL', syscall, hint: `invalid time ${String(value)}` })
+  if (!Number.isFinite(seconds))
+    throw new FsError({ code: 'EINVAL', syscall, hint: `invalid time ${String(value)}` })
+  const sec = Math.floor(seconds)
+  return { sec, nsec: Math.min(999_999_999, Math.round((seconds - sec) * 1e9)) }
+}
+
+export function checkLength(length: number, syscall: string, path: string): void {
+  if (!Number.isSafeInteger(length) || length < 0) {
+    throw new FsError({
+      code: 'EINVAL',
+      syscall,
+      path,
+      hint: `length must be a non-negative integer, got ${length}`,
+    })
+  }
+}
+
+/** Runs `fn` in a transaction (a savepoint when `ctx.q` already is one) with the time of the change. */
+export function write<T>(
+  ctx: FsContext,
+  fn: (q: Queryable, now: Timestamp) => Promise<T>,
+): Promise<T> {
+  return ctx.q.transaction((tx) => fn(tx, ctx.clock.now()))
+}
+
+/** Resolves a path that must exist (ENOENT otherwise). */
+export async function existing(
+  q: Queryable,
+  path: string,
+  syscall: string,
+  followLast = true,
+): Promise<Lookup & { node: InodeRow }> {
+  const found = await lookup(q, path, { followLast, syscall })
+  if (!found.node) throw fsError('ENOENT', syscall, path)
+  return found as Lookup & { node: InodeRow }
+}

@@ -1,0 +1,310 @@
+import {
+  FsError,
+  fsError,
+  MODE_PERMISSION_MASK,
+  normalizePath,
+  parsePath,
+  type Queryable,
+  ROOT_INO,
+  S_IFBLK,
+  S_IFCHR,
+  S_IFDIR,
+  S_IFIFO,
+  S_IFLNK,
+  S_IFMT,
+  S_IFREG,
+  S_IFSOCK,
+  type Timestamp,
+} from '@agentfs/core'
+import { existing, type FsContext, write } from './context.js'
+import type { InodeRow } from './inode.js'
+import { isDir, isLnk } from './inode.js'
+import { createNode, dropLink, isInside, removeEntry, touchDir, touchMeta } from './mutate.js'
+import { type Lookup, lookup } from './resolver.js'
+import type { MkdirOptions, RmOptions } from './types.js'
+
+// Operations that change the namespace: entries, links, directories.
+
+export async function unlink(ctx: FsContext, path: string): Promise<void> {
+  await write(ctx, async (q, now) => {
+    const { node, dirIno, name } = await existing(q, path, 'unlink', false)
+    if (isDir(node.mode)) throw fsError('EISDIR', 'unlink', path)
+    await removeEntry(q, dirIno, name!, node, now)
+  })
+}
+
+export async function rmdir(ctx: FsContext, path: string): Promise<void> {
+  await write(ctx, async (q, now) => {
+    const { node, dirIno, name } = await existing(q, path, 'rmdir', false)
+    if (node.ino === ROOT_INO)
+      throw fsError('EPERM', 'rmdir', path, { hint: 'the root directory cannot be removed' })
+    if (!isDir(node.mode)) throw fsError('ENOTDIR', 'rmdir', path)
+    if (name === undefined) throw fsError('EINVAL', 'rmdir', path)
+    const child = await q.execute({
+      sql: 'SELECT 1 FROM fs_dentry WHERE parent_ino = ? LIMIT 1',
+      params: [node.ino],
+    })
+    if (child.rows.length > 0) throw fsError('ENOTEMPTY', 'rmdir', path)
+    await removeEntry(q, dirIno, name, node, now)
+  })
+}
+
+export async function mkdir(
+  ctx: FsContext,
+  path: string,
+  options?: MkdirOptions | number,
+): Promise<string | undefined> {
+  const opts: MkdirOptions = typeof options === 'number' ? { mode: options } : (options ?? {})
+  const mode = S_IFDIR | ((opts.mode ?? 0o777) & ~ctx.umask & MODE_PERMISSION_MASK)
+  return write(ctx, async (q, now) => {
+    const create = (dirIno: number, name: string) =>
+      createNode(q, dirIno, name, { mode, uid: ctx.uid, gid: ctx.gid, now })
+    if (!opts.recursive) {
+      // mkdir(2) never follows a link in the last component: any existing entry is EEXIST.
+      const found = await lookup(q, path, {
+        followLast: false,
+        syscall: 'mkdir',
+        allowMissing: true,
+      })
+      if (found.node || found.name === undefined) throw fsError('EEXIST', 'mkdir', path)
+      await create(found.dirIno, found.name)
+      return undefined
+    }
+    const parts = parsePath(path, 'mkdir').parts
+    let first: string | undefined
+    for (let i = 1; i <= parts.length; i++) {
+      const prefix = `/${parts.slice(0, i).join('/')}`
+      const last = i === parts.length
+      const found = await lookup(q, prefix, {
+        followLast: false,
+        syscall: 'mkdir',
+        allowMissing: true,
+      })
+      if (found.node) {
+        let target = found.node
+        if (isLnk(target.mode)) {
+          // Through links like Node's mkdir -p: a loop is ELOOP; a dangling link is ENOENT as
+          // the last component and ENOTDIR before it.
+          try {
+            target =
+              (await lookup(q, prefix, { followLast: true, syscall: 'mkdir' })).node ?? target
+          } catch (error) {
+            const code = error instanceof FsError ? error.code : undefined
+            if (code === 'ELOOP') throw fsError('ELOOP', 'mkdir', path)
+            throw fsError(last && code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR', 'mkdir', path)
+          }
+        }
+        if (!isDir(target.mode)) throw fsError(last ? 'EEXIST' : 'ENOTDIR', 'mkdir', path)
+        continue
+      }
+      if (found.name === undefined) continue
+      await create(found.dirIno, found.name)
+      first ??= normalizePath(prefix)
+    }
+    return first
+  })
+}
+
+export async function rm(ctx: FsContext, path: string, options: RmOptions = {}): Promise<void> {
+  await write(ctx, async (q, now) => {
+    let found: Lookup & { node: InodeRow }
+    try {
+      found = await existing(q, path, 'rm', false)
+    } catch (error) {
+      if (options.force && error instanceof FsError && error.code === 'ENOENT') return
+      throw error
+    }
+    const { node, dirIno, name } = found
+    if (node.ino === ROOT_INO || name === undefined) {
+      throw fsError('EPERM', 'rm', path, { hint: 'the root directory cannot be removed' })
+    }
+    if (isDir(node.mode)) {
+      if (!options.recursive) {
+        throw new FsError({
+          code: 'EISDIR',
+          syscall: 'rm',
+          path,
+          hint: 'pass { recursive: true } to remove a directory',
+        })
+      }
+      await removeTree(q, node.ino, now)
+    }
+    await removeEntry(q, dirIno, name, node, now)
+  })
+}
+
+/** Removes everything below directory `ino` (not the directory itself). */
+export async function removeTree(q: Queryable, ino: number, now: Timestamp): Promise<void> {
+  const { rows } = await q.execute<{ id: number; ino: number }>({
+    sql: `WITH RECURSIVE sub(id, ino) AS (
+SELECT id, ino FROM fs_dentry WHERE parent_ino = ?
+UNION ALL
+SELECT d.id, d.ino FROM fs_dentry d JOIN sub ON d.parent_ino = sub.ino
+)
+SELECT id, ino FROM sub`,
+    params: [ino],
+  })
+  const links = new Map<number, number>()
+  for (const row of rows) links.set(row.ino, (links.get(row.ino) ?? 0) + 1)
+  for (let i = 0; i < rows.length; i += 500) {
+    const ids = rows.slice(i, i + 500).map((r) => r.id)
+    await q.execute({
+      sql: `DELETE FROM fs_dentry WHERE id IN (${ids.map(() => '?').join(', ')})`,
+      params: ids,
+    })
+  }
+  for (const [child, count] of links) await dropLink(q, child, count, now)
+}
+
+export async function rename(ctx: FsContext, from: string, to: string): Promise<void> {
+  await write(ctx, async (q, now) => {
+    const source = await lookup(q, from, {
+      followLast: false,
+      syscall: 'rename',
+      allowMissing: true,
+    }).catch((error: unknown) => {
+      if (error instanceof FsError)
+        throw new FsError({ code: error.code, syscall: 'rename', path: from, dest: to })
+      throw error
+    })
+    const fail = (code: FsError['code']) =>
+      new FsError({ code, syscall: 'rename', path: from, dest: to })
+    if (source.node && (source.node.ino === ROOT_INO || source.name === undefined))
+      throw fail('EBUSY')
+    const target = await lookup(q, to, {
+      followLast: false,
+      syscall: 'rename',
+      allowMissing: true,
+    }).catch((error: unknown) => {
+      if (error instanceof FsError) throw fail(error.code)
+      throw error
+    })
+    // Like rename(2): both parents are resolved before a missing source is reported.
+    if (!source.node) throw fail('ENOENT')
+    if (target.name === undefined) throw fail('EBUSY')
+    const moving = source.node
+    if (isDir(moving.mode) && (await isInside(q, target.dirIno, moving.ino))) throw fail('EINVAL')
+    if (target.node) {
+      if (target.node.ino === moving.ino) return
+      // The target may not be an ancestor of the source (rename(2) checks this first).
+      if (isDir(target.node.mode) && (await isInside(q, source.dirIno, target.node.ino)))
+        throw fail('ENOTEMPTY')
+      if (isDir(moving.mode)) {
+        if (!isDir(target.node.mode)) throw fail('ENOTDIR')
+        const child = await q.execute({
+          sql: 'SELECT 1 FROM fs_dentry WHERE parent_ino = ? LIMIT 1',
+          params: [target.node.ino],
+        })
+        if (child.rows.length > 0) throw fail('ENOTEMPTY')
+      } else if (isDir(target.node.mode)) {
+        throw fail('EISDIR')
+      }
+      await q.execute({
+        sql: 'DELETE FROM fs_dentry WHERE parent_ino = ? AND name = ?',
+        params: [target.dirIno, target.name],
+      })
+      await dropLink(q, target.node.ino, 1, now)
+    } else if (parsePath(to, 'rename').trailingSlash && !isDir(moving.mode)) {
+      throw fail('ENOTDIR')
+    }
+    await q.execute({
+      sql: 'UPDATE fs_dentry SET parent_ino = ?, name = ? WHERE parent_ino = ? AND name = ?',
+      params: [target.dirIno, target.name, source.dirIno, source.name!],
+    })
+    await touchMeta(q, moving.ino, now)
+    await touchDir(q, source.dirIno, now)
+    if (target.dirIno !== source.dirIno) await touchDir(q, target.dirIno, now)
+  })
+}
+
+export async function link(ctx: FsContext, existing: string, newPath: string): Promise<void> {
+  await write(ctx, async (q, now) => {
+    const fail = (code: FsError['code']) =>
+      new FsError({ code, syscall: 'link', path: existing, dest: newPath })
+    const source = await lookup(q, existing, { followLast: false, syscall: 'link' }).catch(
+      (error: unknown) => {
+        if (error instanceof FsError) throw fail(error.code)
+        throw error
+      },
+    )
+    if (!source.node) throw fail('ENOENT')
+    const target = await lookup(q, newPath, {
+      followLast: false,
+      syscall: 'link',
+      allowMissing: true,
+    }).catch((error: unknown) => {
+      if (error instanceof FsError) throw fail(error.code)
+      throw error
+    })
+    if (target.node || target.name === undefined) throw fail('EEXIST')
+    if (isDir(source.node.mode)) throw fail('EPERM')
+    await q.execute({
+      sql: 'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
+      params: [target.name, target.dirIno, source.node.ino],
+    })
+    await touchMeta(q, source.node.ino, now, { nlink: source.node.nlink + 1 })
+    await touchDir(q, target.dirIno, now)
+  })
+}
+
+export async function symlink(ctx: FsContext, target: string, path: string): Promise<void> {
+  if (typeof target !== 'string' || target.length === 0 || target.includes('\0')) {
+    throw new FsError({
+      code: target === '' ? 'ENOENT' : 'EINVAL',
+      syscall: 'symlink',
+      path: String(target),
+      dest: path,
+    })
+  }
+  await write(ctx, async (q, now) => {
+    const found = await lookup(q, path, {
+      followLast: false,
+      syscall: 'symlink',
+      allowMissing: true,
+    }).catch((error: unknown) => {
+      if (error instanceof FsError)
+        throw new FsError({ code: error.code, syscall: 'symlink', path: target, dest: path })
+      throw error
+    })
+    if (found.node || found.name === undefined)
+      throw new FsError({ code: 'EEXIST', syscall: 'symlink', path: target, dest: path })
+    const ino = await createNode(q, found.dirIno, found.name, {
+      mode: S_IFLNK | 0o777,
+      uid: ctx.uid,
+      gid: ctx.gid,
+      size: Buffer.byteLength(target),
+      now,
+    })
+    await q.execute({
+      sql: 'INSERT INTO fs_symlink (ino, target) VALUES (?, ?)',
+      params: [ino, target],
+    })
+  })
+}
+
+export async function mknod(ctx: FsContext, path: string, mode: number, rdev = 0): Promise<void> {
+  const type = mode & S_IFMT
+  if (![S_IFIFO, S_IFCHR, S_IFBLK, S_IFSOCK, S_IFREG].includes(type)) {
+    throw new FsError({
+      code: 'EINVAL',
+      syscall: 'mknod',
+      path,
+      hint: 'mode must include a FIFO, character, block, socket or regular file type',
+    })
+  }
+  await write(ctx, async (q, now) => {
+    const found = await lookup(q, path, {
+      followLast: false,
+      syscall: 'mknod',
+      allowMissing: true,
+    })
+    if (found.node || found.name === undefined) throw fsError('EEXIST', 'mknod', path)
+    await createNode(q, found.dirIno, found.name, {
+      mode: type | (mode & ~ctx.umask & MODE_PERMISSION_MASK),
+      uid: ctx.uid,
+      gid: ctx.gid,
+      rdev: type === S_IFCHR || type === S_IFBLK ? rdev : 0,
+      now,
+    })
+  })
+}
