@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fixedClock, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import { libsqlDriver } from '@agentfs/driver-libsql'
 import fc from 'fast-check'
-import { expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { type AgentFs, createFileSystem } from '../src/index.js'
 
 /**
@@ -225,46 +226,51 @@ async function snapshot(fs: AgentFs | typeof nodeFs, base: string): Promise<stri
   return out
 }
 
-test(`differential: AgentFS agrees with node:fs over ${RUNS * OPS_PER_RUN} random operations`, async () => {
-  const umask = process.umask()
-  await fc.assert(
-    fc.asyncProperty(
-      fc.array(opArb, { minLength: OPS_PER_RUN, maxLength: OPS_PER_RUN }),
-      async (ops) => {
-        const dir = await mkdtemp(join(tmpdir(), 'agentfs-diff-'))
-        const db = await openDatabase({
-          driver: betterSqlite3Driver({ path: ':memory:' }),
-          clock: fixedClock(),
-          chunkSize: 64,
-        })
-        const ours = createFileSystem(db, { umask })
-        try {
-          for (let i = 0; i < ops.length; i++) {
-            const op = ops[i]!
-            if (op.op === 'copyFile' && (await libuvDeletesDestination(dir, op.path, op.to)))
-              continue
-            const before = await snapshot(nodeFs, dir)
-            const expected = await apply(nodeFs, dir, op)
-            const actual = await apply(ours, '', op)
-            expect(
-              actual,
-              `step ${i}: ${JSON.stringify(op)} on tree:\n${before.join('\n')}\n`,
-            ).toEqual(expected)
-            expect(
-              await snapshot(ours, ''),
-              `state after step ${i}: ${JSON.stringify(op)}`,
-            ).toEqual(await snapshot(nodeFs, dir))
+describe.each([
+  ['better-sqlite3', () => betterSqlite3Driver({ path: ':memory:' })],
+  ['libsql', () => libsqlDriver({ url: ':memory:' })],
+] as const)('%s', (_name, makeDriver) => {
+  test(`differential: AgentFS agrees with node:fs over ${RUNS * OPS_PER_RUN} random operations`, async () => {
+    const umask = process.umask()
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(opArb, { minLength: OPS_PER_RUN, maxLength: OPS_PER_RUN }),
+        async (ops) => {
+          const dir = await mkdtemp(join(tmpdir(), 'agentfs-diff-'))
+          const db = await openDatabase({
+            driver: makeDriver(),
+            clock: fixedClock(),
+            chunkSize: 64,
+          })
+          const ours = createFileSystem(db, { umask })
+          try {
+            for (let i = 0; i < ops.length; i++) {
+              const op = ops[i]!
+              if (op.op === 'copyFile' && (await libuvDeletesDestination(dir, op.path, op.to)))
+                continue
+              const before = await snapshot(nodeFs, dir)
+              const expected = await apply(nodeFs, dir, op)
+              const actual = await apply(ours, '', op)
+              expect(
+                actual,
+                `step ${i}: ${JSON.stringify(op)} on tree:\n${before.join('\n')}\n`,
+              ).toEqual(expected)
+              expect(
+                await snapshot(ours, ''),
+                `state after step ${i}: ${JSON.stringify(op)}`,
+              ).toEqual(await snapshot(nodeFs, dir))
+            }
+          } finally {
+            await db.close()
+            await rm(dir, { recursive: true, force: true })
           }
-        } finally {
-          await db.close()
-          await rm(dir, { recursive: true, force: true })
-        }
+        },
+      ),
+      {
+        numRuns: RUNS,
+        ...(SEED === undefined ? {} : { seed: SEED }),
+        endOnFailure: process.env.AGENTFS_FUZZ_SHRINK !== '1',
       },
-    ),
-    {
-      numRuns: RUNS,
-      ...(SEED === undefined ? {} : { seed: SEED }),
-      endOnFailure: process.env.AGENTFS_FUZZ_SHRINK !== '1',
-    },
-  )
-}, 600_000)
+    )
+  }, 600_000)
+})
