@@ -1,0 +1,5 @@
+export { KvConflictError } from './conflict.js'
+export { prefixUpperBound } from './key-range.js'
+export type { KvEntry, KvPage, ListOptions, WriteOptions } from './kv-store.js'
+export { createKvStore, KvStore } from './kv-store.js'
+export { deserialize, serialize } from './serialize.js'

@@ -1,0 +1,306 @@
+import { type AgentDatabase, AgentFsError, type Clock, type Queryable } from '@agentfs/core'
+import { KvConflictError } from './conflict.js'
+import { prefixUpperBound } from './key-range.js'
+import { deserialize, serialize } from './serialize.js'
+
+/** One stored entry. */
+export interface KvEntry<T = unknown> {
+  readonly key: string
+  readonly value: T
+  /** Changes on every write of the key; pass it as `ifVersion` for compare-and-set. */
+  readonly version: number
+  /** `created_at`, seconds since the epoch (spec). */
+  readonly createdAt: number
+  /** `updated_at`, seconds since the epoch (spec). */
+  readonly updatedAt: number
+}
+
+/** Options of `set` and `delete`. */
+export interface WriteOptions {
+  /** Write only if the key is at this version; `null` means "only if the key is absent". */
+  readonly ifVersion?: number | null
+}
+
+/** Options of `list`, `keys` and `entries`. */
+export interface ListOptions {
+  /** Only keys starting with this exact, case-sensitive string (`_` and `%` are literal). */
+  readonly prefix?: string
+  /** Entries per page (default 100, at most 10,000). */
+  readonly limit?: number
+  /** Continue after this key (the `cursor` of the previous page). */
+  readonly cursor?: string
+}
+
+/** One page of `list`. */
+export interface KvPage<T> {
+  readonly entries: KvEntry<T>[]
+  /** Pass back as `cursor` for the next page; undefined on the last page. */
+  readonly cursor: string | undefined
+}
+
+interface EntryRow {
+  key: string
+  value: string
+  created_at: number | null
+  updated_at: number | null
+  version: number | null
+}
+
+const MAX_PAGE = 10_000
+
+function checkKey(key: unknown): string {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `A key must be a non-empty string, got ${JSON.stringify(key) ?? String(key)}`,
+    )
+  }
+  return key
+}
+
+function checkVersion(version: unknown): number | null {
+  if (version === null) return null
+  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1) {
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `ifVersion must be a positive integer or null, got ${String(version)}`,
+    )
+  }
+  return version
+}
+
+const toEntry = <T>(row: EntryRow): KvEntry<T> => ({
+  key: row.key,
+  value: deserialize<T>(row.value),
+  version: row.version ?? 0,
+  createdAt: row.created_at ?? 0,
+  updatedAt: row.updated_at ?? 0,
+})
+
+/**
+ * The spec's key-value store (`kv_store`): JSON values, case-sensitive ordered range scans,
+ * and a version per key (extension table `agentfs_kv_version`, kept by triggers, so writes by
+ * other tools move versions too). Every write is one atomic statement.
+ */
+export class KvStore {
+  readonly #q: Queryable
+  readonly #clock: Clock
+
+  /** @internal Use {@link createKvStore}. */
+  constructor(q: Queryable, clock: Clock) {
+    this.#q = q
+    this.#clock = clock
+  }
+
+  /** Runs `fn` with a store bound to one transaction (with the filesystem's, via the SDK). */
+  transaction<T>(fn: (kv: KvStore) => Promise<T>): Promise<T> {
+    return this.#q.transaction((tx) => fn(new KvStore(tx, this.#clock)))
+  }
+
+  /**
+   * Stores a JSON value and returns the key's new version. With `ifVersion`, writes only if the
+   * key is at that version (`null`: only if absent) and otherwise throws {@link KvConflictError}.
+   */
+  async set(key: string, value: unknown, options: WriteOptions = {}): Promise<number> {
+    checkKey(key)
+    const text = serialize(value)
+    const { sec } = this.#clock.now()
+    // RETURNING is computed before the AFTER triggers bump the counter, hence the + 1.
+    const returning =
+      "RETURNING (SELECT value FROM agentfs_counter WHERE name = 'kv_version') + 1 AS version"
+    const upsert =
+      'ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at'
+    if (options.ifVersion === undefined) {
+      const { rows } = await this.#q.execute<{ version: number }>({
+        sql: `INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ${upsert} ${returning}`,
+        params: [key, text, sec, sec],
+      })
+      return rows[0]!.version
+    }
+    const expected = checkVersion(options.ifVersion)
+    const { rows } = await this.#q.execute<{ version: number }>({
+      sql: `INSERT INTO kv_store (key, value, created_at, updated_at)
+SELECT ?, ?, ?, ? WHERE (SELECT version FROM agentfs_kv_version WHERE key = ?) IS ? ${upsert} ${returning}`,
+      params: [key, text, sec, sec, key, expected],
+    })
+    if (rows[0]) return rows[0].version
+    throw new KvConflictError(key, expected, await this.version(key))
+  }
+
+  /** The value at `key`, or undefined. */
+  async get<T = unknown>(key: string): Promise<T | undefined> {
+    checkKey(key)
+    const { rows } = await this.#q.execute<{ value: string }>({
+      sql: 'SELECT value FROM kv_store WHERE key = ?',
+      params: [key],
+    })
+    return rows[0] === undefined ? undefined : deserialize<T>(rows[0].value)
+  }
+
+  /** The entry at `key` with its version and timestamps, or undefined. */
+  async getEntry<T = unknown>(key: string): Promise<KvEntry<T> | undefined> {
+    checkKey(key)
+    const { rows } = await this.#q.execute<EntryRow>({
+      sql: `SELECT k.key AS key, k.value AS value, k.created_at AS created_at, k.updated_at AS updated_at, v.version AS version
+FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`,
+      params: [key],
+    })
+    return rows[0] === undefined ? undefined : toEntry<T>(rows[0])
+  }
+
+  /** The key's version, or null when absent. */
+  async version(key: string): Promise<number | null> {
+    const { rows } = await this.#q.execute<{ version: number }>({
+      sql: 'SELECT version FROM agentfs_kv_version WHERE key = ?',
+      params: [checkKey(key)],
+    })
+    return rows[0]?.version ?? null
+  }
+
+  async has(key: string): Promise<boolean> {
+    checkKey(key)
+    const { rows } = await this.#q.execute({
+      sql: 'SELECT 1 FROM kv_store WHERE key = ?',
+      params: [key],
+    })
+    return rows.length > 0
+  }
+
+  /** Deletes a key; true if it existed. With `ifVersion`, only at that version (else KvConflictError). */
+  async delete(key: string, options: WriteOptions = {}): Promise<boolean> {
+    checkKey(key)
+    if (options.ifVersion === undefined) {
+      const result = await this.#q.execute({
+        sql: 'DELETE FROM kv_store WHERE key = ?',
+        params: [key],
+      })
+      return result.changes > 0
+    }
+    const expected = checkVersion(options.ifVersion)
+    const result = await this.#q.execute({
+      sql: 'DELETE FROM kv_store WHERE key = ? AND (SELECT version FROM agentfs_kv_version WHERE key = ?) IS ?',
+      params: [key, key, expected],
+    })
+    if (result.changes > 0) return true
+    const current = await this.version(key)
+    if (current === expected) return false
+    throw new KvConflictError(key, expected, current)
+  }
+
+  #range(
+    options: ListOptions,
+    columns: string,
+  ): { sql: string; params: Array<string | number | Uint8Array> } {
+    const where: string[] = []
+    const params: Array<string | number | Uint8Array> = []
+    if (options.prefix) {
+      where.push('k.key >= ?')
+      params.push(options.prefix)
+      const upper = prefixUpperBound(options.prefix)
+      if (upper) {
+        where.push('k.key < CAST(? AS TEXT)')
+        params.push(upper)
+      }
+    }
+    if (options.cursor !== undefined) {
+      where.push('k.key > ?')
+      params.push(options.cursor)
+    }
+    const limit = options.limit ?? 100
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) {
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        `limit must be an integer from 1 to ${MAX_PAGE}, got ${limit}`,
+      )
+    }
+    params.push(limit + 1)
+    return {
+      sql: `SELECT ${columns} FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key
+${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY k.key LIMIT ?`,
+      params,
+    }
+  }
+
+  /** A page of entries in key order (a range scan on the primary key, never LIKE). */
+  async list<T = unknown>(options: ListOptions = {}): Promise<KvPage<T>> {
+    const limit = options.limit ?? 100
+    const query = this.#range(
+      options,
+      'k.key AS key, k.value AS value, k.created_at AS created_at, k.updated_at AS updated_at, v.version AS version',
+    )
+    const { rows } = await this.#q.execute<EntryRow>(query)
+    const more = rows.length > limit
+    const entries = rows.slice(0, limit).map((row) => toEntry<T>(row))
+    return { entries, cursor: more ? entries.at(-1)?.key : undefined }
+  }
+
+  /** A page of keys in order. */
+  async keys(options: ListOptions = {}): Promise<string[]> {
+    const limit = options.limit ?? 100
+    const { rows } = await this.#q.execute<{ key: string }>(this.#range(options, 'k.key AS key'))
+    return rows.slice(0, limit).map((row) => row.key)
+  }
+
+  /** Iterates every entry (optionally under a prefix), a page at a time. */
+  async *entries<T = unknown>(
+    options: Omit<ListOptions, 'cursor'> = {},
+  ): AsyncIterableIterator<KvEntry<T>> {
+    let cursor: string | undefined
+    do {
+      const page: KvPage<T> = await this.list<T>({
+        ...options,
+        ...(cursor === undefined ? {} : { cursor }),
+      })
+      yield* page.entries
+      cursor = page.cursor
+    } while (cursor !== undefined)
+  }
+
+  /** Deletes every key under `prefix` (every key when omitted); returns how many. */
+  async clear(prefix = ''): Promise<number> {
+    const where: string[] = []
+    const params: Array<string | Uint8Array> = []
+    if (prefix) {
+      where.push('key >= ?')
+      params.push(prefix)
+      const upper = prefixUpperBound(prefix)
+      if (upper) {
+        where.push('key < CAST(? AS TEXT)')
+        params.push(upper)
+      }
+    }
+    const result = await this.#q.execute({
+      sql: `DELETE FROM kv_store${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`,
+      params,
+    })
+    return result.changes
+  }
+
+  /**
+   * Read-modify-write in one transaction: `fn` gets the current value (undefined when absent)
+   * and returns the new one. Concurrent updates of the same key are serialised, never lost.
+   */
+  async update<T>(
+    key: string,
+    fn: (current: T | undefined) => T | Promise<T>,
+  ): Promise<{ value: T; version: number }> {
+    checkKey(key)
+    return this.#q.transaction(async (tx) => {
+      const store = new KvStore(tx, this.#clock)
+      const current = await store.get<T>(key)
+      const value = await fn(current)
+      return { value, version: await store.set(key, value) }
+    })
+  }
+}
+
+/**
+ * Creates the key-value store over an open AgentFS database.
+ *
+ * @example
+ * const kv = createKvStore(await openDatabase({ driver }))
+ * await kv.set('user:prefs', { theme: 'dark' })
+ */
+export function createKvStore(db: AgentDatabase): KvStore {
+  return new KvStore(db, db.clock)
+}

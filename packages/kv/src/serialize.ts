@@ -1,0 +1,61 @@
+import { AgentFsError } from '@agentfs/core'
+
+function reject(path: string, what: string): never {
+  throw new AgentFsError(
+    'INVALID_ARGUMENT',
+    `Cannot store ${what} at ${path}: values must be JSON (null, booleans, finite numbers, strings, arrays, plain objects); convert it first`,
+  )
+}
+
+function check(value: unknown, path: string, seen: Set<object>): void {
+  switch (typeof value) {
+    case 'undefined':
+      return reject(path, 'undefined')
+    case 'function':
+      return reject(path, 'a function')
+    case 'symbol':
+      return reject(path, 'a symbol')
+    case 'bigint':
+      return reject(path, 'a bigint (store it as a string)')
+    case 'number':
+      if (!Number.isFinite(value)) reject(path, String(value))
+      return
+    case 'object': {
+      if (value === null) return
+      if (seen.has(value)) reject(path, 'a circular reference')
+      if (value instanceof Map || value instanceof Set)
+        reject(path, `a ${value.constructor.name} (use an object or array)`)
+      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return
+      seen.add(value)
+      if (Array.isArray(value)) value.forEach((item, i) => check(item, `${path}[${i}]`, seen))
+      else {
+        for (const [key, item] of Object.entries(value)) {
+          if (item !== undefined) check(item, `${path}.${key}`, seen)
+        }
+      }
+      seen.delete(value)
+      return
+    }
+    default:
+      return
+  }
+}
+
+/**
+ * Serialises a value to the JSON text stored in `kv_store.value`, refusing anything JSON would
+ * drop or mangle (undefined, functions, symbols, bigints, NaN/Infinity, Maps, Sets, cycles).
+ * `undefined` object properties are omitted, as in JSON.
+ */
+export function serialize(value: unknown): string {
+  check(value, 'value', new Set())
+  return JSON.stringify(value)
+}
+
+/** Parses a stored value; text that is not JSON (written by another tool) comes back as a string. */
+export function deserialize<T>(text: string): T {
+  try {
+    return JSON.parse(text) as T
+  } catch {
+    return text as T
+  }
+}
