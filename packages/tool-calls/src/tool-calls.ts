@@ -1,0 +1,445 @@
+import {
+  type AgentDatabase,
+  AgentFsError,
+  type Clock,
+  type Queryable,
+  type Timestamp,
+} from '@agentfs/core'
+import { errorMessage, fromJson, toJson, toJsonLenient } from './json.js'
+
+/** A point in time: ms since the epoch (fractions allowed), a Date, or a {sec, nsec} timestamp. */
+export type TimeInput = number | Date | Timestamp
+
+/** What `record` stores. Exactly one of `result` and `error` describes the outcome. */
+export interface RecordInput {
+  readonly name: string
+  readonly parameters?: unknown
+  /** The successful result (JSON); ignored when `error` is given. */
+  readonly result?: unknown
+  /** Set for a failed call: an Error, or a message. */
+  readonly error?: unknown
+  readonly startedAt: TimeInput
+  readonly completedAt: TimeInput
+  readonly sessionId?: string
+  /** Id of the tool call this one ran inside. */
+  readonly parentId?: number
+  /** Extra JSON metadata (tokens, cost, sizes, …). */
+  readonly metadata?: unknown
+}
+
+/** Options shared by `track` and `wrap`. */
+export interface TrackOptions {
+  readonly sessionId?: string
+  readonly parentId?: number
+  readonly metadata?: unknown
+}
+
+/** One recorded call as read back. */
+export interface ToolCall {
+  readonly id: number
+  readonly name: string
+  readonly parameters: unknown
+  readonly result: unknown
+  readonly error: string | null
+  /** `pending` only for calls another SDK started and never finished. */
+  readonly status: 'success' | 'error' | 'pending'
+  /** ms since the epoch; sub-second precise when recorded by this library. */
+  readonly startedAt: number
+  readonly completedAt: number | null
+  /** Precise duration in ms when known, else the spec's `duration_ms`. */
+  readonly durationMs: number | null
+  readonly sessionId: string | null
+  readonly parentId: number | null
+  readonly metadata: unknown
+}
+
+/** Filters of `query`; every filter is applied in SQL before the limit. */
+export interface QueryOptions {
+  readonly name?: string
+  /** Only calls started at or after this time. */
+  readonly since?: TimeInput
+  /** Only calls started before this time. */
+  readonly until?: TimeInput
+  readonly sessionId?: string
+  readonly parentId?: number
+  /** Only failed calls. */
+  readonly errorsOnly?: boolean
+  /** Newest first (default) or oldest first. */
+  readonly order?: 'newest' | 'oldest'
+  /** Default 100, at most 10,000. */
+  readonly limit?: number
+  readonly offset?: number
+}
+
+/** Per-tool statistics (the spec's "Analyze Tool Performance", plus percentiles). */
+export interface ToolStats {
+  readonly name: string
+  readonly totalCalls: number
+  readonly successful: number
+  readonly failed: number
+  readonly pending: number
+  readonly avgDurationMs: number | null
+  readonly p50DurationMs: number | null
+  readonly p95DurationMs: number | null
+}
+
+interface CallRow {
+  id: number
+  name: string
+  parameters: string | null
+  result: string | null
+  error: string | null
+  status: string
+  started_at: number
+  completed_at: number | null
+  duration_ms: number | null
+  session_id: string | null
+  parent_id: number | null
+  started_at_ns: number | bigint | null
+  completed_at_ns: number | bigint | null
+  metadata: string | null
+}
+
+const NS = 1_000_000_000n
+
+function toNs(time: TimeInput, what: string): bigint {
+  if (time instanceof Date) time = time.getTime()
+  if (typeof time === 'number') {
+    if (!Number.isFinite(time))
+      throw new AgentFsError('INVALID_ARGUMENT', `${what} must be a finite time`)
+    const ms = Math.floor(time)
+    return BigInt(ms) * 1_000_000n + BigInt(Math.round((time - ms) * 1e6))
+  }
+  if (
+    typeof time === 'object' &&
+    time !== null &&
+    Number.isInteger(time.sec) &&
+    Number.isInteger(time.nsec)
+  ) {
+    return BigInt(time.sec) * NS + BigInt(time.nsec)
+  }
+  throw new AgentFsError(
+    'INVALID_ARGUMENT',
+    `${what} must be ms since the epoch, a Date or { sec, nsec }`,
+  )
+}
+
+const nsToMs = (ns: bigint) => Number(ns / 1_000_000n) + Number(ns % 1_000_000n) / 1e6
+
+function toCall(row: CallRow): ToolCall {
+  const startNs = row.started_at_ns === null ? null : BigInt(row.started_at_ns)
+  const endNs = row.completed_at_ns === null ? null : BigInt(row.completed_at_ns)
+  const status =
+    row.status === 'pending' || row.status === 'error' || row.status === 'success'
+      ? row.status
+      : row.error === null
+        ? 'success'
+        : 'error'
+  return {
+    id: row.id,
+    name: row.name,
+    parameters: fromJson(row.parameters),
+    result: fromJson(row.result),
+    error: row.error,
+    status,
+    startedAt: startNs === null ? row.started_at * 1000 : nsToMs(startNs),
+    completedAt:
+      endNs !== null ? nsToMs(endNs) : row.completed_at === null ? null : row.completed_at * 1000,
+    durationMs: startNs !== null && endNs !== null ? nsToMs(endNs - startNs) : row.duration_ms,
+    sessionId: row.session_id,
+    parentId: row.parent_id,
+    metadata: fromJson(row.metadata),
+  }
+}
+
+/**
+ * The spec's insert-only tool-call audit log (`tool_calls`): one row per completed call, with
+ * precise timing, session, parent and metadata in the extension table `agentfs_tool_call_meta`
+ * (same id), so spec readers still see plain spec rows.
+ */
+export class ToolCalls {
+  readonly #q: Queryable
+  readonly #clock: Clock
+  readonly #reference: boolean
+  readonly #sessionId: string | undefined
+
+  /** @internal Use {@link createToolCalls}. */
+  constructor(
+    q: Queryable,
+    clock: Clock,
+    options: { referenceToolCalls: boolean; sessionId?: string },
+  ) {
+    this.#q = q
+    this.#clock = clock
+    this.#reference = options.referenceToolCalls
+    this.#sessionId = options.sessionId
+  }
+
+  /** The session recorded on calls that do not name one. */
+  get sessionId(): string | undefined {
+    return this.#sessionId
+  }
+
+  /** The same log, recording `sessionId` by default. */
+  withSession(sessionId: string): ToolCalls {
+    return new ToolCalls(this.#q, this.#clock, { referenceToolCalls: this.#reference, sessionId })
+  }
+
+  /** Runs `fn` with a log bound to one transaction. */
+  transaction<T>(fn: (tools: ToolCalls) => Promise<T>): Promise<T> {
+    return this.#q.transaction((tx) => fn(new ToolCalls(tx, this.#clock, this.#options())))
+  }
+
+  #options(): { referenceToolCalls: boolean; sessionId?: string } {
+    return this.#sessionId === undefined
+      ? { referenceToolCalls: this.#reference }
+      : { referenceToolCalls: this.#reference, sessionId: this.#sessionId }
+  }
+
+  /** Inserts one completed call (spec: insert once, on completion); returns its id. */
+  async record(input: RecordInput): Promise<number> {
+    if (typeof input?.name !== 'string' || input.name.length === 0) {
+      throw new AgentFsError('INVALID_ARGUMENT', 'A tool call needs a non-empty name')
+    }
+    return this.#insert(input, toJson)
+  }
+
+  async #insert(
+    input: RecordInput,
+    json: (value: unknown, what: string) => string,
+  ): Promise<number> {
+    const start = toNs(input.startedAt, 'startedAt')
+    const end = toNs(input.completedAt, 'completedAt')
+    if (end < start) throw new AgentFsError('INVALID_ARGUMENT', 'completedAt is before startedAt')
+    const failed = input.error !== undefined
+    const parameters = input.parameters === undefined ? null : json(input.parameters, 'parameters')
+    const result = failed ? null : json(input.result, 'result')
+    const error = failed ? errorMessage(input.error) : null
+    const metadata = input.metadata === undefined ? null : json(input.metadata, 'metadata')
+    const startedSec = Number(start / NS)
+    const completedSec = Number(end / NS)
+    const sessionId = input.sessionId ?? this.#sessionId ?? null
+    return this.#q.transaction(async (tx) => {
+      const columns = 'name, parameters, result, error, started_at, completed_at, duration_ms'
+      const values: Array<string | number | null> = [
+        input.name,
+        parameters,
+        result,
+        error,
+        startedSec,
+        completedSec,
+        (completedSec - startedSec) * 1000,
+      ]
+      const { rows } = await tx.execute<{ id: number }>({
+        sql: this.#reference
+          ? `INSERT INTO tool_calls (${columns}, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+          : `INSERT INTO tool_calls (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+        params: this.#reference ? [...values, failed ? 'error' : 'success'] : values,
+      })
+      const id = rows[0]!.id
+      await tx.execute({
+        sql: 'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata) VALUES (?, ?, ?, ?, ?, ?)',
+        params: [id, sessionId, input.parentId ?? null, start, end, metadata],
+      })
+      return id
+    })
+  }
+
+  /**
+   * Runs `fn`, times it, records it once — success or failure — and returns its result or
+   * rethrows its error. Parameters and results that are not JSON are described, never fatal.
+   */
+  async track<T>(
+    name: string,
+    parameters: unknown,
+    fn: () => T | Promise<T>,
+    options: TrackOptions = {},
+  ): Promise<T> {
+    const startedAt = this.#clock.now()
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown }
+    try {
+      outcome = { ok: true, value: await fn() }
+    } catch (error) {
+      outcome = { ok: false, error }
+    }
+    // Recorded exactly once, outside the try: a failure to record is not mistaken for a tool error.
+    await this.#insert(
+      {
+        name,
+        parameters,
+        ...(outcome.ok ? { result: outcome.value } : { error: outcome.error }),
+        startedAt,
+        completedAt: this.#clock.now(),
+        ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+        ...(options.parentId === undefined ? {} : { parentId: options.parentId }),
+        ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+      },
+      toJsonLenient,
+    )
+    if (!outcome.ok) throw outcome.error
+    return outcome.value
+  }
+
+  /** Wraps a function so every call is tracked (parameters: the single argument, or the list). */
+  wrap<A extends unknown[], R>(
+    name: string,
+    fn: (...args: A) => R | Promise<R>,
+    options: TrackOptions = {},
+  ) {
+    return (...args: A): Promise<R> =>
+      this.track(name, args.length === 1 ? args[0] : args, () => fn(...args), options)
+  }
+
+  /** One call by id. */
+  async get(id: number): Promise<ToolCall | undefined> {
+    const { rows } = await this.#q.execute<CallRow>({
+      sql: `${this.#select()} WHERE t.id = ?`,
+      params: [id],
+    })
+    return rows[0] && toCall(rows[0])
+  }
+
+  #select(): string {
+    const status = this.#reference
+      ? 't.status'
+      : "CASE WHEN t.error IS NULL THEN 'success' ELSE 'error' END"
+    return `SELECT t.id AS id, t.name AS name, t.parameters AS parameters, t.result AS result, t.error AS error,
+  ${status} AS status, t.started_at AS started_at, t.completed_at AS completed_at, t.duration_ms AS duration_ms,
+  m.session_id AS session_id, m.parent_id AS parent_id, m.started_at_ns AS started_at_ns,
+  m.completed_at_ns AS completed_at_ns, m.metadata AS metadata
+FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id`
+  }
+
+  #filters(options: QueryOptions): { where: string; params: Array<string | number | bigint> } {
+    const clauses: string[] = []
+    const params: Array<string | number | bigint> = []
+    const startNs = 'COALESCE(m.started_at_ns, t.started_at * 1000000000)'
+    if (options.name !== undefined) {
+      clauses.push('t.name = ?')
+      params.push(options.name)
+    }
+    if (options.since !== undefined) {
+      const ns = toNs(options.since, 'since')
+      // The coarse bound uses the spec's started_at index; the precise one refines it.
+      clauses.push(`t.started_at >= ? AND ${startNs} >= ?`)
+      params.push(Number(ns / NS), ns)
+    }
+    if (options.until !== undefined) {
+      const ns = toNs(options.until, 'until')
+      clauses.push(`t.started_at <= ? AND ${startNs} < ?`)
+      params.push(Number(ns / NS), ns)
+    }
+    if (options.sessionId !== undefined) {
+      clauses.push('m.session_id = ?')
+      params.push(options.sessionId)
+    }
+    if (options.parentId !== undefined) {
+      clauses.push('m.parent_id = ?')
+      params.push(options.parentId)
+    }
+    if (options.errorsOnly) clauses.push('t.error IS NOT NULL')
+    return { where: clauses.length ? `WHERE ${clauses.join(' AND ')}` : '', params }
+  }
+
+  /** Calls matching every filter, newest first by default. */
+  async query(options: QueryOptions = {}): Promise<ToolCall[]> {
+    const limit = options.limit ?? 100
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) {
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        `limit must be an integer from 1 to 10000, got ${limit}`,
+      )
+    }
+    const offset = options.offset ?? 0
+    const { where, params } = this.#filters(options)
+    const direction = options.order === 'oldest' ? 'ASC' : 'DESC'
+    const { rows } = await this.#q.execute<CallRow>({
+      sql: `${this.#select()} ${where}
+ORDER BY COALESCE(m.started_at_ns, t.started_at * 1000000000) ${direction}, t.id ${direction} LIMIT ? OFFSET ?`,
+      params: [...params, limit, offset],
+    })
+    return rows.map(toCall)
+  }
+
+  /** Calls of one tool, newest first (spec: "Query Tool Calls by Name"). */
+  byName(name: string, options: Omit<QueryOptions, 'name'> = {}): Promise<ToolCall[]> {
+    return this.query({ ...options, name })
+  }
+
+  /** Calls started at or after `time`, newest first (spec: "Query Recent Tool Calls"). */
+  since(time: TimeInput, options: Omit<QueryOptions, 'since'> = {}): Promise<ToolCall[]> {
+    return this.query({ ...options, since: time })
+  }
+
+  /** Calls of one session, oldest first (a conversation's timeline). */
+  bySession(sessionId: string, options: Omit<QueryOptions, 'sessionId'> = {}): Promise<ToolCall[]> {
+    return this.query({ order: 'oldest', ...options, sessionId })
+  }
+
+  /** The latest `limit` calls. */
+  recent(limit = 20): Promise<ToolCall[]> {
+    return this.query({ limit })
+  }
+
+  /** Per-tool totals, average and p50/p95 durations (nearest rank), most-called first. */
+  async stats(
+    options: Pick<QueryOptions, 'since' | 'until' | 'sessionId'> = {},
+  ): Promise<ToolStats[]> {
+    const { where, params } = this.#filters(options)
+    const status = this.#reference
+      ? 't.status'
+      : "CASE WHEN t.error IS NULL THEN 'success' ELSE 'error' END"
+    const { rows } = await this.#q.execute<{
+      name: string
+      total_calls: number
+      successful: number
+      failed: number
+      pending: number
+      avg_duration_ms: number | null
+      p50: number | null
+      p95: number | null
+    }>({
+      sql: `WITH d AS (
+  SELECT t.name AS name, ${status} AS status,
+    CASE WHEN m.completed_at_ns IS NOT NULL THEN (m.completed_at_ns - m.started_at_ns) / 1000000.0 ELSE t.duration_ms END AS ms
+  FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id ${where}
+), ranked AS (
+  SELECT name, ms, ROW_NUMBER() OVER (PARTITION BY name ORDER BY ms) AS rn, COUNT(*) OVER (PARTITION BY name) AS n
+  FROM d WHERE status != 'pending' AND ms IS NOT NULL
+)
+SELECT d.name AS name, COUNT(*) AS total_calls,
+  SUM(CASE WHEN d.status = 'success' THEN 1 ELSE 0 END) AS successful,
+  SUM(CASE WHEN d.status = 'error' THEN 1 ELSE 0 END) AS failed,
+  SUM(CASE WHEN d.status = 'pending' THEN 1 ELSE 0 END) AS pending,
+  AVG(CASE WHEN d.status != 'pending' THEN d.ms END) AS avg_duration_ms,
+  (SELECT ms FROM ranked r WHERE r.name = d.name AND r.rn = (r.n * 50 + 99) / 100) AS p50,
+  (SELECT ms FROM ranked r WHERE r.name = d.name AND r.rn = (r.n * 95 + 99) / 100) AS p95
+FROM d GROUP BY d.name ORDER BY total_calls DESC, d.name ASC`,
+      params,
+    })
+    return rows.map((row) => ({
+      name: row.name,
+      totalCalls: row.total_calls,
+      successful: row.successful,
+      failed: row.failed,
+      pending: row.pending,
+      avgDurationMs: row.avg_duration_ms,
+      p50DurationMs: row.p50,
+      p95DurationMs: row.p95,
+    }))
+  }
+}
+
+/**
+ * Creates the tool-call log over an open AgentFS database.
+ *
+ * @example
+ * const tools = createToolCalls(await openDatabase({ driver }), { sessionId: 'chat-42' })
+ * const text = await tools.track('read_file', { path }, () => fs.readFile(path, 'utf8'))
+ */
+export function createToolCalls(
+  db: AgentDatabase,
+  options: { sessionId?: string } = {},
+): ToolCalls {
+  return new ToolCalls(db, db.clock, { referenceToolCalls: db.referenceToolCalls, ...options })
+}
