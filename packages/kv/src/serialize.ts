@@ -1,7 +1,7 @@
 import { AgentFsError } from '@agentfs/core'
 
-function reject(path: string, what: string): never {
-  throw new AgentFsError(
+function rejection(path: string, what: string): AgentFsError {
+  return new AgentFsError(
     'INVALID_ARGUMENT',
     `Cannot store ${what} at ${path}: values must be JSON (null, booleans, finite numbers, strings, arrays, plain objects); convert it first`,
   )
@@ -10,19 +10,19 @@ function reject(path: string, what: string): never {
 function check(value: unknown, path: string, seen: Set<object>): void {
   switch (typeof value) {
     case 'undefined':
-      return reject(path, 'undefined')
+      throw rejection(path, 'undefined')
     case 'function':
-      return reject(path, 'a function')
+      throw rejection(path, 'a function')
     case 'symbol':
-      return reject(path, 'a symbol')
+      throw rejection(path, 'a symbol')
     case 'bigint':
-      return reject(path, 'a bigint (store it as a string)')
+      throw rejection(path, 'a bigint (store it as a string)')
     case 'number':
-      if (!Number.isFinite(value)) reject(path, String(value))
+      if (!Number.isFinite(value)) throw rejection(path, String(value))
       return
     case 'object': {
       if (value === null) return
-      if (seen.has(value)) reject(path, 'a circular reference')
+      if (seen.has(value)) throw rejection(path, 'a circular reference')
       if (value instanceof Map || value instanceof Set)
         reject(path, `a ${value.constructor.name} (use an object or array)`)
       if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return
