@@ -23,12 +23,14 @@ function check(value: unknown, path: string, seen: Set<object>): void {
     case 'object': {
       if (value === null) return
       if (seen.has(value)) throw rejection(path, 'a circular reference')
-      if (value instanceof Map || value instanceof Set)
-        reject(path, `a ${value.constructor.name} (use an object or array)`)
+      if (value instanceof Map || value instanceof Set) {
+        throw rejection(path, `a ${value.constructor.name} (use an object or array)`)
+      }
       if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return
       seen.add(value)
-      if (Array.isArray(value)) value.forEach((item, i) => check(item, `${path}[${i}]`, seen))
-      else {
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) check(value[i], `${path}[${i}]`, seen)
+      } else {
         for (const [key, item] of Object.entries(value)) {
           if (item !== undefined) check(item, `${path}.${key}`, seen)
         }
