@@ -26,31 +26,14 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
   },
   {
     version: 2,
-    description:
-      'kv versions (agentfs_kv_version, kept by triggers) and tool-call metadata (agentfs_tool_call_meta)',
+    description: 'kv versions (agentfs_kv_version) and tool-call metadata (agentfs_tool_call_meta)',
     statements: [
-      `CREATE TABLE agentfs_counter (
-  name TEXT PRIMARY KEY,
-  value INTEGER NOT NULL
-)`,
+      // One row per key ever written by AgentFS; it outlives a delete (a tombstone), so a
+      // re-created key continues from the old version and versions never repeat.
       `CREATE TABLE agentfs_kv_version (
   key TEXT PRIMARY KEY,
   version INTEGER NOT NULL
 )`,
-      // Every write to kv_store, by this library or any other, takes the next global version.
-      `CREATE TRIGGER agentfs_kv_version_insert AFTER INSERT ON kv_store BEGIN
-  UPDATE agentfs_counter SET value = value + 1 WHERE name = 'kv_version';
-  DELETE FROM agentfs_kv_version WHERE key = NEW.key;
-  INSERT INTO agentfs_kv_version (key, version) SELECT NEW.key, value FROM agentfs_counter WHERE name = 'kv_version';
-END`,
-      `CREATE TRIGGER agentfs_kv_version_update AFTER UPDATE ON kv_store BEGIN
-  UPDATE agentfs_counter SET value = value + 1 WHERE name = 'kv_version';
-  DELETE FROM agentfs_kv_version WHERE key = OLD.key OR key = NEW.key;
-  INSERT INTO agentfs_kv_version (key, version) SELECT NEW.key, value FROM agentfs_counter WHERE name = 'kv_version';
-END`,
-      `CREATE TRIGGER agentfs_kv_version_delete AFTER DELETE ON kv_store BEGIN
-  DELETE FROM agentfs_kv_version WHERE key = OLD.key;
-END`,
       `CREATE TABLE agentfs_tool_call_meta (
   id INTEGER PRIMARY KEY,
   session_id TEXT,
@@ -63,12 +46,8 @@ END`,
       'CREATE INDEX agentfs_tool_call_meta_parent ON agentfs_tool_call_meta(parent_id)',
     ],
     async backfill(tx) {
-      // Existing keys get versions 1..n in key order; the counter continues from n.
       await tx.execute({
-        sql: 'INSERT INTO agentfs_kv_version (key, version) SELECT key, ROW_NUMBER() OVER (ORDER BY key) FROM kv_store',
-      })
-      await tx.execute({
-        sql: "INSERT INTO agentfs_counter (name, value) VALUES ('kv_version', (SELECT COUNT(*) FROM kv_store))",
+        sql: 'INSERT INTO agentfs_kv_version (key, version) SELECT key, 1 FROM kv_store',
       })
     },
   },

@@ -48,6 +48,15 @@ interface EntryRow {
 
 const MAX_PAGE = 10_000
 
+/** The current version of key `?`: NULL when absent, 0 when only another tool wrote it. */
+const CURRENT_VERSION =
+  'SELECT COALESCE(v.version, 0) AS version FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?'
+
+async function currentVersion(q: Queryable, key: string): Promise<number | null> {
+  const { rows } = await q.execute<{ version: number }>({ sql: CURRENT_VERSION, params: [key] })
+  return rows[0]?.version ?? null
+}
+
 function checkKey(key: unknown): string {
   if (typeof key !== 'string' || key.length === 0) {
     throw new AgentFsError(
@@ -60,10 +69,10 @@ function checkKey(key: unknown): string {
 
 function checkVersion(version: unknown): number | null {
   if (version === null) return null
-  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1) {
+  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) {
     throw new AgentFsError(
       'INVALID_ARGUMENT',
-      `ifVersion must be a positive integer or null, got ${String(version)}`,
+      `ifVersion must be a non-negative integer or null, got ${String(version)}`,
     )
   }
   return version
@@ -79,8 +88,8 @@ const toEntry = <T>(row: EntryRow): KvEntry<T> => ({
 
 /**
  * The spec's key-value store (`kv_store`): JSON values, case-sensitive ordered range scans,
- * and a version per key (extension table `agentfs_kv_version`, kept by triggers, so writes by
- * other tools move versions too). Every write is one atomic statement.
+ * and a version per key (extension table `agentfs_kv_version`). Every write is one transaction
+ * that updates the value and its version together.
  */
 export class KvStore {
   readonly #q: Queryable
@@ -104,27 +113,31 @@ export class KvStore {
   async set(key: string, value: unknown, options: WriteOptions = {}): Promise<number> {
     checkKey(key)
     const text = serialize(value)
+    const expected = options.ifVersion === undefined ? undefined : checkVersion(options.ifVersion)
     const { sec } = this.#clock.now()
-    // RETURNING is computed before the AFTER triggers bump the counter, hence the + 1.
-    const returning =
-      "RETURNING (SELECT value FROM agentfs_counter WHERE name = 'kv_version') + 1 AS version"
-    const upsert =
-      'ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at'
-    if (options.ifVersion === undefined) {
-      const { rows } = await this.#q.execute<{ version: number }>({
-        sql: `INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ${upsert} ${returning}`,
-        params: [key, text, sec, sec],
+    return this.#q.transaction(async (tx) => {
+      const upsert =
+        'ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at'
+      if (expected === undefined) {
+        await tx.execute({
+          sql: `INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ${upsert}`,
+          params: [key, text, sec, sec],
+        })
+      } else {
+        // Compare and write in one statement: nothing is written unless the version matches.
+        const written = await tx.execute({
+          sql: `INSERT INTO kv_store (key, value, created_at, updated_at) SELECT ?, ?, ?, ? WHERE (${CURRENT_VERSION}) IS ? ${upsert}`,
+          params: [key, text, sec, sec, key, expected],
+        })
+        if (written.changes === 0)
+          throw new KvConflictError(key, expected, await currentVersion(tx, key))
+      }
+      const { rows } = await tx.execute<{ version: number }>({
+        sql: 'INSERT INTO agentfs_kv_version (key, version) VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET version = version + 1 RETURNING version',
+        params: [key],
       })
       return rows[0]!.version
-    }
-    const expected = checkVersion(options.ifVersion)
-    const { rows } = await this.#q.execute<{ version: number }>({
-      sql: `INSERT INTO kv_store (key, value, created_at, updated_at)
-SELECT ?, ?, ?, ? WHERE (SELECT version FROM agentfs_kv_version WHERE key = ?) IS ? ${upsert} ${returning}`,
-      params: [key, text, sec, sec, key, expected],
     })
-    if (rows[0]) return rows[0].version
-    throw new KvConflictError(key, expected, await this.version(key))
   }
 
   /** The value at `key`, or undefined. */
@@ -148,13 +161,9 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
     return rows[0] === undefined ? undefined : toEntry<T>(rows[0])
   }
 
-  /** The key's version, or null when absent. */
+  /** The key's version, or null when absent (0: written only by another tool so far). */
   async version(key: string): Promise<number | null> {
-    const { rows } = await this.#q.execute<{ version: number }>({
-      sql: 'SELECT version FROM agentfs_kv_version WHERE key = ?',
-      params: [checkKey(key)],
-    })
-    return rows[0]?.version ?? null
+    return currentVersion(this.#q, checkKey(key))
   }
 
   async has(key: string): Promise<boolean> {
@@ -169,22 +178,28 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
   /** Deletes a key; true if it existed. With `ifVersion`, only at that version (else KvConflictError). */
   async delete(key: string, options: WriteOptions = {}): Promise<boolean> {
     checkKey(key)
-    if (options.ifVersion === undefined) {
-      const result = await this.#q.execute({
-        sql: 'DELETE FROM kv_store WHERE key = ?',
+    const expected = options.ifVersion === undefined ? undefined : checkVersion(options.ifVersion)
+    return this.#q.transaction(async (tx) => {
+      const result =
+        expected === undefined
+          ? await tx.execute({ sql: 'DELETE FROM kv_store WHERE key = ?', params: [key] })
+          : await tx.execute({
+              sql: `DELETE FROM kv_store WHERE key = ? AND (${CURRENT_VERSION}) IS ?`,
+              params: [key, key, expected],
+            })
+      if (result.changes === 0) {
+        if (expected === undefined) return false
+        const current = await currentVersion(tx, key)
+        if (current === expected) return false
+        throw new KvConflictError(key, expected, current)
+      }
+      // The version row stays as a tombstone and moves on, so stale ifVersion writes fail.
+      await tx.execute({
+        sql: 'UPDATE agentfs_kv_version SET version = version + 1 WHERE key = ?',
         params: [key],
       })
-      return result.changes > 0
-    }
-    const expected = checkVersion(options.ifVersion)
-    const result = await this.#q.execute({
-      sql: 'DELETE FROM kv_store WHERE key = ? AND (SELECT version FROM agentfs_kv_version WHERE key = ?) IS ?',
-      params: [key, key, expected],
+      return true
     })
-    if (result.changes > 0) return true
-    const current = await this.version(key)
-    if (current === expected) return false
-    throw new KvConflictError(key, expected, current)
   }
 
   #range(

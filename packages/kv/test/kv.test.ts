@@ -89,7 +89,7 @@ for (const [name, driver] of Object.entries(DRIVERS)) {
       expect(await kv.get('doc')).toBe('second')
       await expect(kv.delete('doc', { ifVersion: created })).rejects.toBeInstanceOf(KvConflictError)
       expect(await kv.delete('doc', { ifVersion: next })).toBe(true)
-      await expect(kv.set('doc', 1, { ifVersion: 0 })).rejects.toMatchObject({
+      await expect(kv.set('doc', 1, { ifVersion: -1 })).rejects.toMatchObject({
         code: 'INVALID_ARGUMENT',
       })
     })
@@ -164,15 +164,16 @@ for (const [name, driver] of Object.entries(DRIVERS)) {
       await expect(kv.list({ limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     })
 
-    test('writes by another tool (plain spec SQL) still move versions', async () => {
+    test('keys written by other tools (plain spec SQL) have version 0 until AgentFS writes them', async () => {
       const { kv, db } = await fresh()
-      const before = await kv.set('shared', 1)
-      await db.execute({ sql: "UPDATE kv_store SET value = '2' WHERE key = 'shared'" })
-      await expect(kv.set('shared', 3, { ifVersion: before })).rejects.toBeInstanceOf(
-        KvConflictError,
-      )
       await db.execute({ sql: "INSERT INTO kv_store (key, value) VALUES ('raw', '\"x\"')" })
-      expect(await kv.version('raw')).toBeGreaterThan(before)
+      expect(await kv.version('raw')).toBe(0)
+      expect(await kv.getEntry('raw')).toMatchObject({ value: 'x', version: 0 })
+      await expect(kv.set('raw', 'y', { ifVersion: 1 })).rejects.toBeInstanceOf(KvConflictError)
+      expect(await kv.set('raw', 'y', { ifVersion: 0 })).toBe(1)
+      // Versions are AgentFS's own bookkeeping: a foreign write does not move them (documented).
+      await db.execute({ sql: "UPDATE kv_store SET value = '\"z\"' WHERE key = 'raw'" })
+      expect(await kv.version('raw')).toBe(1)
     })
   })
 }
