@@ -1,10 +1,13 @@
 import type { Scenario } from '../harness.js'
+import { crossDomainTransaction } from './agent/cross-domain-transaction.js'
 import { customChunkSize } from './core/custom-chunk-size.js'
 import { freshDatabase } from './core/fresh-database.js'
 import { fsFiles } from './fs/files.js'
 import { fsHandles } from './fs/handles.js'
 import { fsLinks } from './fs/links.js'
+import { kvStore } from './kv/store.js'
 import { migrationScenarios } from './migrations/from-layouts.js'
+import { toolCallLog } from './tool-calls/log.js'
 
 /** Every scenario, grouped by the first part of its id. */
 export const SCENARIOS: readonly Scenario[] = [
@@ -14,4 +17,7 @@ export const SCENARIOS: readonly Scenario[] = [
   fsFiles,
   fsLinks,
   fsHandles,
+  kvStore,
+  toolCallLog,
+  crossDomainTransaction,
 ]

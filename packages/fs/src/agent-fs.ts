@@ -6,6 +6,7 @@ import {
   joinPath,
   MODE_PERMISSION_MASK,
   normalizePath,
+  type Queryable,
   ROOT_INO,
   S_IFDIR,
   S_IFMT,
@@ -80,6 +81,14 @@ export class AgentFs implements FileSystem {
    * Runs `fn` with a filesystem bound to one transaction: everything it does commits together
    * or not at all.
    */
+  /**
+   * This filesystem running its statements on `q` — e.g. a transaction opened by another
+   * package, so that file, key and tool-call writes commit together.
+   */
+  bind(q: Queryable): AgentFs {
+    return new AgentFs({ ...this.#ctx, q })
+  }
+
   transaction<T>(fn: (fs: AgentFs) => Promise<T>): Promise<T> {
     return this.#ctx.q.transaction((tx) => fn(new AgentFs({ ...this.#ctx, q: tx })))
   }

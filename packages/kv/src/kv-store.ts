@@ -101,6 +101,11 @@ export class KvStore {
     this.#clock = clock
   }
 
+  /** This store running its statements on `q` (e.g. a transaction shared with the filesystem). */
+  bind(q: Queryable): KvStore {
+    return new KvStore(q, this.#clock)
+  }
+
   /** Runs `fn` with a store bound to one transaction (with the filesystem's, via the SDK). */
   transaction<T>(fn: (kv: KvStore) => Promise<T>): Promise<T> {
     return this.#q.transaction((tx) => fn(new KvStore(tx, this.#clock)))

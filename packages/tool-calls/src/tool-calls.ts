@@ -185,6 +185,11 @@ export class ToolCalls {
     return new ToolCalls(this.#q, this.#clock, { referenceToolCalls: this.#reference, sessionId })
   }
 
+  /** This log running its statements on `q` (e.g. a transaction shared with the filesystem). */
+  bind(q: Queryable): ToolCalls {
+    return new ToolCalls(q, this.#clock, this.#options())
+  }
+
   /** Runs `fn` with a log bound to one transaction. */
   transaction<T>(fn: (tools: ToolCalls) => Promise<T>): Promise<T> {
     return this.#q.transaction((tx) => fn(new ToolCalls(tx, this.#clock, this.#options())))

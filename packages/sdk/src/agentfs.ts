@@ -1,0 +1,142 @@
+import { mkdirSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import {
+  type AgentDatabase,
+  AgentFsError,
+  type Clock,
+  type Driver,
+  type GuardedDriver,
+  type IdSource,
+  openDatabase,
+} from '@agentfs/core'
+import { type AgentFs, createFileSystem, type FileSystemOptions } from '@agentfs/fs'
+import { createKvStore, type KvStore } from '@agentfs/kv'
+import { createToolCalls, type ToolCalls } from '@agentfs/tool-calls'
+
+/** Options of {@link AgentFS.open}. With none, the database is `.agentfs/default.db`. */
+export interface AgentFSOptions {
+  /** Agent id: the database is `<dir>/<id>.db`. Letters, digits, `-` and `_`. */
+  readonly id?: string
+  /** Database file (or `:memory:`); takes precedence over `id`. */
+  readonly path?: string
+  /** Folder of id-based databases (default `.agentfs` in the working directory). */
+  readonly dir?: string
+  /** Any driver (e.g. `libsqlDriver(...)`); takes precedence over `path` and `id`. */
+  readonly driver?: Driver | GuardedDriver
+  /** `fs_config.chunk_size` for a new database (default 4096). */
+  readonly chunkSize?: number
+  /** Migrate older layouts on open (default true). */
+  readonly migrate?: boolean
+  readonly clock?: Clock
+  readonly ids?: IdSource
+  /** Filesystem options (atime policy, umask, owner). */
+  readonly fs?: FileSystemOptions
+  /** Session recorded on every tool call that does not name one. */
+  readonly sessionId?: string
+  /** Default driver only: `PRAGMA synchronous` (`NORMAL`, or `FULL` to fsync every commit). */
+  readonly synchronous?: 'NORMAL' | 'FULL'
+  /** Default driver only: how long to wait for another process's write lock (default 5000 ms). */
+  readonly busyTimeoutMs?: number
+}
+
+/** The three stores, as `agent` and inside `agent.transaction(tx => …)`. */
+export interface AgentScope {
+  readonly fs: AgentFs
+  readonly kv: KvStore
+  readonly tools: ToolCalls
+}
+
+const ID = /^[a-zA-Z0-9_-]+$/
+
+/**
+ * An agent's filesystem, key-value store and tool-call log in one SQLite database.
+ *
+ * @example
+ * const agent = await AgentFS.open({ id: 'my-agent' })
+ * await agent.fs.writeFile('/notes.md', '# Notes\n')
+ * await agent.kv.set('user:prefs', { theme: 'dark' })
+ * await agent.tools.track('search', { q: 'x' }, () => search('x'))
+ * await agent.close()
+ */
+export class AgentFS implements AgentScope {
+  readonly db: AgentDatabase
+  readonly fs: AgentFs
+  readonly kv: KvStore
+  readonly tools: ToolCalls
+  /** The database file, when the SDK opened one by id or path. */
+  readonly path: string | undefined
+
+  private constructor(db: AgentDatabase, options: AgentFSOptions, path: string | undefined) {
+    this.db = db
+    this.path = path
+    this.fs = createFileSystem(db, options.fs)
+    this.kv = createKvStore(db)
+    this.tools = createToolCalls(
+      db,
+      options.sessionId === undefined ? {} : { sessionId: options.sessionId },
+    )
+  }
+
+  /** Opens (creating and migrating as needed) an agent database. */
+  static async open(options: AgentFSOptions = {}): Promise<AgentFS> {
+    let driver: Driver | GuardedDriver
+    let path: string | undefined
+    const owned = options.driver === undefined
+    if (options.driver !== undefined) {
+      driver = options.driver
+    } else {
+      path = options.path
+      if (path === undefined) {
+        const id = options.id ?? 'default'
+        if (!ID.test(id)) {
+          throw new AgentFsError(
+            'INVALID_ARGUMENT',
+            `Agent id '${id}' may only contain letters, digits, '-' and '_'; pass { path } for any other file name`,
+          )
+        }
+        path = resolve(options.dir ?? '.agentfs', `${id}.db`)
+      }
+      if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
+      const { betterSqlite3Driver } = await import('@agentfs/driver-better-sqlite3')
+      driver = betterSqlite3Driver({
+        path,
+        ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
+        ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
+      })
+    }
+    let db: AgentDatabase
+    try {
+      db = await openDatabase({
+        driver,
+        ...(options.clock === undefined ? {} : { clock: options.clock }),
+        ...(options.ids === undefined ? {} : { ids: options.ids }),
+        ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
+        ...(options.migrate === undefined ? {} : { migrate: options.migrate }),
+      })
+    } catch (error) {
+      // A driver we created is ours to close; a caller's driver stays theirs.
+      if (owned) await driver.close().catch(() => undefined)
+      throw error
+    }
+    return new AgentFS(db, options, path)
+  }
+
+  /**
+   * Runs `fn` in one transaction: what it does through `tx.fs`, `tx.kv` and `tx.tools` commits
+   * together, or nothing does when it throws. Nested calls become savepoints.
+   */
+  transaction<T>(fn: (tx: AgentScope) => Promise<T>): Promise<T> {
+    return this.db.transaction((q) =>
+      fn({ fs: this.fs.bind(q), kv: this.kv.bind(q), tools: this.tools.bind(q) }),
+    )
+  }
+
+  /** Closes the database after running calls finish. Idempotent. */
+  close(): Promise<void> {
+    return this.db.close()
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+}

@@ -1,0 +1,8 @@
+export { AgentFsError, FsError, isAgentFsError } from '@agentfs/core'
+export type { AgentFs, FileSystem, FileSystemOptions, Stats } from '@agentfs/fs'
+export { ConflictError } from '@agentfs/fs'
+export type { KvEntry, KvStore } from '@agentfs/kv'
+export { KvConflictError } from '@agentfs/kv'
+export type { ToolCall, ToolCalls, ToolStats } from '@agentfs/tool-calls'
+export type { AgentFSOptions, AgentScope } from './agentfs.js'
+export { AgentFS } from './agentfs.js'
