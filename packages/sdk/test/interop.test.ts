@@ -12,7 +12,7 @@ test('a database written live by agentfs-sdk 0.6.4 opens with its files, keys an
   const dir = await mkdtemp(join(tmpdir(), 'agentfs-interop-'))
   const path = join(dir, 'reference.db')
   try {
-    const big = Buffer.alloc(20_000).map((_, i) => (i * 7) & 255)
+    const big = Buffer.from(Array.from({ length: 20_000 }, (_, i) => (i * 7) & 255))
     const reference = await ReferenceAgentFS.open({ path })
     await reference.fs.writeFile('/docs/readme.md', 'written by the reference SDK\n')
     await reference.fs.writeFile('/docs/big.bin', big)
