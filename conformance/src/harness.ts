@@ -30,6 +30,8 @@ export type CreateDriver = (context: DriverContext) => Driver | Promise<Driver>
 /** Everything a scenario can use. The database is opened with a fixed clock and seeded ids. */
 export interface ScenarioContext {
   readonly db: AgentDatabase
+  /** Another fresh database on the same driver (e.g. an overlay's base); not dumped. */
+  readonly openDatabase: () => Promise<AgentDatabase>
 }
 
 /**
@@ -120,7 +122,9 @@ export async function runScenario(
   if (scenario.setupScript !== undefined) options.setupScript = scenario.setupScript
   if (driver !== undefined) options.driver = driver
   const db = await resources.open(options)
-  const observations = formatObservations(await scenario.run({ db }))
+  const observations = formatObservations(
+    await scenario.run({ db, openDatabase: () => resources.open() }),
+  )
   const dump = await canonicalDump(db)
   return {
     observations,

@@ -1,3 +1,10 @@
+export type {
+  DifferentialFs,
+  DifferentialOp,
+  DifferentialOptions,
+  InitialTree,
+} from './differential.js'
+export { runDifferential, snapshotTree, writeTree } from './differential.js'
 export type { DumpOptions } from './dump.js'
 export { canonicalDump, stableReplacer } from './dump.js'
 export type { FixtureLayout } from './fixtures/layouts.js'

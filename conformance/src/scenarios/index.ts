@@ -7,6 +7,7 @@ import { fsHandles } from './fs/handles.js'
 import { fsLinks } from './fs/links.js'
 import { kvStore } from './kv/store.js'
 import { migrationScenarios } from './migrations/from-layouts.js'
+import { overlayCopyOnWrite } from './overlay/copy-on-write.js'
 import { toolCallLog } from './tool-calls/log.js'
 
 /** Every scenario, grouped by the first part of its id. */
@@ -20,4 +21,5 @@ export const SCENARIOS: readonly Scenario[] = [
   kvStore,
   toolCallLog,
   crossDomainTransaction,
+  overlayCopyOnWrite,
 ]

@@ -51,6 +51,18 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       })
     },
   },
+  {
+    version: 3,
+    description: 'overlay base state (agentfs_overlay_base_state) for conflict checks at commit',
+    statements: [
+      // What a base entry looked like when the overlay first copied it up or hid it, so that
+      // commit() can refuse to overwrite a base that changed since.
+      `CREATE TABLE agentfs_overlay_base_state (
+  path TEXT PRIMARY KEY,
+  token TEXT NOT NULL
+)`,
+    ],
+  },
 ]
 
 /** The `PRAGMA user_version` a database has after migrating with this version of the library. */

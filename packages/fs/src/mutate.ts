@@ -118,6 +118,8 @@ export async function dropLink(
   if ((rows[0]?.nlink ?? 0) <= 0) {
     await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })
     await q.execute({ sql: 'DELETE FROM fs_symlink WHERE ino = ?', params: [ino] })
+    // An overlay's origin mapping dies with the delta inode (spec v0.3 table).
+    await q.execute({ sql: 'DELETE FROM fs_origin WHERE delta_ino = ?', params: [ino] })
     await q.execute({ sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [ino] })
   }
 }

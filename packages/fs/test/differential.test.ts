@@ -1,276 +1,36 @@
-import * as nodeFs from 'node:fs/promises'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { type DifferentialFs, runDifferential } from '@agentfs/conformance'
 import { fixedClock, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
-import fc from 'fast-check'
-import { describe, expect, test } from 'vitest'
-import { type AgentFs, createFileSystem } from '../src/index.js'
+import { describe, test } from 'vitest'
+import { createFileSystem } from '../src/index.js'
 
 /**
- * Differential test: random operation sequences run on AgentFS and on node:fs in a temporary
- * directory; after every step the results (value or error code) and the whole visible state
- * (tree, types, modes, bytes, sizes, file link counts, link targets) must agree.
- *
- * CI runs RUNS × OPS_PER_RUN ≥ 10,000 operations. Long run:
- *   AGENTFS_FUZZ_RUNS=5000 AGENTFS_FUZZ_SEED=123 pnpm --filter @agentfs/fs test differential
+ * Differential test (harness in @agentfs/conformance): random operation sequences on AgentFS
+ * and on node:fs must agree after every step. CI: 50 × 200 = 10,000 operations per driver.
+ * Long run: AGENTFS_FUZZ_RUNS=5000 pnpm --filter @agentfs/fs exec vitest run test/differential.test.ts
+ * (AGENTFS_FUZZ_SEED replays a seed; AGENTFS_FUZZ_SHRINK=1 shrinks a failure).
  */
 const RUNS = Number(process.env.AGENTFS_FUZZ_RUNS ?? 50)
-const OPS_PER_RUN = 200
+const OPS = 200
 const SEED =
   process.env.AGENTFS_FUZZ_SEED === undefined ? undefined : Number(process.env.AGENTFS_FUZZ_SEED)
-
-const names = ['a', 'b', 'c']
-const pathArb = fc
-  .array(fc.constantFrom(...names), { minLength: 1, maxLength: 3 })
-  .map((parts) => `/${parts.join('/')}`)
-const contentArb = fc.oneof(
-  fc.constant(''),
-  fc.string({ maxLength: 20 }),
-  fc.uint8Array({ maxLength: 300 }),
-)
-// Downward relative targets only: `..` or `/` in a target would leave node's sandbox directory,
-// where AgentFS stays at its root. Links with `..` are covered by the unit tests.
-const targetArb = fc
-  .array(fc.constantFrom(...names), { minLength: 1, maxLength: 3 })
-  .map((p) => p.join('/'))
-
-type Op =
-  | { op: 'writeFile'; path: string; data: string | Uint8Array }
-  | { op: 'appendFile'; path: string; data: string | Uint8Array }
-  | { op: 'mkdir'; path: string; recursive: boolean }
-  | {
-      op: 'rmdir' | 'unlink' | 'readFile' | 'stat' | 'lstat' | 'readdir' | 'readlink'
-      path: string
-    }
-  | { op: 'rm'; path: string; recursive: boolean; force: boolean }
-  | { op: 'rename' | 'link' | 'copyFile'; path: string; to: string }
-  | { op: 'symlink'; target: string; path: string }
-  | { op: 'truncate'; path: string; length: number }
-
-const opArb: fc.Arbitrary<Op> = fc.oneof(
-  {
-    weight: 4,
-    arbitrary: fc.record({
-      op: fc.constant('writeFile' as const),
-      path: pathArb,
-      data: contentArb,
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      op: fc.constant('appendFile' as const),
-      path: pathArb,
-      data: contentArb,
-    }),
-  },
-  {
-    weight: 4,
-    arbitrary: fc.record({
-      op: fc.constant('mkdir' as const),
-      path: pathArb,
-      recursive: fc.boolean(),
-    }),
-  },
-  {
-    weight: 6,
-    arbitrary: fc.record({
-      op: fc.constantFrom(
-        'rmdir' as const,
-        'unlink' as const,
-        'readFile' as const,
-        'stat' as const,
-        'lstat' as const,
-        'readdir' as const,
-        'readlink' as const,
-      ),
-      path: pathArb,
-    }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      op: fc.constant('rm' as const),
-      path: pathArb,
-      recursive: fc.boolean(),
-      force: fc.boolean(),
-    }),
-  },
-  {
-    weight: 3,
-    arbitrary: fc.record({
-      op: fc.constantFrom('rename' as const, 'link' as const, 'copyFile' as const),
-      path: pathArb,
-      to: pathArb,
-    }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({ op: fc.constant('symlink' as const), target: targetArb, path: pathArb }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      op: fc.constant('truncate' as const),
-      path: pathArb,
-      length: fc.nat({ max: 400 }),
-    }),
-  },
-)
-
-const normalizeCode = (code: string) => (code === 'ERR_FS_EISDIR' ? 'EISDIR' : code)
-
-async function outcome(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    const value = await fn()
-    if (value && typeof value === 'object' && 'isFile' in value) {
-      const s = value as {
-        mode: number
-        size: number
-        nlink: number
-        isFile(): boolean
-        isSymbolicLink(): boolean
-      }
-      return {
-        mode: s.mode,
-        size: s.isFile() || s.isSymbolicLink() ? s.size : undefined,
-        nlink: s.isFile() ? s.nlink : undefined,
-      }
-    }
-    if (Array.isArray(value)) return [...value].sort()
-    if (value instanceof Uint8Array) return Buffer.from(value).toString('hex')
-    return value ?? null
-  } catch (error) {
-    return { error: normalizeCode((error as { code?: string }).code ?? String(error)) }
-  }
-}
-
-function apply(fs: AgentFs | typeof nodeFs, base: string, op: Op): Promise<unknown> {
-  const p = (path: string) => (base === '' ? path : join(base, path))
-  switch (op.op) {
-    case 'writeFile':
-      return outcome(() => fs.writeFile(p(op.path), op.data))
-    case 'appendFile':
-      return outcome(() => fs.appendFile(p(op.path), op.data))
-    case 'mkdir':
-      return outcome(async () => {
-        const result = await fs.mkdir(p(op.path), { recursive: op.recursive })
-        return result === undefined ? null : result.slice(base.length)
-      })
-    case 'rmdir':
-      return outcome(() => fs.rmdir(p(op.path)))
-    case 'unlink':
-      return outcome(() => fs.unlink(p(op.path)))
-    case 'readFile':
-      return outcome(() => fs.readFile(p(op.path)))
-    case 'stat':
-      return outcome(() => fs.stat(p(op.path)))
-    case 'lstat':
-      return outcome(() => fs.lstat(p(op.path)))
-    case 'readdir':
-      return outcome(() => fs.readdir(p(op.path)))
-    case 'readlink':
-      return outcome(() => fs.readlink(p(op.path)))
-    case 'rm':
-      return outcome(() => fs.rm(p(op.path), { recursive: op.recursive, force: op.force }))
-    case 'rename':
-      return outcome(() => fs.rename(p(op.path), p(op.to)))
-    case 'link':
-      return outcome(() => fs.link(p(op.path), p(op.to)))
-    case 'copyFile':
-      return outcome(() => fs.copyFile(p(op.path), p(op.to)))
-    case 'symlink':
-      return outcome(() => fs.symlink(op.target, p(op.path)))
-    case 'truncate':
-      return outcome(() => fs.truncate(p(op.path), op.length))
-  }
-}
-
-/**
- * libuv's copyfile deletes an existing destination when the source is a directory (through a
- * dangling link it even creates the target, then removes the link): data loss AgentFS does not
- * copy. It refuses with EISDIR and changes nothing. Such steps are skipped.
- */
-async function libuvDeletesDestination(dir: string, from: string, to: string): Promise<boolean> {
-  const source = await nodeFs.stat(join(dir, from)).catch(() => undefined)
-  const target = await nodeFs.lstat(join(dir, to)).catch(() => undefined)
-  return source?.isDirectory() === true && target !== undefined
-}
-
-/** Everything visible: every path with its type, mode, size, link count and bytes or target. */
-async function snapshot(fs: AgentFs | typeof nodeFs, base: string): Promise<string[]> {
-  const out: string[] = []
-  const walk = async (dir: string, rel: string) => {
-    const entries = (await fs.readdir(base === '' ? dir : join(base, dir))) as string[]
-    for (const name of [...entries].sort()) {
-      const path = rel === '' ? `/${name}` : `${rel}/${name}`
-      const full = base === '' ? path : join(base, path)
-      const s = await fs.lstat(full)
-      if (s.isDirectory()) {
-        out.push(`${path} dir ${(s.mode & 0o7777).toString(8)}`)
-        await walk(path, path)
-      } else if (s.isSymbolicLink()) {
-        out.push(`${path} link -> ${await fs.readlink(full)}`)
-      } else {
-        const bytes = Buffer.from(await fs.readFile(full)).toString('hex')
-        out.push(
-          `${path} file ${(s.mode & 0o7777).toString(8)} size=${s.size} nlink=${s.nlink} ${bytes}`,
-        )
-      }
-    }
-  }
-  await walk('/', '')
-  return out
-}
 
 describe.each([
   ['better-sqlite3', () => betterSqlite3Driver({ path: ':memory:' })],
   ['libsql', () => libsqlDriver({ url: ':memory:' })],
 ] as const)('%s', (_name, makeDriver) => {
-  test(`differential: AgentFS agrees with node:fs over ${RUNS * OPS_PER_RUN} random operations`, async () => {
-    const umask = process.umask()
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(opArb, { minLength: OPS_PER_RUN, maxLength: OPS_PER_RUN }),
-        async (ops) => {
-          const dir = await mkdtemp(join(tmpdir(), 'agentfs-diff-'))
-          const db = await openDatabase({
-            driver: makeDriver(),
-            clock: fixedClock(),
-            chunkSize: 64,
-          })
-          const ours = createFileSystem(db, { umask })
-          try {
-            for (let i = 0; i < ops.length; i++) {
-              const op = ops[i]!
-              if (op.op === 'copyFile' && (await libuvDeletesDestination(dir, op.path, op.to)))
-                continue
-              const before = await snapshot(nodeFs, dir)
-              const expected = await apply(nodeFs, dir, op)
-              const actual = await apply(ours, '', op)
-              expect(
-                actual,
-                `step ${i}: ${JSON.stringify(op)} on tree:\n${before.join('\n')}\n`,
-              ).toEqual(expected)
-              expect(
-                await snapshot(ours, ''),
-                `state after step ${i}: ${JSON.stringify(op)}`,
-              ).toEqual(await snapshot(nodeFs, dir))
-            }
-          } finally {
-            await db.close()
-            await rm(dir, { recursive: true, force: true })
-          }
-        },
-      ),
-      {
-        numRuns: RUNS,
-        ...(SEED === undefined ? {} : { seed: SEED }),
-        endOnFailure: process.env.AGENTFS_FUZZ_SHRINK !== '1',
+  test(`differential: AgentFS agrees with node:fs over ${RUNS * OPS} random operations`, async () => {
+    await runDifferential({
+      runs: RUNS,
+      opsPerRun: OPS,
+      ...(SEED === undefined ? {} : { seed: SEED }),
+      shrink: process.env.AGENTFS_FUZZ_SHRINK === '1',
+      async create() {
+        const db = await openDatabase({ driver: makeDriver(), clock: fixedClock(), chunkSize: 64 })
+        const fs = createFileSystem(db, { umask: process.umask() })
+        return { fs: fs as unknown as DifferentialFs, close: () => db.close() }
       },
-    )
+    })
   }, 600_000)
 })

@@ -1,0 +1,91 @@
+import { joinPath, normalizePath } from '@agentfs/core'
+import type {
+  Dirent,
+  FileSystem,
+  GlobMatch,
+  GlobOptions,
+  GrepMatch,
+  GrepOptions,
+} from '@agentfs/fs'
+import picomatch from 'picomatch'
+
+type Listable = Pick<FileSystem, 'readdir' | 'lstat' | 'stat' | 'readFile'>
+
+/** `glob` for any filesystem, by walking it (filesystems without SQL of their own). */
+export async function walkGlob(
+  fs: Listable,
+  pattern: string,
+  options: GlobOptions = {},
+): Promise<GlobMatch[]> {
+  const absolute = pattern.startsWith('/')
+  const cwd = normalizePath(options.cwd ?? '/', 'glob')
+  const root = absolute ? '/' : cwd
+  const matcher = picomatch(absolute ? pattern.slice(1) : pattern, { dot: options.dot ?? false })
+  const entries = (await fs
+    .readdir(root, { recursive: true, withFileTypes: true })
+    .catch(() => [])) as Dirent[]
+  const out: GlobMatch[] = []
+  for (const entry of entries) {
+    if (options.onlyFiles && !entry.isFile()) continue
+    const full = joinPath(entry.parentPath, entry.name)
+    const rel = root === '/' ? full.slice(1) : full.slice(root.length + 1)
+    if (!matcher(rel)) continue
+    const stats = await fs.lstat(full)
+    out.push({
+      path: absolute ? full : rel,
+      type: stats.isFile()
+        ? 'file'
+        : stats.isDirectory()
+          ? 'directory'
+          : stats.isSymbolicLink()
+            ? 'symlink'
+            : 'other',
+      size: stats.size,
+      mtimeMs: stats.mtimeMs,
+    })
+  }
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+}
+
+/** `grep` for any filesystem: regular files below `path`, line by line, binary files skipped. */
+export async function walkGrep(
+  fs: Listable,
+  pattern: string | RegExp,
+  options: GrepOptions = {},
+): Promise<GrepMatch[]> {
+  const base = normalizePath(options.path ?? '/', 'grep')
+  const source = typeof pattern === 'string' ? pattern : pattern.source
+  const literal = typeof pattern === 'string' && options.fixedStrings
+  const flags =
+    (typeof pattern === 'string' ? '' : pattern.flags.replace('g', '')) +
+    (options.ignoreCase ? 'i' : '')
+  const regex = new RegExp(
+    literal ? source.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : source,
+    [...new Set(flags)].join(''),
+  )
+  const matcher = options.glob
+    ? picomatch(options.glob, { dot: true, matchBase: !options.glob.includes('/') })
+    : undefined
+  const top = await fs.stat(base)
+  const files = top.isDirectory()
+    ? ((await fs.readdir(base, { recursive: true, withFileTypes: true })) as Dirent[])
+        .filter((d) => d.isFile())
+        .map((d) => joinPath(d.parentPath, d.name))
+        .filter((p) => !matcher || matcher(base === '/' ? p.slice(1) : p.slice(base.length + 1)))
+        .sort()
+    : [base]
+  const out: GrepMatch[] = []
+  const limit = options.maxMatches ?? Number.POSITIVE_INFINITY
+  for (const file of files) {
+    const bytes = await fs.readFile(file)
+    if (bytes.subarray(0, 4096).includes(0)) continue
+    const lines = bytes.toString('utf8').split('\n')
+    if (lines.at(-1) === '') lines.pop()
+    for (let i = 0; i < lines.length; i++) {
+      if (!regex.test(lines[i]!)) continue
+      out.push({ path: file, line: i + 1, text: lines[i]! })
+      if (out.length >= limit) return out
+    }
+  }
+  return out
+}

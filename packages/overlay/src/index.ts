@@ -1,0 +1,8 @@
+export type { CommitResult, OverlayChange } from './changes.js'
+export { OverlayConflictError } from './changes.js'
+export type { CreateOverlayOptions, OpenOverlayOptions, OverlayBaseDescription } from './config.js'
+export { createOverlay, openOverlay, readOverlayBase, saveOverlayBase } from './config.js'
+export { walkGlob, walkGrep } from './generic-search.js'
+export type { HostFileSystemOptions } from './host-fs.js'
+export { HostFileSystem, statsFromNode } from './host-fs.js'
+export { OverlayFs } from './overlay-fs.js'

@@ -1,0 +1,886 @@
+import { Readable, Writable } from 'node:stream'
+import {
+  FsError,
+  fsError,
+  joinPath,
+  normalizePath,
+  parentPath,
+  parsePath,
+  type Queryable,
+  type Timestamp,
+} from '@agentfs/core'
+import {
+  type AgentFs,
+  ConflictError,
+  type CpOptions,
+  Dirent,
+  type Encoding,
+  type FileSystem,
+  type FsDir,
+  type FsFileHandle,
+  type GlobMatch,
+  type GlobOptions,
+  type GrepMatch,
+  type GrepOptions,
+  type MkdirOptions,
+  type ReaddirOptions,
+  type ReadStreamOptions,
+  type RmOptions,
+  type StatFs,
+  type Stats,
+  type TimeLike,
+  type WriteData,
+  type WriteFileOptions,
+  type WriteStreamOptions,
+} from '@agentfs/fs'
+import {
+  type CommitResult,
+  commitOverlay,
+  diffOverlay,
+  discardOverlay,
+  type OverlayChange,
+} from './changes.js'
+import { walkGlob, walkGrep } from './generic-search.js'
+
+type Layer = 'delta' | 'base'
+
+/** An entry of the merged view: which layer it comes from and its lstat. */
+interface Node {
+  readonly layer: Layer
+  readonly stats: Stats
+}
+
+/** Where a path leads in the merged view. `path` has no symlink in any directory part. */
+interface Resolved {
+  readonly path: string
+  readonly node: Node | undefined
+}
+
+const MAX_HOPS = 40
+const COPY_CHUNK = 1024 * 1024
+
+const missing = (error: unknown) => {
+  const code = (error as { code?: string }).code
+  if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
+  throw error
+}
+
+/** A Stats with another inode number (origin tracking). */
+function withIno(stats: Stats, ino: number): Stats {
+  return Object.assign(Object.create(Object.getPrototypeOf(stats) as object) as Stats, stats, {
+    ino,
+  })
+}
+
+const seconds = (ns: bigint) => Number(ns) / 1e9
+
+/**
+ * Copy-on-write over a read-only base: reads fall through delta → whiteout → base, the first
+ * modification of a base entry copies it up (chunk by chunk, keeping mode, owner, times and —
+ * via `fs_origin` — its inode number), deletions of base entries become whiteouts. The base is
+ * never written. Every mutating call is one transaction of the delta database.
+ */
+export class OverlayFs implements FileSystem {
+  readonly base: FileSystem
+  readonly delta: AgentFs
+  readonly #q: Queryable
+
+  constructor(base: FileSystem, delta: AgentFs) {
+    this.base = base
+    this.delta = delta
+    this.#q = delta.context.q
+  }
+
+  /** Added, modified and deleted entries relative to the base, with unified diffs for text. */
+  diff(): Promise<OverlayChange[]> {
+    return diffOverlay(this, this.#q)
+  }
+
+  /**
+   * Applies the changes to `target` (default: the base, which must then be writable, e.g. a
+   * `HostFileSystem` with `writable: true`), then empties the delta.
+   */
+  commit(target: FileSystem = this.base): Promise<CommitResult> {
+    return commitOverlay(this, this.#q, target)
+  }
+
+  /** Throws every change away: the overlay shows the base again. */
+  discard(): Promise<void> {
+    return discardOverlay(this.#q)
+  }
+
+  /** Runs `fn` with an overlay whose delta writes share one transaction. */
+  transaction<T>(fn: (overlay: OverlayFs) => Promise<T>): Promise<T> {
+    return this.#q.transaction((tx) => fn(new OverlayFs(this.base, this.delta.bind(tx))))
+  }
+
+  #write<T>(fn: (overlay: OverlayFs, q: Queryable, now: Timestamp) => Promise<T>): Promise<T> {
+    return this.#q.transaction((tx) =>
+      fn(new OverlayFs(this.base, this.delta.bind(tx)), tx, this.delta.context.clock.now()),
+    )
+  }
+
+  // ---- merged lookup -------------------------------------------------------------------
+
+  /** True when `path` or one of its ancestors has a whiteout. */
+  async #whitedOut(path: string): Promise<boolean> {
+    const candidates: string[] = []
+    for (let p = path; p !== '/'; p = parentPath(p)) candidates.push(p)
+    if (candidates.length === 0) return false
+    const { rows } = await this.#q.execute({
+      sql: `SELECT 1 FROM fs_whiteout WHERE path IN (${candidates.map(() => '?').join(', ')}) LIMIT 1`,
+      params: candidates,
+    })
+    return rows.length > 0
+  }
+
+  /** True when the base's children of directory `dir` show through (no whiteout, a base dir all the way). */
+  async #baseVisible(dir: string): Promise<boolean> {
+    if (dir === '/') return true
+    if (await this.#whitedOut(dir)) return false
+    let prefix = ''
+    for (const part of dir.slice(1).split('/')) {
+      prefix += `/${part}`
+      const stats = await this.base.lstat(prefix).catch(missing)
+      if (!stats?.isDirectory()) return false
+    }
+    return true
+  }
+
+  /** The base entry at `path`, if the merged view lets it show through. */
+  async #baseEntry(path: string): Promise<Stats | undefined> {
+    if (path === '/') return this.base.lstat('/')
+    if (!(await this.#baseVisible(parentPath(path)))) return undefined
+    if (await this.#whitedOut(path)) return undefined
+    return this.base.lstat(path).catch(missing)
+  }
+
+  /** The base entry at `path` regardless of whiteouts on the path itself (what a whiteout hides). */
+  async #baseBehind(path: string): Promise<Stats | undefined> {
+    if (!(await this.#baseVisible(parentPath(path)))) return undefined
+    return this.base.lstat(path).catch(missing)
+  }
+
+  async #node(path: string): Promise<Node | undefined> {
+    const own = await this.delta.lstat(path).catch(missing)
+    if (own) return { layer: 'delta', stats: own }
+    const base = await this.#baseEntry(path)
+    return base ? { layer: 'base', stats: base } : undefined
+  }
+
+  #layer(node: Node): FileSystem {
+    return node.layer === 'delta' ? this.delta : this.base
+  }
+
+  /** POSIX resolution over the merged view: links in every component, `..` physically, ELOOP at 40. */
+  async #resolve(
+    path: string,
+    followLast: boolean,
+    syscall: string,
+    allowMissing = false,
+  ): Promise<Resolved> {
+    const parsed = parsePath(path, syscall)
+    const queue = [...parsed.parts]
+    let current = '/'
+    let node: Node | undefined = { layer: 'delta', stats: await this.delta.lstat('/') }
+    let hops = 0
+    const follow = followLast || parsed.trailingSlash
+    while (queue.length > 0) {
+      const name = queue.shift()!
+      if (name === '..') {
+        current = parentPath(current)
+        node = await this.#node(current)
+        continue
+      }
+      const candidate = joinPath(current, name)
+      const found = await this.#node(candidate)
+      if (!found) {
+        if (queue.length === 0 && allowMissing) return { path: candidate, node: undefined }
+        throw fsError('ENOENT', syscall, parsed.input)
+      }
+      if (found.stats.isSymbolicLink() && (queue.length > 0 || follow)) {
+        if (++hops > MAX_HOPS) throw fsError('ELOOP', syscall, parsed.input)
+        const target = await this.#layer(found).readlink(candidate)
+        queue.unshift(...parsePath(target, syscall).parts)
+        if (target.startsWith('/')) current = '/'
+        node = await this.#node(current)
+        continue
+      }
+      if (queue.length > 0 && !found.stats.isDirectory())
+        throw fsError('ENOTDIR', syscall, parsed.input)
+      current = candidate
+      node = found
+    }
+    if (parsed.trailingSlash && node && !node.stats.isDirectory())
+      throw fsError('ENOTDIR', syscall, parsed.input)
+    return { path: current, node }
+  }
+
+  async #existing(
+    path: string,
+    syscall: string,
+    follow = true,
+  ): Promise<{ path: string; node: Node }> {
+    const r = await this.#resolve(path, follow, syscall)
+    if (!r.node) throw fsError('ENOENT', syscall, path)
+    return r as { path: string; node: Node }
+  }
+
+  async #stats(node: Node): Promise<Stats> {
+    if (node.layer === 'base') return node.stats
+    const { rows } = await this.#q.execute<{ base_ino: number }>({
+      sql: 'SELECT base_ino FROM fs_origin WHERE delta_ino = ?',
+      params: [node.stats.ino],
+    })
+    return rows[0] ? withIno(node.stats, rows[0].base_ino) : node.stats
+  }
+
+  /** Merged directory listing: delta entries, then base entries not shadowed or whited out. */
+  async #list(dir: string): Promise<Dirent[]> {
+    const byName = new Map<string, Dirent>()
+    const own = await this.delta.lstat(dir).catch(missing)
+    if (own?.isDirectory()) {
+      for (const entry of (await this.delta.readdir(dir, { withFileTypes: true })) as Dirent[])
+        byName.set(entry.name, entry)
+    }
+    if (await this.#baseVisible(dir)) {
+      const baseDir = await this.base.lstat(dir).catch(missing)
+      if (baseDir?.isDirectory()) {
+        const { rows } = await this.#q.execute<{ path: string }>({
+          sql: 'SELECT path FROM fs_whiteout WHERE parent_path = ?',
+          params: [dir],
+        })
+        const hidden = new Set(rows.map((r) => r.path))
+        for (const entry of (await this.base.readdir(dir, { withFileTypes: true })) as Dirent[]) {
+          if (!byName.has(entry.name) && !hidden.has(joinPath(dir, entry.name)))
+            byName.set(entry.name, entry)
+        }
+      }
+    }
+    return [...byName.values()]
+      .map(
+        (d) =>
+          new Dirent(
+            d.name,
+            dir,
+            d.isDirectory()
+              ? 0o040000
+              : d.isSymbolicLink()
+                ? 0o120000
+                : d.isFile()
+                  ? 0o100000
+                  : 0o010000,
+          ),
+      )
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  }
+
+  // ---- copy-up and whiteouts ---------------------------------------------------------------
+
+  async #recordBase(path: string, stats: Stats): Promise<void> {
+    await this.#q.execute({
+      sql: 'INSERT INTO agentfs_overlay_base_state (path, token) VALUES (?, ?) ON CONFLICT(path) DO NOTHING',
+      params: [path, stats.version],
+    })
+  }
+
+  async #whiteout(path: string, now: Timestamp): Promise<void> {
+    const behind = await this.#baseBehind(path)
+    if (!behind) return
+    await this.#recordBase(path, behind)
+    await this.#q.execute({
+      sql: 'INSERT INTO fs_whiteout (path, parent_path, created_at) VALUES (?, ?, ?) ON CONFLICT(path) DO UPDATE SET created_at = excluded.created_at',
+      params: [path, parentPath(path), now.sec],
+    })
+  }
+
+  async #unwhiteout(path: string): Promise<void> {
+    await this.#q.execute({ sql: 'DELETE FROM fs_whiteout WHERE path = ?', params: [path] })
+  }
+
+  /** Hides the base's children of `dir` (a directory re-created where a base one was deleted). */
+  async #opaque(dir: string, now: Timestamp): Promise<void> {
+    const behind = await this.#baseBehind(dir)
+    if (!behind?.isDirectory()) return
+    for (const name of (await this.base.readdir(dir)) as string[])
+      await this.#whiteout(joinPath(dir, name), now)
+  }
+
+  /** Makes `path` exist in the delta, copying the base entry (content chunk by chunk) if needed. */
+  async #copyUp(path: string): Promise<void> {
+    if (await this.delta.lstat(path).catch(missing)) return
+    if (path !== '/') await this.#copyUp(parentPath(path))
+    const stats = await this.#baseEntry(path)
+    if (!stats) throw fsError('ENOENT', 'copyup', path)
+    const mode = stats.mode & 0o7777
+    if (stats.isDirectory()) {
+      await this.delta.mkdir(path, { mode })
+    } else if (stats.isSymbolicLink()) {
+      await this.delta.symlink(await this.base.readlink(path), path)
+    } else if (stats.isFile()) {
+      const source = await this.base.open(path, 'r')
+      const target = await this.delta.open(path, 'wx', mode)
+      try {
+        const buffer = Buffer.allocUnsafe(COPY_CHUNK)
+        for (let position = 0; ; ) {
+          const { bytesRead } = await source.read(buffer, 0, COPY_CHUNK, position)
+          if (bytesRead === 0) break
+          await target.write(buffer, 0, bytesRead, position)
+          position += bytesRead
+        }
+      } finally {
+        await source.close()
+        await target.close()
+      }
+    } else {
+      await this.delta.mknod(path, stats.mode, stats.rdev)
+    }
+    if (!stats.isSymbolicLink()) await this.delta.chmod(path, mode)
+    await this.delta.lchown(path, stats.uid, stats.gid)
+    await this.delta.lutimes(path, seconds(stats.atimeNs), seconds(stats.mtimeNs))
+    const copied = await this.delta.lstat(path)
+    await this.#q.execute({
+      sql: 'INSERT OR REPLACE INTO fs_origin (delta_ino, base_ino) VALUES (?, ?)',
+      params: [copied.ino, stats.ino],
+    })
+    await this.#recordBase(path, stats)
+  }
+
+  /** Copies up `path` and, for a directory, everything visible below it. */
+  async #copyUpTree(path: string): Promise<void> {
+    await this.#copyUp(path)
+    const node = await this.#node(path)
+    if (!node?.stats.isDirectory()) return
+    for (const entry of await this.#list(path)) await this.#copyUpTree(joinPath(path, entry.name))
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  readFile(path: string): Promise<Buffer>
+  readFile(path: string, options: Encoding | { encoding: Encoding }): Promise<string>
+  async readFile(
+    path: string,
+    options?: Encoding | { encoding?: Encoding },
+  ): Promise<Buffer | string> {
+    const { path: real, node } = await this.#existing(path, 'open')
+    if (node.stats.isDirectory()) throw fsError('EISDIR', 'read', path)
+    const encoding = typeof options === 'string' ? options : options?.encoding
+    return encoding ? this.#layer(node).readFile(real, encoding) : this.#layer(node).readFile(real)
+  }
+
+  async stat(path: string): Promise<Stats> {
+    return this.#stats((await this.#existing(path, 'stat')).node)
+  }
+
+  async lstat(path: string): Promise<Stats> {
+    return this.#stats((await this.#existing(path, 'lstat', false)).node)
+  }
+
+  async readlink(path: string): Promise<string> {
+    const { path: real, node } = await this.#existing(path, 'readlink', false)
+    if (!node.stats.isSymbolicLink()) throw fsError('EINVAL', 'readlink', path)
+    return this.#layer(node).readlink(real)
+  }
+
+  async realpath(path: string): Promise<string> {
+    return (await this.#existing(path, 'realpath')).path
+  }
+
+  async exists(path: string): Promise<boolean> {
+    try {
+      await this.#existing(path, 'access')
+      return true
+    } catch (error) {
+      if (error instanceof FsError) return false
+      throw error
+    }
+  }
+
+  async access(path: string, mode = 0): Promise<void> {
+    const { node } = await this.#existing(path, 'access')
+    if (mode & 1 && !node.stats.isDirectory() && (node.stats.mode & 0o111) === 0)
+      throw fsError('EACCES', 'access', path)
+  }
+
+  readdir(path: string): Promise<string[]>
+  readdir(path: string, options: ReaddirOptions & { withFileTypes: true }): Promise<Dirent[]>
+  readdir(path: string, options: ReaddirOptions): Promise<string[] | Dirent[]>
+  async readdir(path: string, options: ReaddirOptions = {}): Promise<string[] | Dirent[]> {
+    const { path: real, node } = await this.#existing(path, 'scandir')
+    if (!node.stats.isDirectory()) throw fsError('ENOTDIR', 'scandir', path)
+    const out: Dirent[] = []
+    const walk = async (dir: string) => {
+      for (const entry of await this.#list(dir)) {
+        out.push(entry)
+        if (options.recursive && entry.isDirectory()) await walk(joinPath(dir, entry.name))
+      }
+    }
+    await walk(real)
+    if (options.recursive) {
+      out.sort((a, b) => {
+        const x = joinPath(a.parentPath, a.name)
+        const y = joinPath(b.parentPath, b.name)
+        return x < y ? -1 : x > y ? 1 : 0
+      })
+    }
+    if (options.withFileTypes) return out
+    return out.map((d) => {
+      const full = joinPath(d.parentPath, d.name)
+      return real === '/' ? full.slice(1) : full.slice(real.length + 1)
+    })
+  }
+
+  async opendir(path: string): Promise<FsDir> {
+    const entries = (await this.readdir(path, { withFileTypes: true })) as Dirent[]
+    let index = 0
+    let closed = false
+    const dir: FsDir = {
+      path: normalizePath(path),
+      read: async () => {
+        if (closed) throw fsError('EBADF', 'opendir', path)
+        return entries[index++] ?? null
+      },
+      close: async () => {
+        closed = true
+      },
+      async *[Symbol.asyncIterator]() {
+        for (;;) {
+          const entry = await dir.read()
+          if (!entry) return
+          yield entry
+        }
+      },
+    }
+    return dir
+  }
+
+  createReadStream(path: string, options?: ReadStreamOptions): Readable {
+    const overlay = this
+    async function* chunks(): AsyncGenerator<Buffer | string> {
+      const { path: real, node } = await overlay.#existing(path, 'open')
+      for await (const chunk of overlay.#layer(node).createReadStream(real, options))
+        yield chunk as Buffer | string
+    }
+    return Readable.from(chunks(), { objectMode: false })
+  }
+
+  glob(pattern: string, options?: GlobOptions): Promise<GlobMatch[]> {
+    return walkGlob(this, pattern, options)
+  }
+
+  grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
+    return walkGrep(this, pattern, options)
+  }
+
+  async statfs(path: string): Promise<StatFs> {
+    return this.delta.statfs(path)
+  }
+
+  // ---- writes ------------------------------------------------------------------------------
+
+  async writeFile(
+    path: string,
+    data: WriteData,
+    options?: WriteFileOptions | Encoding,
+  ): Promise<void> {
+    const opts: WriteFileOptions =
+      typeof options === 'string' ? { encoding: options } : (options ?? {})
+    const flag = opts.flag ?? 'w'
+    await this.#write(async (o) =>
+      o.#writeData(path, data, flag.startsWith('a'), flag.includes('x'), opts),
+    )
+  }
+
+  async appendFile(
+    path: string,
+    data: WriteData,
+    options?: WriteFileOptions | Encoding,
+  ): Promise<void> {
+    const opts: WriteFileOptions =
+      typeof options === 'string' ? { encoding: options } : (options ?? {})
+    await this.#write(async (o) =>
+      o.#writeData(path, data, true, (opts.flag ?? 'a').includes('x'), opts),
+    )
+  }
+
+  async #writeData(
+    path: string,
+    data: WriteData,
+    append: boolean,
+    exclusive: boolean,
+    opts: WriteFileOptions,
+  ) {
+    const r = await this.#resolve(path, true, 'open', true)
+    const { ifMatch, ...rest } = opts
+    if (r.node) {
+      if (exclusive) throw fsError('EEXIST', 'open', path)
+      if (r.node.stats.isDirectory()) throw fsError('EISDIR', 'open', path)
+      // Compared on the merged view before any copy-up, inside this transaction.
+      if (ifMatch !== undefined && r.node.stats.version !== ifMatch) {
+        throw new ConflictError(r.path, ifMatch, r.node.stats.version)
+      }
+      if (r.node.layer === 'base') await this.#copyUp(r.path)
+      await this.delta.writeFile(r.path, data, { ...rest, flag: append ? 'a' : 'w' })
+      return
+    }
+    if (ifMatch !== undefined) throw new ConflictError(r.path, ifMatch, undefined)
+    await this.#copyUp(parentPath(r.path))
+    await this.#unwhiteout(r.path)
+    await this.delta.writeFile(r.path, data, { ...rest, flag: 'wx' })
+  }
+
+  async truncate(path: string, length = 0): Promise<void> {
+    await this.#write(async (o) => {
+      const { path: real, node } = await o.#existing(path, 'open')
+      if (node.stats.isDirectory()) throw fsError('EISDIR', 'open', path)
+      await o.#copyUp(real)
+      await o.delta.truncate(real, length)
+    })
+  }
+
+  async mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined> {
+    const opts: MkdirOptions = typeof options === 'number' ? { mode: options } : (options ?? {})
+    return this.#write(async (o, _q, now) => {
+      if (!opts.recursive) {
+        await o.#mkdirOne(path, opts.mode, now)
+        return undefined
+      }
+      const parts = parsePath(path, 'mkdir').parts
+      let first: string | undefined
+      for (let i = 1; i <= parts.length; i++) {
+        const prefix = `/${parts.slice(0, i).join('/')}`
+        const last = i === parts.length
+        const existing = await o.#resolve(prefix, false, 'mkdir', true)
+        if (existing.node) {
+          let target = existing.node
+          if (target.stats.isSymbolicLink()) {
+            try {
+              target = (await o.#resolve(prefix, true, 'mkdir')).node ?? target
+            } catch (error) {
+              const code = (error as { code?: string }).code
+              if (code === 'ELOOP') throw fsError('ELOOP', 'mkdir', path)
+              throw fsError(last && code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR', 'mkdir', path)
+            }
+          }
+          if (!target.stats.isDirectory()) throw fsError(last ? 'EEXIST' : 'ENOTDIR', 'mkdir', path)
+          continue
+        }
+        await o.#mkdirOne(prefix, opts.mode, now)
+        first ??= normalizePath(prefix)
+      }
+      return first
+    })
+  }
+
+  async #mkdirOne(path: string, mode: number | undefined, now: Timestamp): Promise<void> {
+    const r = await this.#resolve(path, false, 'mkdir', true)
+    if (r.node || r.path === '/') throw fsError('EEXIST', 'mkdir', path)
+    await this.#copyUp(parentPath(r.path))
+    await this.#unwhiteout(r.path)
+    await this.delta.mkdir(r.path, mode === undefined ? {} : { mode })
+    await this.#opaque(r.path, now)
+  }
+
+  async unlink(path: string): Promise<void> {
+    await this.#write(async (o, _q, now) => {
+      const { path: real, node } = await o.#existing(path, 'unlink', false)
+      if (node.stats.isDirectory()) throw fsError('EISDIR', 'unlink', path)
+      if (node.layer === 'delta') await o.delta.unlink(real)
+      await o.#whiteout(real, now)
+    })
+  }
+
+  async rmdir(path: string): Promise<void> {
+    await this.#write(async (o, _q, now) => {
+      const { path: real, node } = await o.#existing(path, 'rmdir', false)
+      if (real === '/') throw fsError('EPERM', 'rmdir', path)
+      if (!node.stats.isDirectory()) throw fsError('ENOTDIR', 'rmdir', path)
+      if ((await o.#list(real)).length > 0) throw fsError('ENOTEMPTY', 'rmdir', path)
+      await o.#removeDir(real, now)
+    })
+  }
+
+  async #removeDir(real: string, now: Timestamp): Promise<void> {
+    if (await this.delta.lstat(real).catch(missing)) await this.delta.rm(real, { recursive: true })
+    // Whiteouts below are covered by the one on the directory itself.
+    await this.#q.execute({
+      sql: 'DELETE FROM fs_whiteout WHERE path >= ? AND path < ?',
+      params: [`${real}/`, `${real}0`],
+    })
+    await this.#whiteout(real, now)
+  }
+
+  async rm(path: string, options: RmOptions = {}): Promise<void> {
+    await this.#write(async (o, _q, now) => {
+      let found: { path: string; node: Node }
+      try {
+        found = await o.#existing(path, 'rm', false)
+      } catch (error) {
+        if (options.force && (error as { code?: string }).code === 'ENOENT') return
+        throw error
+      }
+      if (found.path === '/') throw fsError('EPERM', 'rm', path)
+      if (found.node.stats.isDirectory()) {
+        if (!options.recursive)
+          throw new FsError({
+            code: 'EISDIR',
+            syscall: 'rm',
+            path,
+            hint: 'pass { recursive: true } to remove a directory',
+          })
+        await o.#removeDir(found.path, now)
+        return
+      }
+      if (found.node.layer === 'delta') await o.delta.unlink(found.path)
+      await o.#whiteout(found.path, now)
+    })
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    await this.#write(async (o, _q, now) => {
+      const fail = (code: FsError['code']) =>
+        new FsError({ code, syscall: 'rename', path: from, dest: to })
+      const wrap = async <T>(p: Promise<T>) =>
+        p.catch((error: unknown) => {
+          if (error instanceof FsError) throw fail(error.code)
+          throw error
+        })
+      const source = await wrap(o.#resolve(from, false, 'rename', true))
+      const target = await wrap(o.#resolve(to, false, 'rename', true))
+      if (!source.node) throw fail('ENOENT')
+      if (source.path === '/' || target.path === '/') throw fail('EBUSY')
+      const moving = source.node.stats
+      if (
+        moving.isDirectory() &&
+        (target.path === source.path || target.path.startsWith(`${source.path}/`))
+      ) {
+        if (target.path !== source.path) throw fail('EINVAL')
+      }
+      if (target.path === source.path) return
+      if (target.node) {
+        if (
+          target.node.layer === source.node.layer &&
+          target.node.stats.ino === moving.ino &&
+          !moving.isDirectory()
+        )
+          return
+        if (target.node.stats.isDirectory() && source.path.startsWith(`${target.path}/`))
+          throw fail('ENOTEMPTY')
+        if (moving.isDirectory()) {
+          if (!target.node.stats.isDirectory()) throw fail('ENOTDIR')
+          if ((await o.#list(target.path)).length > 0) throw fail('ENOTEMPTY')
+        } else if (target.node.stats.isDirectory()) {
+          throw fail('EISDIR')
+        }
+      } else if (parsePath(to, 'rename').trailingSlash && !moving.isDirectory()) {
+        throw fail('ENOTDIR')
+      }
+      await o.#copyUpTree(source.path)
+      await o.#copyUp(parentPath(target.path))
+      if (target.node) {
+        if (target.node.stats.isDirectory()) await o.#removeDir(target.path, now)
+        else {
+          if (target.node.layer === 'delta') await o.delta.unlink(target.path)
+          await o.#whiteout(target.path, now)
+        }
+      }
+      await o.#unwhiteout(target.path)
+      await o.delta.rename(source.path, target.path)
+      if (moving.isDirectory()) await o.#opaque(target.path, now)
+      await o.#whiteout(source.path, now)
+    })
+  }
+
+  async link(existing: string, newPath: string): Promise<void> {
+    await this.#write(async (o) => {
+      const fail = (code: FsError['code']) =>
+        new FsError({ code, syscall: 'link', path: existing, dest: newPath })
+      const source = await o.#resolve(existing, false, 'link', true).catch((e: FsError) => {
+        throw fail(e.code)
+      })
+      if (!source.node) throw fail('ENOENT')
+      const target = await o.#resolve(newPath, false, 'link', true).catch((e: FsError) => {
+        throw fail(e.code)
+      })
+      if (target.node) throw fail('EEXIST')
+      if (source.node.stats.isDirectory()) throw fail('EPERM')
+      await o.#copyUp(source.path)
+      await o.#copyUp(parentPath(target.path))
+      await o.#unwhiteout(target.path)
+      await o.delta.link(source.path, target.path)
+    })
+  }
+
+  async symlink(target: string, path: string): Promise<void> {
+    await this.#write(async (o) => {
+      const r = await o.#resolve(path, false, 'symlink', true).catch((e: FsError) => {
+        throw new FsError({ code: e.code, syscall: 'symlink', path: target, dest: path })
+      })
+      if (r.node)
+        throw new FsError({ code: 'EEXIST', syscall: 'symlink', path: target, dest: path })
+      await o.#copyUp(parentPath(r.path))
+      await o.#unwhiteout(r.path)
+      await o.delta.symlink(target, r.path)
+    })
+  }
+
+  async mknod(path: string, mode: number, rdev = 0): Promise<void> {
+    await this.#write(async (o) => {
+      const r = await o.#resolve(path, false, 'mknod', true)
+      if (r.node) throw fsError('EEXIST', 'mknod', path)
+      await o.#copyUp(parentPath(r.path))
+      await o.#unwhiteout(r.path)
+      await o.delta.mknod(r.path, mode, rdev)
+    })
+  }
+
+  async #modify(
+    path: string,
+    syscall: string,
+    follow: boolean,
+    fn: (delta: AgentFs, real: string) => Promise<void>,
+  ): Promise<void> {
+    await this.#write(async (o) => {
+      const { path: real } = await o.#existing(path, syscall, follow)
+      await o.#copyUp(real)
+      await fn(o.delta, real)
+    })
+  }
+
+  chmod(path: string, mode: number): Promise<void> {
+    return this.#modify(path, 'chmod', true, (d, real) => d.chmod(real, mode))
+  }
+
+  chown(path: string, uid: number, gid: number): Promise<void> {
+    return this.#modify(path, 'chown', true, (d, real) => d.chown(real, uid, gid))
+  }
+
+  lchown(path: string, uid: number, gid: number): Promise<void> {
+    return this.#modify(path, 'lchown', false, (d, real) => d.lchown(real, uid, gid))
+  }
+
+  utimes(path: string, atime: TimeLike, mtime: TimeLike): Promise<void> {
+    return this.#modify(path, 'utime', true, (d, real) => d.utimes(real, atime, mtime))
+  }
+
+  lutimes(path: string, atime: TimeLike, mtime: TimeLike): Promise<void> {
+    return this.#modify(path, 'lutime', false, (d, real) => d.lutimes(real, atime, mtime))
+  }
+
+  async copyFile(src: string, dest: string, mode = 0): Promise<void> {
+    await this.#write(async (o) => {
+      const fail = (code: FsError['code']) =>
+        new FsError({ code, syscall: 'copyfile', path: src, dest })
+      const source = await o.#resolve(src, true, 'copyfile', true).catch((e: FsError) => {
+        throw fail(e.code)
+      })
+      if (!source.node) throw fail('ENOENT')
+      const target = await o.#resolve(dest, true, 'copyfile', true).catch((e: FsError) => {
+        throw fail(e.code)
+      })
+      if (source.node.stats.isDirectory()) throw fail('EISDIR')
+      if (target.node) {
+        if (mode & 1) throw fail('EEXIST')
+        if (target.node.stats.isDirectory()) throw fail('EISDIR')
+        if (target.path === source.path) return
+      }
+      const input = await o.#layer(source.node).open(source.path, 'r')
+      const output = await o.#openForWrite(target.path, 'w', source.node.stats.mode & 0o7777)
+      try {
+        const buffer = Buffer.allocUnsafe(COPY_CHUNK)
+        for (let position = 0; ; ) {
+          const { bytesRead } = await input.read(buffer, 0, COPY_CHUNK, position)
+          if (bytesRead === 0) break
+          await output.write(buffer, 0, bytesRead, position)
+          position += bytesRead
+        }
+      } finally {
+        await input.close()
+        await output.close()
+      }
+    })
+  }
+
+  /** Prepares `real` in the delta (copy-up or parent + whiteout removal) and opens it there. */
+  async #openForWrite(real: string, flags: string | number, mode: number): Promise<FsFileHandle> {
+    const node = await this.#node(real)
+    if (node?.layer === 'base') await this.#copyUp(real)
+    else if (!node) {
+      await this.#copyUp(parentPath(real))
+      await this.#unwhiteout(real)
+    }
+    return this.delta.open(real, flags, mode)
+  }
+
+  async open(path: string, flags: string | number = 'r', mode = 0o666): Promise<FsFileHandle> {
+    const readOnly = flags === 'r' || flags === 'rs' || flags === 0
+    if (readOnly) {
+      const { path: real, node } = await this.#existing(path, 'open')
+      return this.#layer(node).open(real, 'r')
+    }
+    return this.#write(async (o) => {
+      const r = await o.#resolve(path, true, 'open', true)
+      if (!r.node && typeof flags === 'string' && flags.startsWith('r'))
+        throw fsError('ENOENT', 'open', path)
+      return o.#openForWrite(r.path, flags, mode)
+    })
+  }
+
+  createWriteStream(path: string, options: WriteStreamOptions = {}): Writable {
+    let handle: FsFileHandle | undefined
+    let position = options.start
+    return new Writable({
+      highWaterMark: options.highWaterMark ?? 1024 * 1024,
+      construct: (callback) => {
+        this.open(
+          path,
+          options.flags ?? (options.start === undefined ? 'w' : 'r+'),
+          options.mode,
+        ).then((h) => {
+          handle = h
+          callback()
+        }, callback)
+      },
+      write: (chunk: Buffer, _encoding, callback) => {
+        handle!.write(chunk, 0, chunk.length, position ?? null).then(() => {
+          if (position !== undefined) position += chunk.length
+          callback()
+        }, callback)
+      },
+      final: (callback) => {
+        handle!.close().then(() => callback(), callback)
+      },
+    })
+  }
+
+  async cp(src: string, dest: string, options: CpOptions = {}): Promise<void> {
+    await this.#write(async (o) =>
+      o.#cp(normalizePath(src, 'cp'), normalizePath(dest, 'cp'), options),
+    )
+  }
+
+  async #cp(from: string, to: string, options: CpOptions): Promise<void> {
+    if (to === from || to.startsWith(`${from}/`))
+      throw new FsError({ code: 'EINVAL', syscall: 'cp', path: from, dest: to })
+    const stats = options.dereference ? await this.stat(from) : await this.lstat(from)
+    const existing = await this.lstat(to).catch(missing)
+    if (stats.isDirectory()) {
+      if (!options.recursive)
+        throw new FsError({ code: 'EISDIR', syscall: 'cp', path: from, dest: to })
+      if (!existing) await this.mkdir(to, { mode: stats.mode & 0o7777 })
+      for (const name of await this.readdir(from))
+        await this.#cp(joinPath(from, name), joinPath(to, name), options)
+      return
+    }
+    if (existing) {
+      if (options.force === false) {
+        if (options.errorOnExist)
+          throw new FsError({ code: 'EEXIST', syscall: 'cp', path: from, dest: to })
+        return
+      }
+      await this.unlink(to)
+    }
+    if (stats.isSymbolicLink()) await this.symlink(await this.readlink(from), to)
+    else await this.copyFile(from, to)
+  }
+}
