@@ -1,0 +1,327 @@
+import { ConflictError } from '@agentfs/fs'
+import { z } from 'zod'
+import { ToolFailure } from './failure.js'
+import { dirnameOf } from './posix.js'
+import { cap, isText, matchLines, numbered, shortDiff, splitLines } from './text.js'
+import type { AgentToolDefinition, ToolEnvironment } from './types.js'
+
+const staleText = (path: string, expected: string, current: string, diff: string) =>
+  `File has been modified since read (version ${expected}, now ${current}). Read it again before attempting to write it.\n` +
+  `Changes between the file now and what you tried to write:\n${diff}`
+
+async function readText(
+  env: ToolEnvironment,
+  fsPath: string,
+  display: string,
+): Promise<{ text: string; version: string }> {
+  const stats = await env.fs.stat(fsPath)
+  if (stats.isDirectory())
+    throw new ToolFailure(
+      'EISDIR',
+      `Error: ${display} is a directory. Use list_directory to see its entries.`,
+    )
+  const bytes = await env.fs.readFile(fsPath)
+  if (!isText(bytes))
+    throw new ToolFailure(
+      'EBINARY',
+      `Error: ${display} is a binary file (${bytes.length} bytes) and cannot be edited as text.`,
+    )
+  return { text: bytes.toString('utf8'), version: stats.version }
+}
+
+async function checkExpected(
+  env: ToolEnvironment,
+  fsPath: string,
+  display: string,
+  expected: string | undefined,
+  intended: string,
+) {
+  if (expected === undefined) return
+  const stats = await env.fs.stat(fsPath).catch(() => undefined)
+  const current = stats?.version ?? '(deleted)'
+  if (current === expected) return
+  const now = stats ? (await env.fs.readFile(fsPath)).toString('utf8') : ''
+  throw new ToolFailure(
+    'STALE',
+    staleText(display, expected, current, shortDiff(display, now, intended)),
+  )
+}
+
+/** A few numbered lines around `line`, to show an edit in context. */
+function context(text: string, line: number, span: number, maxLineLength: number): string {
+  const lines = splitLines(text)
+  const from = Math.max(1, line - 3)
+  const to = Math.min(lines.length, line + span + 2)
+  return numbered(lines.slice(from - 1, to), from, maxLineLength)
+}
+
+const readFile: AgentToolDefinition<{
+  path: string
+  offset?: number | undefined
+  limit?: number | undefined
+}> = {
+  name: 'read_file',
+  description:
+    "Read a text file. Returns its lines numbered like `cat -n` (number, tab, line), at most 2000 lines from `offset` (1-based; default 1), and the file's version token. Pass that version as expected_version to write_file/edit_file so your edit is refused if the file changed meanwhile. Binary files are described, not dumped.",
+  inputSchema: z.object({
+    path: z.string().describe('Absolute path, e.g. /src/index.ts'),
+    offset: z.number().int().min(1).optional().describe('First line to read, 1-based'),
+    limit: z.number().int().min(1).optional().describe('How many lines to read (default 2000)'),
+  }),
+  mutates: false,
+  needs: 'fs',
+  async handler(input, env, limits) {
+    const fsPath = await env.paths.resolve(input.path, env.fs)
+    const display = env.paths.display(fsPath)
+    const stats = await env.fs.stat(fsPath)
+    if (stats.isDirectory())
+      throw new ToolFailure(
+        'EISDIR',
+        `Error: ${display} is a directory. Use list_directory to see its entries.`,
+      )
+    const bytes = await env.fs.readFile(fsPath)
+    const data = { version: stats.version, size: stats.size }
+    if (!isText(bytes))
+      return {
+        text: `${display} is a binary file (${bytes.length} bytes); its contents are not shown. [version: ${stats.version}]`,
+        data,
+      }
+    const lines = splitLines(bytes.toString('utf8'))
+    if (lines.length === 0)
+      return { text: `The file ${display} exists but is empty. [version: ${stats.version}]`, data }
+    const offset = input.offset ?? 1
+    if (offset > lines.length) {
+      return {
+        text: `Error: offset ${offset} is past the end of ${display}, which has ${lines.length} lines.`,
+        isError: true,
+        code: 'EINVAL',
+      }
+    }
+    const limit = input.limit ?? limits.maxLines
+    const shown = lines.slice(offset - 1, offset - 1 + limit)
+    let text = numbered(shown, offset, limits.maxLineLength)
+    const next = offset + shown.length
+    if (next <= lines.length)
+      text += `\n… [${lines.length - next + 1} more lines — continue with offset ${next}]`
+    return {
+      text: `${cap(text, limits.maxChars, `continue with a larger offset`)}\n[version: ${stats.version}]`,
+      data,
+    }
+  },
+}
+
+const writeFile: AgentToolDefinition<{
+  path: string
+  content: string
+  expected_version?: string | undefined
+}> = {
+  name: 'write_file',
+  description:
+    'Create or overwrite a text file with `content`; missing parent directories are created. With expected_version (from read_file), the write is refused if the file changed since you read it.',
+  inputSchema: z.object({
+    path: z.string().describe('Absolute path of the file'),
+    content: z.string().describe('The complete new content'),
+    expected_version: z.string().optional().describe('Version token from read_file'),
+  }),
+  mutates: true,
+  needs: 'fs',
+  async handler(input, env) {
+    const fsPath = await env.paths.resolve(input.path, env.fs)
+    const display = env.paths.display(fsPath)
+    await env.fs.mkdir(dirnameOf(fsPath), { recursive: true })
+    try {
+      await env.fs.writeFile(
+        fsPath,
+        input.content,
+        input.expected_version === undefined ? {} : { ifMatch: input.expected_version },
+      )
+    } catch (error) {
+      if (error instanceof ConflictError)
+        await checkExpected(env, fsPath, display, input.expected_version, input.content)
+      throw error
+    }
+    const { version } = await env.fs.stat(fsPath)
+    return {
+      text: `Wrote ${Buffer.byteLength(input.content)} bytes to ${display}. [version: ${version}]`,
+      data: { version },
+    }
+  },
+}
+
+const editSchema = z
+  .object({
+    path: z.string().describe('Absolute path of the file'),
+    old_string: z
+      .string()
+      .optional()
+      .describe('Exact text to replace (must occur once unless replace_all)'),
+    new_string: z.string().optional().describe('Replacement text'),
+    old_str: z.string().optional().describe('Alias of old_string'),
+    new_str: z.string().optional().describe('Alias of new_string'),
+    replace_all: z.boolean().optional().describe('Replace every occurrence'),
+    expected_version: z.string().optional().describe('Version token from read_file'),
+  })
+  .refine(
+    (v) => (v.old_string ?? v.old_str) !== undefined && (v.new_string ?? v.new_str) !== undefined,
+    {
+      message: 'old_string and new_string are required',
+    },
+  )
+
+type EditInput = z.infer<typeof editSchema>
+
+interface PlannedEdit {
+  readonly old: string
+  readonly replacement: string
+  readonly all: boolean
+}
+
+/** Applies edits to text, checking each the way the contract says; throws ToolFailure. */
+function applyEdits(
+  text: string,
+  edits: readonly PlannedEdit[],
+  display: string,
+): { text: string; firstLine: number } {
+  let firstLine = Number.POSITIVE_INFINITY
+  for (const edit of edits) {
+    if (edit.old === edit.replacement) {
+      throw new ToolFailure(
+        'NO_CHANGE',
+        'No changes to make: old_string and new_string are exactly the same.',
+      )
+    }
+    const lines = matchLines(text, edit.old)
+    if (edit.old.length === 0 || lines.length === 0) {
+      throw new ToolFailure(
+        'NOT_FOUND',
+        `String to replace not found in file.\nString: ${edit.old}`,
+      )
+    }
+    if (lines.length > 1 && !edit.all) {
+      throw new ToolFailure(
+        'AMBIGUOUS',
+        `Found ${lines.length} matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: ${edit.old}\nMatches at lines: ${lines.join(', ')} of ${display}`,
+      )
+    }
+    firstLine = Math.min(firstLine, lines[0]!)
+    text = edit.all
+      ? text.split(edit.old).join(edit.replacement)
+      : text.replace(edit.old, () => edit.replacement)
+  }
+  return { text, firstLine }
+}
+
+const editFile: AgentToolDefinition<EditInput> = {
+  name: 'edit_file',
+  description:
+    'Replace exact text in a file. `old_string` must occur exactly once (add surrounding lines to make it unique) unless replace_all is true. Returns the edited region with line numbers and the new version. Accepts old_str/new_str too.',
+  inputSchema: editSchema,
+  mutates: true,
+  needs: 'fs',
+  async handler(input, env, limits) {
+    const fsPath = await env.paths.resolve(input.path, env.fs)
+    const display = env.paths.display(fsPath)
+    const { text, version } = await readText(env, fsPath, display)
+    const edit = {
+      old: (input.old_string ?? input.old_str)!,
+      replacement: (input.new_string ?? input.new_str)!,
+      all: input.replace_all ?? false,
+    }
+    const result = applyEdits(text, [edit], display)
+    await checkExpected(env, fsPath, display, input.expected_version, result.text)
+    try {
+      await env.fs.writeFile(fsPath, result.text, { ifMatch: version })
+    } catch (error) {
+      if (error instanceof ConflictError)
+        await checkExpected(env, fsPath, display, version, result.text)
+      throw error
+    }
+    const stats = await env.fs.stat(fsPath)
+    const span = edit.replacement.split('\n').length
+    return {
+      text: `Edited ${display}:\n${context(result.text, result.firstLine, span, limits.maxLineLength)}\n[version: ${stats.version}]`,
+      data: { version: stats.version },
+    }
+  },
+}
+
+const multiSchema = z.object({
+  path: z
+    .string()
+    .optional()
+    .describe('File the edits apply to (unless an edit names its own path)'),
+  edits: z
+    .array(
+      z.object({
+        path: z.string().optional(),
+        old_string: z.string().optional(),
+        new_string: z.string().optional(),
+        old_str: z.string().optional(),
+        new_str: z.string().optional(),
+        replace_all: z.boolean().optional(),
+      }),
+    )
+    .min(1),
+  expected_version: z.string().optional().describe('Version token of `path` from read_file'),
+})
+
+const multiEdit: AgentToolDefinition<z.infer<typeof multiSchema>> = {
+  name: 'multi_edit',
+  description:
+    'Several exact-text replacements, in one or more files, applied all or nothing: every edit is checked first (same rules as edit_file, applied in order), then all are written in one transaction.',
+  inputSchema: multiSchema,
+  mutates: true,
+  needs: 'fs',
+  async handler(input, env) {
+    const byPath = new Map<string, PlannedEdit[]>()
+    for (const edit of input.edits) {
+      const path = edit.path ?? input.path
+      const old = edit.old_string ?? edit.old_str
+      const replacement = edit.new_string ?? edit.new_str
+      if (path === undefined || old === undefined || replacement === undefined) {
+        throw new ToolFailure(
+          'EINVAL',
+          'Error: every edit needs a path (or a top-level path), old_string and new_string.',
+        )
+      }
+      const fsPath = await env.paths.resolve(path, env.fs)
+      byPath.set(fsPath, [
+        ...(byPath.get(fsPath) ?? []),
+        { old, replacement, all: edit.replace_all ?? false },
+      ])
+    }
+    const planned: Array<{ fsPath: string; text: string; version: string }> = []
+    for (const [fsPath, edits] of byPath) {
+      const display = env.paths.display(fsPath)
+      const { text, version } = await readText(env, fsPath, display)
+      const result = applyEdits(text, edits, display)
+      if (input.path !== undefined && fsPath === (await env.paths.resolve(input.path, env.fs))) {
+        await checkExpected(env, fsPath, display, input.expected_version, result.text)
+      }
+      planned.push({ fsPath, text: result.text, version })
+    }
+    const apply = async (fs: ToolEnvironment['fs']) => {
+      for (const plan of planned)
+        await fs.writeFile(plan.fsPath, plan.text, { ifMatch: plan.version })
+    }
+    const transactional = env.fs as ToolEnvironment['fs'] & {
+      transaction?: <T>(fn: (fs: never) => Promise<T>) => Promise<T>
+    }
+    if (typeof transactional.transaction === 'function')
+      await transactional.transaction((fs) => apply(fs))
+    else await apply(env.fs)
+    const versions: Record<string, string> = {}
+    for (const plan of planned)
+      versions[env.paths.display(plan.fsPath)] = (await env.fs.stat(plan.fsPath)).version
+    return {
+      text: `Applied ${input.edits.length} edit(s) to ${planned.length} file(s):\n${Object.entries(
+        versions,
+      )
+        .map(([p, v]) => `  ${p} [version: ${v}]`)
+        .join('\n')}`,
+      data: { versions },
+    }
+  },
+}
+
+export const FILE_TOOLS = [readFile, writeFile, editFile, multiEdit] as const

@@ -1,0 +1,12 @@
+export { createAgentTools, TOOL_DEFINITIONS } from './create-agent-tools.js'
+export { failureOutput, ToolFailure } from './failure.js'
+export { createPathPolicy } from './paths.js'
+export type {
+  AgentTool,
+  AgentToolDefinition,
+  AgentToolsOptions,
+  OutputLimits,
+  PathPolicy,
+  ToolEnvironment,
+  ToolOutput,
+} from './types.js'

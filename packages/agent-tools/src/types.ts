@@ -1,0 +1,96 @@
+import type { FileSystem } from '@agentfs/fs'
+import type { KvStore } from '@agentfs/kv'
+import type { ToolCalls } from '@agentfs/tool-calls'
+import type { z } from 'zod'
+
+/** What a tool returns to the model: text, and a flag when it is an error. */
+export interface ToolOutput {
+  /** The text the model reads. */
+  readonly text: string
+  /** True for a failure the model should see and react to (never thrown). */
+  readonly isError?: boolean
+  /** POSIX or AgentFS code of a failure (`ENOENT`, `STALE`, `NOT_FOUND`, …). */
+  readonly code?: string
+  /** Structured extras for programs (e.g. the file's version). */
+  readonly data?: Record<string, unknown>
+}
+
+/** Maps the model's paths to the filesystem's and enforces the allowed roots. */
+export interface PathPolicy {
+  /** The filesystem path for a path the model gave; throws a ToolFailure when not allowed. */
+  resolve(modelPath: string, fs: FileSystem): Promise<string>
+  /** The model's view of a filesystem path. */
+  display(fsPath: string): string
+}
+
+/** Where tools run. */
+export interface ToolEnvironment {
+  readonly fs: FileSystem
+  readonly kv?: KvStore
+  readonly paths: PathPolicy
+}
+
+/** One tool, defined once; adapters only translate it. */
+export interface AgentToolDefinition<Input = unknown> {
+  readonly name: string
+  /** Written for a model: what it does, when to use it, what it returns. */
+  readonly description: string
+  readonly inputSchema: z.ZodType<Input>
+  /** True when the tool changes files or keys (refused in read-only mode). */
+  readonly mutates: boolean
+  /** Which store it needs. */
+  readonly needs: 'fs' | 'kv'
+  readonly handler: (
+    input: Input,
+    env: ToolEnvironment,
+    limits: OutputLimits,
+  ) => Promise<ToolOutput>
+}
+
+/** Caps on what tools print. */
+export interface OutputLimits {
+  /** Characters of one tool result (default 100,000). */
+  readonly maxChars: number
+  /** Lines `read_file` returns without an explicit limit (default 2,000). */
+  readonly maxLines: number
+  /** Characters per line before it is cut (default 2,000). */
+  readonly maxLineLength: number
+  /** Entries `glob`/`list_directory` list (default 100 / 1,000). */
+  readonly maxResults: number
+}
+
+/** Options of {@link createAgentTools}. */
+export interface AgentToolsOptions {
+  readonly fs: FileSystem
+  readonly kv?: KvStore
+  /** Where every call is recorded (name, JSON input, result or error, timing). */
+  readonly audit?: ToolCalls
+  /** Session recorded with every call. */
+  readonly sessionId?: string
+  /** Only these tools (by their original names). */
+  readonly include?: readonly string[]
+  /** All tools but these. */
+  readonly exclude?: readonly string[]
+  /** Prefix for every tool name (e.g. `fs_`). */
+  readonly prefix?: string
+  /** Rename tools: original name → new name. */
+  readonly rename?: Readonly<Record<string, string>>
+  /** Paths the model uses are inside this directory of the filesystem (a chroot). */
+  readonly root?: string
+  /** Only paths under these (after `root`) may be read and written. */
+  readonly allowedRoots?: readonly string[]
+  /** Refuse every tool that changes files or keys (they are also left out of the tool list). */
+  readonly readOnly?: boolean
+  readonly limits?: Partial<OutputLimits>
+}
+
+/** A ready tool: its public name and an `execute` that validates, runs and audits. */
+export interface AgentTool {
+  readonly name: string
+  readonly originalName: string
+  readonly description: string
+  readonly inputSchema: z.ZodType
+  readonly mutates: boolean
+  /** Validates `input`, runs the tool, records the call once, returns the output (never throws for tool errors). */
+  execute(input: unknown): Promise<ToolOutput>
+}
