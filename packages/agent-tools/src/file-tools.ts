@@ -5,7 +5,7 @@ import { dirnameOf } from './posix.js'
 import { cap, isText, matchLines, numbered, shortDiff, splitLines } from './text.js'
 import type { AgentToolDefinition, ToolEnvironment } from './types.js'
 
-const staleText = (path: string, expected: string, current: string, diff: string) =>
+const staleText = (expected: string, current: string, diff: string) =>
   `File has been modified since read (version ${expected}, now ${current}). Read it again before attempting to write it.\n` +
   `Changes between the file now and what you tried to write:\n${diff}`
 
@@ -41,10 +41,7 @@ async function checkExpected(
   const current = stats?.version ?? '(deleted)'
   if (current === expected) return
   const now = stats ? (await env.fs.readFile(fsPath)).toString('utf8') : ''
-  throw new ToolFailure(
-    'STALE',
-    staleText(display, expected, current, shortDiff(display, now, intended)),
-  )
+  throw new ToolFailure('STALE', staleText(expected, current, shortDiff(display, now, intended)))
 }
 
 /** A few numbered lines around `line`, to show an edit in context. */

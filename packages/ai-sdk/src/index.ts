@@ -1,0 +1,1 @@
+export { aiSdkTools } from './ai-sdk-tools.js'
