@@ -23,8 +23,17 @@ test('a full generateText loop reads, hits an ambiguous edit, recovers, and ever
     doGenerate: [
       call('1', 'read_file', { path: '/notes.md' }),
       call('2', 'edit_file', { path: '/notes.md', old_string: 'TODO', new_string: 'DONE' }),
-      call('3', 'edit_file', { path: '/notes.md', old_string: 'TODO: ship', new_string: 'DONE: ship' }),
-      { content: [{ type: 'text' as const, text: 'Marked shipping as done.' }], finishReason: { unified: 'stop' as const, raw: 'stop' }, usage, warnings: [] },
+      call('3', 'edit_file', {
+        path: '/notes.md',
+        old_string: 'TODO: ship',
+        new_string: 'DONE: ship',
+      }),
+      {
+        content: [{ type: 'text' as const, text: 'Marked shipping as done.' }],
+        finishReason: { unified: 'stop' as const, raw: 'stop' },
+        usage,
+        warnings: [],
+      },
     ],
   })
   const result = await generateText({
@@ -37,13 +46,19 @@ test('a full generateText loop reads, hits an ambiguous edit, recovers, and ever
   // The model saw the ambiguity as a tool result it could read.
   const secondStep = model.doGenerateCalls[2]!.prompt.at(-1)
   expect(JSON.stringify(secondStep)).toContain('Found 2 matches of the string to replace')
-  expect(await agent.fs.readFile('/notes.md', 'utf8')).toBe('# Notes\n- TODO: write docs\n- DONE: ship\n')
+  expect(await agent.fs.readFile('/notes.md', 'utf8')).toBe(
+    '# Notes\n- TODO: write docs\n- DONE: ship\n',
+  )
   const calls = await agent.tools.bySession('ai-sdk')
   expect(calls.map((c) => [c.name, c.status])).toEqual([
     ['read_file', 'success'],
     ['edit_file', 'error'],
     ['edit_file', 'success'],
   ])
-  expect(calls[1]!.parameters).toEqual({ path: '/notes.md', old_string: 'TODO', new_string: 'DONE' })
+  expect(calls[1]!.parameters).toEqual({
+    path: '/notes.md',
+    old_string: 'TODO',
+    new_string: 'DONE',
+  })
   await agent.close()
 })

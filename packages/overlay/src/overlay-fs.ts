@@ -784,7 +784,11 @@ export class OverlayFs implements FileSystem {
         if (target.node.stats.isDirectory()) throw fail('EISDIR')
         // The same file (one path, or two hard links to one inode): copying is a no-op.
         if (target.path === source.path) return
-        if (target.node.layer === source.node.layer && target.node.stats.ino === source.node.stats.ino) return
+        if (
+          target.node.layer === source.node.layer &&
+          target.node.stats.ino === source.node.stats.ino
+        )
+          return
       }
       const input = await o.#layer(source.node).open(source.path, 'r')
       const output = await o.#openForWrite(target.path, 'w', source.node.stats.mode & 0o7777)

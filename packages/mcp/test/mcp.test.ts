@@ -1,0 +1,109 @@
+import { fixedClock } from '@agentfs/core'
+import { AgentFS } from '@agentfs/sdk'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
+import { afterEach, expect, test } from 'vitest'
+import { createMcpServer } from '../src/index.js'
+
+const agents: AgentFS[] = []
+afterEach(async () => {
+  for (const a of agents.splice(0)) await a.close()
+})
+
+async function connect() {
+  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
+  agents.push(agent)
+  const server = createMcpServer({
+    fs: agent.fs,
+    kv: agent.kv,
+    audit: agent.tools,
+    sessionId: 'mcp',
+  })
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair()
+  const client = new Client({ name: 'test-client', version: '1.0.0' })
+  await Promise.all([client.connect(clientTransport), server.connect(serverTransport)])
+  const call = async (name: string, args: Record<string, unknown>) => {
+    const result = await client.callTool({ name, arguments: args })
+    const text = (result.content as Array<{ text: string }>)[0]!.text
+    return { text, isError: result.isError === true }
+  }
+  return { agent, client, call }
+}
+
+test('an MCP client reads, edits, hits an ambiguous edit, recovers; calls are audited', async () => {
+  const { agent, call } = await connect()
+  await agent.fs.writeFile('/notes.md', '# Notes\n- TODO: write docs\n- TODO: ship\n')
+  expect((await call('read_file', { path: '/notes.md' })).text).toContain(
+    '     2\t- TODO: write docs',
+  )
+  const ambiguous = await call('edit_file', {
+    path: '/notes.md',
+    old_string: 'TODO',
+    new_string: 'DONE',
+  })
+  expect(ambiguous.isError).toBe(true)
+  expect(ambiguous.text).toMatch(/^Found 2 matches/)
+  expect(
+    (await call('edit_file', { path: '/notes.md', old_str: 'TODO: ship', new_str: 'DONE: ship' }))
+      .isError,
+  ).toBe(false)
+  expect(await agent.fs.readFile('/notes.md', 'utf8')).toBe(
+    '# Notes\n- TODO: write docs\n- DONE: ship\n',
+  )
+  expect((await agent.tools.bySession('mcp')).map((c) => [c.name, c.status])).toEqual([
+    ['read_file', 'success'],
+    ['edit_file', 'error'],
+    ['edit_file', 'success'],
+  ])
+})
+
+test('every advertised tool works over MCP, and files are resources', async () => {
+  const { agent, client, call } = await connect()
+  const { tools } = await client.listTools()
+  expect(tools.map((t) => t.name).sort()).toEqual(
+    [
+      'copy',
+      'delete',
+      'edit_file',
+      'glob',
+      'grep',
+      'kv_delete',
+      'kv_get',
+      'kv_list',
+      'kv_set',
+      'list_directory',
+      'mkdir',
+      'move',
+      'multi_edit',
+      'read_file',
+      'stat',
+      'write_file',
+    ].sort(),
+  )
+  expect(tools.find((t) => t.name === 'read_file')?.inputSchema.properties).toHaveProperty('path')
+  const script: Array<[string, Record<string, unknown>]> = [
+    ['mkdir', { path: '/src' }],
+    ['write_file', { path: '/src/a.ts', content: 'export const a = 1\n' }],
+    ['read_file', { path: '/src/a.ts' }],
+    ['edit_file', { path: '/src/a.ts', old_string: '1', new_string: '2' }],
+    ['multi_edit', { path: '/src/a.ts', edits: [{ old_string: 'a =', new_string: 'b =' }] }],
+    ['list_directory', { path: '/' }],
+    ['glob', { pattern: '**/*.ts' }],
+    ['grep', { pattern: 'export', output_mode: 'content' }],
+    ['stat', { path: '/src/a.ts' }],
+    ['copy', { from: '/src', to: '/copy' }],
+    ['move', { from: '/copy/a.ts', to: '/copy/b.ts' }],
+    ['delete', { path: '/copy', recursive: true }],
+    ['kv_set', { key: 'k', value: { n: 1 } }],
+    ['kv_get', { key: 'k' }],
+    ['kv_list', {}],
+    ['kv_delete', { key: 'k' }],
+  ]
+  for (const [name, args] of script)
+    expect((await call(name, args)).isError, `${name}: ${JSON.stringify(args)}`).toBe(false)
+  expect(await agent.fs.readFile('/src/a.ts', 'utf8')).toBe('export const b = 2\n')
+  const { resources } = await client.listResources()
+  expect(resources.map((r) => r.uri)).toEqual(['agentfs:///src/a.ts'])
+  const read = await client.readResource({ uri: 'agentfs:///src/a.ts' })
+  expect((read.contents[0] as { text: string }).text).toBe('export const b = 2\n')
+})
