@@ -1,0 +1,1 @@
+export { openAiAgentsTools } from './openai-agents-tools.js'
