@@ -19,10 +19,14 @@ export function openAiAgentsTools(options: AgentToolsOptions): FunctionTool[] {
         description: agentTool.description,
         // The SDK takes zod schemas only in strict mode, which optional fields rule out; JSON
         // Schema in non-strict mode keeps them optional, and the tool validates its input itself.
-        parameters: { ...z.toJSONSchema(agentTool.inputSchema, { io: 'input' }), additionalProperties: true } as never,
+        parameters: {
+          ...z.toJSONSchema(agentTool.inputSchema, { io: 'input' }),
+          additionalProperties: true,
+        } as never,
         strict: false,
         execute: async (input: unknown) => (await agentTool.execute(input)).text,
-        errorFunction: (_context, error) => `Error: ${error instanceof Error ? error.message : String(error)}`,
+        errorFunction: (_context, error) =>
+          `Error: ${error instanceof Error ? error.message : String(error)}`,
       }) as unknown as FunctionTool,
   )
 }

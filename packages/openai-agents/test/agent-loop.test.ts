@@ -1,6 +1,14 @@
 import { fixedClock } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
-import { Agent, type Model, type ModelRequest, type ModelResponse, Usage, run, setTracingDisabled } from '@openai/agents'
+import {
+  Agent,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  run,
+  setTracingDisabled,
+  Usage,
+} from '@openai/agents'
 import { expect, test } from 'vitest'
 import { openAiAgentsTools } from '../src/index.js'
 
@@ -26,10 +34,21 @@ class ScriptedModel implements Model {
 }
 
 const callTool = (callId: string, name: string, input: unknown) => [
-  { type: 'function_call' as const, callId, name, arguments: JSON.stringify(input), status: 'completed' as const },
+  {
+    type: 'function_call' as const,
+    callId,
+    name,
+    arguments: JSON.stringify(input),
+    status: 'completed' as const,
+  },
 ]
 const say = (text: string) => [
-  { type: 'message' as const, role: 'assistant' as const, status: 'completed' as const, content: [{ type: 'output_text' as const, text }] },
+  {
+    type: 'message' as const,
+    role: 'assistant' as const,
+    status: 'completed' as const,
+    content: [{ type: 'output_text' as const, text }],
+  },
 ]
 
 test('an OpenAI Agents run reads, hits an ambiguous edit, recovers; errors reach the model; calls are audited', async () => {
@@ -38,19 +57,32 @@ test('an OpenAI Agents run reads, hits an ambiguous edit, recovers; errors reach
   const model = new ScriptedModel([
     callTool('c1', 'read_file', { path: '/notes.md' }),
     callTool('c2', 'edit_file', { path: '/notes.md', old_string: 'TODO', new_string: 'DONE' }),
-    callTool('c3', 'edit_file', { path: '/notes.md', old_string: 'TODO: ship', new_string: 'DONE: ship' }),
+    callTool('c3', 'edit_file', {
+      path: '/notes.md',
+      old_string: 'TODO: ship',
+      new_string: 'DONE: ship',
+    }),
     say('Marked shipping as done.'),
   ])
   const agent = new Agent({
     name: 'editor',
     instructions: 'Edit files carefully.',
     model,
-    tools: openAiAgentsTools({ fs: agentfs.fs, kv: agentfs.kv, audit: agentfs.tools, sessionId: 'openai' }),
+    tools: openAiAgentsTools({
+      fs: agentfs.fs,
+      kv: agentfs.kv,
+      audit: agentfs.tools,
+      sessionId: 'openai',
+    }),
   })
   const result = await run(agent, 'Mark shipping as done in /notes.md', { maxTurns: 10 })
   expect(result.finalOutput).toBe('Marked shipping as done.')
-  expect(JSON.stringify(model.requests[2]!.input)).toContain('Found 2 matches of the string to replace')
-  expect(await agentfs.fs.readFile('/notes.md', 'utf8')).toBe('# Notes\n- TODO: write docs\n- DONE: ship\n')
+  expect(JSON.stringify(model.requests[2]!.input)).toContain(
+    'Found 2 matches of the string to replace',
+  )
+  expect(await agentfs.fs.readFile('/notes.md', 'utf8')).toBe(
+    '# Notes\n- TODO: write docs\n- DONE: ship\n',
+  )
   expect((await agentfs.tools.bySession('openai')).map((c) => [c.name, c.status])).toEqual([
     ['read_file', 'success'],
     ['edit_file', 'error'],

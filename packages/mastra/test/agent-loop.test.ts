@@ -1,0 +1,65 @@
+import { fixedClock } from '@agentfs/core'
+import { AgentFS } from '@agentfs/sdk'
+import { Agent } from '@mastra/core/agent'
+import { MockLanguageModelV3 } from 'ai/test'
+import { expect, test } from 'vitest'
+import { mastraTools } from '../src/index.js'
+
+const usage = {
+  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 5, text: 5, reasoning: undefined },
+}
+const call = (id: string, toolName: string, input: unknown) => ({
+  content: [{ type: 'tool-call' as const, toolCallId: id, toolName, input: JSON.stringify(input) }],
+  finishReason: { unified: 'tool-calls' as const, raw: 'tool_calls' },
+  usage,
+  warnings: [],
+})
+
+test('a Mastra agent reads, hits an ambiguous edit, recovers; calls are audited', async () => {
+  const agentfs = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
+  await agentfs.fs.writeFile('/notes.md', '# Notes\n- TODO: write docs\n- TODO: ship\n')
+  const model = new MockLanguageModelV3({
+    doGenerate: [
+      call('1', 'read_file', { path: '/notes.md' }),
+      call('2', 'edit_file', { path: '/notes.md', old_string: 'TODO', new_string: 'DONE' }),
+      call('3', 'edit_file', {
+        path: '/notes.md',
+        old_string: 'TODO: ship',
+        new_string: 'DONE: ship',
+      }),
+      {
+        content: [{ type: 'text' as const, text: 'Marked shipping as done.' }],
+        finishReason: { unified: 'stop' as const, raw: 'stop' },
+        usage,
+        warnings: [],
+      },
+    ],
+  })
+  const agent = new Agent({
+    id: 'editor',
+    name: 'editor',
+    instructions: 'Edit files carefully.',
+    model,
+    tools: mastraTools({
+      fs: agentfs.fs,
+      kv: agentfs.kv,
+      audit: agentfs.tools,
+      sessionId: 'mastra',
+    }),
+  })
+  const result = await agent.generate('Mark shipping as done in /notes.md', { maxSteps: 10 })
+  expect(result.text).toBe('Marked shipping as done.')
+  expect(JSON.stringify(model.doGenerateCalls[2]!.prompt)).toContain(
+    'Found 2 matches of the string to replace',
+  )
+  expect(await agentfs.fs.readFile('/notes.md', 'utf8')).toBe(
+    '# Notes\n- TODO: write docs\n- DONE: ship\n',
+  )
+  expect((await agentfs.tools.bySession('mastra')).map((c) => [c.name, c.status])).toEqual([
+    ['read_file', 'success'],
+    ['edit_file', 'error'],
+    ['edit_file', 'success'],
+  ])
+  await agentfs.close()
+}, 60_000)
