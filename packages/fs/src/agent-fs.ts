@@ -24,6 +24,7 @@ import {
   write,
   X_OK,
 } from './context.js'
+import { copyTree } from './copy-tree.js'
 import { Dir } from './dir.js'
 import { type FileHandle, openHandle } from './file-handle.js'
 import { parseFlags } from './flags.js'
@@ -420,52 +421,7 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
    * skipped existing file into EEXIST, `dereference` copies what links point to.
    */
   async cp(src: string, dest: string, options: CpOptions = {}): Promise<void> {
-    const from = normalizePath(src, 'cp')
-    const to = normalizePath(dest, 'cp')
-    if (to === from || to.startsWith(`${from}/`)) {
-      throw new FsError({
-        code: 'EINVAL',
-        syscall: 'cp',
-        path: src,
-        dest,
-        hint: 'cannot copy a directory into itself',
-      })
-    }
-    await this.transaction((tx) => tx.#copy(from, to, options))
-  }
-
-  async #copy(from: string, to: string, options: CpOptions): Promise<void> {
-    const stats = options.dereference ? await this.stat(from) : await this.lstat(from)
-    const existing = await this.lstat(to).catch(() => undefined)
-    if (stats.isDirectory()) {
-      if (!options.recursive) {
-        throw new FsError({
-          code: 'EISDIR',
-          syscall: 'cp',
-          path: from,
-          dest: to,
-          hint: 'pass { recursive: true } to copy a directory',
-        })
-      }
-      if (existing && !existing.isDirectory())
-        throw new FsError({ code: 'ENOTDIR', syscall: 'cp', path: from, dest: to })
-      if (!existing) await this.mkdir(to, { mode: stats.mode & MODE_PERMISSION_MASK })
-      for (const name of await this.readdir(from))
-        await this.#copy(joinPath(from, name), joinPath(to, name), options)
-      return
-    }
-    if (existing) {
-      if (existing.isDirectory())
-        throw new FsError({ code: 'EISDIR', syscall: 'cp', path: from, dest: to })
-      if (options.force === false) {
-        if (options.errorOnExist)
-          throw new FsError({ code: 'EEXIST', syscall: 'cp', path: from, dest: to })
-        return
-      }
-      await this.unlink(to)
-    }
-    if (stats.isSymbolicLink()) await this.symlink(await this.readlink(from), to)
-    else await this.copyFile(from, to)
+    await this.transaction((tx) => copyTree(tx, src, dest, options))
   }
 
   /** @internal Shared with FileHandle and streams. */

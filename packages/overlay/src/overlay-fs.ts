@@ -13,6 +13,7 @@ import {
   type AgentFs,
   ConflictError,
   type CpOptions,
+  copyTree,
   Dirent,
   type Encoding,
   type FileSystem,
@@ -73,6 +74,22 @@ function withIno(stats: Stats, ino: number): Stats {
 }
 
 const seconds = (ns: bigint) => Number(ns) / 1e9
+
+/** Copies one open file into another a chunk at a time (never the whole file), then closes both. */
+async function pump(input: FsFileHandle, output: FsFileHandle): Promise<void> {
+  try {
+    const buffer = Buffer.allocUnsafe(COPY_CHUNK)
+    for (let position = 0; ; ) {
+      const { bytesRead } = await input.read(buffer, 0, COPY_CHUNK, position)
+      if (bytesRead === 0) break
+      await output.write(buffer, 0, bytesRead, position)
+      position += bytesRead
+    }
+  } finally {
+    await input.close()
+    await output.close()
+  }
+}
 
 /**
  * Copy-on-write over a read-only base: reads fall through delta → whiteout → base, the first
@@ -318,20 +335,7 @@ export class OverlayFs implements FileSystem {
     } else if (stats.isSymbolicLink()) {
       await this.delta.symlink(await this.base.readlink(path), path)
     } else if (stats.isFile()) {
-      const source = await this.base.open(path, 'r')
-      const target = await this.delta.open(path, 'wx', mode)
-      try {
-        const buffer = Buffer.allocUnsafe(COPY_CHUNK)
-        for (let position = 0; ; ) {
-          const { bytesRead } = await source.read(buffer, 0, COPY_CHUNK, position)
-          if (bytesRead === 0) break
-          await target.write(buffer, 0, bytesRead, position)
-          position += bytesRead
-        }
-      } finally {
-        await source.close()
-        await target.close()
-      }
+      await pump(await this.base.open(path, 'r'), await this.delta.open(path, 'wx', mode))
     } else {
       await this.delta.mknod(path, stats.mode, stats.rdev)
     }
@@ -790,20 +794,10 @@ export class OverlayFs implements FileSystem {
         )
           return
       }
-      const input = await o.#layer(source.node).open(source.path, 'r')
-      const output = await o.#openForWrite(target.path, 'w', source.node.stats.mode & 0o7777)
-      try {
-        const buffer = Buffer.allocUnsafe(COPY_CHUNK)
-        for (let position = 0; ; ) {
-          const { bytesRead } = await input.read(buffer, 0, COPY_CHUNK, position)
-          if (bytesRead === 0) break
-          await output.write(buffer, 0, bytesRead, position)
-          position += bytesRead
-        }
-      } finally {
-        await input.close()
-        await output.close()
-      }
+      await pump(
+        await o.#layer(source.node).open(source.path, 'r'),
+        await o.#openForWrite(target.path, 'w', source.node.stats.mode & 0o7777),
+      )
     })
   }
 
@@ -860,33 +854,6 @@ export class OverlayFs implements FileSystem {
   }
 
   async cp(src: string, dest: string, options: CpOptions = {}): Promise<void> {
-    await this.#write(async (o) =>
-      o.#cp(normalizePath(src, 'cp'), normalizePath(dest, 'cp'), options),
-    )
-  }
-
-  async #cp(from: string, to: string, options: CpOptions): Promise<void> {
-    if (to === from || to.startsWith(`${from}/`))
-      throw new FsError({ code: 'EINVAL', syscall: 'cp', path: from, dest: to })
-    const stats = options.dereference ? await this.stat(from) : await this.lstat(from)
-    const existing = await this.lstat(to).catch(missing)
-    if (stats.isDirectory()) {
-      if (!options.recursive)
-        throw new FsError({ code: 'EISDIR', syscall: 'cp', path: from, dest: to })
-      if (!existing) await this.mkdir(to, { mode: stats.mode & 0o7777 })
-      for (const name of await this.readdir(from))
-        await this.#cp(joinPath(from, name), joinPath(to, name), options)
-      return
-    }
-    if (existing) {
-      if (options.force === false) {
-        if (options.errorOnExist)
-          throw new FsError({ code: 'EEXIST', syscall: 'cp', path: from, dest: to })
-        return
-      }
-      await this.unlink(to)
-    }
-    if (stats.isSymbolicLink()) await this.symlink(await this.readlink(from), to)
-    else await this.copyFile(from, to)
+    await this.#write(async (o) => copyTree(o, src, dest, options))
   }
 }

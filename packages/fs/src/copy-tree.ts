@@ -1,0 +1,64 @@
+import { FsError, joinPath, normalizePath } from '@agentfs/core'
+import type { CpOptions, FileSystem } from './types.js'
+
+const absent = (error: unknown) => {
+  const code = (error as { code?: string }).code
+  if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
+  throw error
+}
+
+/**
+ * `cp` for any {@link FileSystem}, on its public operations: a file, a symlink (copied as a
+ * link unless `dereference`), or with `recursive` a directory tree. Like `fs.promises.cp`:
+ * `force` (default true) replaces existing files, `errorOnExist` makes a skipped one EEXIST.
+ * Wrap it in the filesystem's transaction to make it atomic.
+ */
+export async function copyTree(
+  fs: FileSystem,
+  src: string,
+  dest: string,
+  options: CpOptions = {},
+): Promise<void> {
+  const from = normalizePath(src, 'cp')
+  const to = normalizePath(dest, 'cp')
+  if (to === from || to.startsWith(`${from}/`)) {
+    throw new FsError({
+      code: 'EINVAL',
+      syscall: 'cp',
+      path: src,
+      dest,
+      hint: 'cannot copy a directory into itself',
+    })
+  }
+  const stats = options.dereference ? await fs.stat(from) : await fs.lstat(from)
+  const existing = await fs.lstat(to).catch(absent)
+  if (stats.isDirectory()) {
+    if (!options.recursive) {
+      throw new FsError({
+        code: 'EISDIR',
+        syscall: 'cp',
+        path: from,
+        dest: to,
+        hint: 'pass { recursive: true } to copy a directory',
+      })
+    }
+    if (existing && !existing.isDirectory())
+      throw new FsError({ code: 'ENOTDIR', syscall: 'cp', path: from, dest: to })
+    if (!existing) await fs.mkdir(to, { mode: stats.mode & 0o7777 })
+    for (const name of await fs.readdir(from))
+      await copyTree(fs, joinPath(from, name), joinPath(to, name), options)
+    return
+  }
+  if (existing) {
+    if (existing.isDirectory())
+      throw new FsError({ code: 'EISDIR', syscall: 'cp', path: from, dest: to })
+    if (options.force === false) {
+      if (options.errorOnExist)
+        throw new FsError({ code: 'EEXIST', syscall: 'cp', path: from, dest: to })
+      return
+    }
+    await fs.unlink(to)
+  }
+  if (stats.isSymbolicLink()) await fs.symlink(await fs.readlink(from), to)
+  else await fs.copyFile(from, to)
+}
