@@ -2,6 +2,7 @@ import type { Scenario } from '../harness.js'
 import { crossDomainTransaction } from './agent/cross-domain-transaction.js'
 import { customChunkSize } from './core/custom-chunk-size.js'
 import { freshDatabase } from './core/fresh-database.js'
+import { overlayFs } from './fs/factory.js'
 import { fsFiles } from './fs/files.js'
 import { fsHandles } from './fs/handles.js'
 import { fsLinks } from './fs/links.js'
@@ -15,11 +16,15 @@ export const SCENARIOS: readonly Scenario[] = [
   freshDatabase,
   customChunkSize,
   ...migrationScenarios,
-  fsFiles,
-  fsLinks,
-  fsHandles,
+  fsFiles(),
+  fsLinks(),
+  fsHandles(),
   kvStore,
   toolCallLog,
   crossDomainTransaction,
   overlayCopyOnWrite,
+  // The fs scenarios again, over an overlay with a pre-populated base.
+  fsFiles(overlayFs, 'overlay'),
+  fsLinks(overlayFs, 'overlay'),
+  fsHandles(overlayFs, 'overlay'),
 ]

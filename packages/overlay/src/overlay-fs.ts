@@ -794,22 +794,22 @@ export class OverlayFs implements FileSystem {
         )
           return
       }
+      await o.#prepareForWrite(target.path)
       await pump(
         await o.#layer(source.node).open(source.path, 'r'),
-        await o.#openForWrite(target.path, 'w', source.node.stats.mode & 0o7777),
+        await o.delta.open(target.path, 'w', source.node.stats.mode & 0o7777),
       )
     })
   }
 
-  /** Prepares `real` in the delta (copy-up or parent + whiteout removal) and opens it there. */
-  async #openForWrite(real: string, flags: string | number, mode: number): Promise<FsFileHandle> {
+  /** Makes `real` writable in the delta: copies a base entry up, or prepares its parent and clears a whiteout. */
+  async #prepareForWrite(real: string): Promise<void> {
     const node = await this.#node(real)
     if (node?.layer === 'base') await this.#copyUp(real)
     else if (!node) {
       await this.#copyUp(parentPath(real))
       await this.#unwhiteout(real)
     }
-    return this.delta.open(real, flags, mode)
   }
 
   async open(path: string, flags: string | number = 'r', mode = 0o666): Promise<FsFileHandle> {
@@ -818,12 +818,15 @@ export class OverlayFs implements FileSystem {
       const { path: real, node } = await this.#existing(path, 'open')
       return this.#layer(node).open(real, 'r')
     }
-    return this.#write(async (o) => {
+    // Copy-up happens in a transaction; the handle lives on after it, on the unbound delta.
+    const real = await this.#write(async (o) => {
       const r = await o.#resolve(path, true, 'open', true)
       if (!r.node && typeof flags === 'string' && flags.startsWith('r'))
         throw fsError('ENOENT', 'open', path)
-      return o.#openForWrite(r.path, flags, mode)
+      await o.#prepareForWrite(r.path)
+      return r.path
     })
+    return this.delta.open(real, flags, mode)
   }
 
   createWriteStream(path: string, options: WriteStreamOptions = {}): Writable {

@@ -80,6 +80,28 @@ describe('overlay over a host directory', () => {
     expect(await overlay.readFile('/README.md', 'utf8')).toBe('fresh')
   })
 
+  test('write handles and streams on base files outlive the copy-up transaction', async () => {
+    const { overlay, snapshot } = await hostOverlay()
+    const before = await snapshot()
+    const handle = await overlay.open('/README.md', 'r+')
+    await handle.write(Buffer.from('#!'), 0, 2, 0)
+    await handle.write(Buffer.from(' appended'), 0, 9, (await handle.stat()).size)
+    await handle.close()
+    expect(await overlay.readFile('/README.md', 'utf8')).toBe('#!Project\n\nLine two.\n appended')
+    const { pipeline } = await import('node:stream/promises')
+    const { Readable } = await import('node:stream')
+    await pipeline(
+      Readable.from([Buffer.from('streamed '), Buffer.from('content')]),
+      overlay.createWriteStream('/docs/guide.md'),
+    )
+    expect(await overlay.readFile('/docs/guide.md', 'utf8')).toBe('streamed content')
+    const chunks: Buffer[] = []
+    for await (const chunk of overlay.createReadStream('/src/lib/a.ts'))
+      chunks.push(chunk as Buffer)
+    expect(Buffer.concat(chunks).toString()).toBe('export const a = 1\n')
+    expect(await snapshot()).toEqual(before)
+  })
+
   test('POSIX errors through the merged view', async () => {
     const { overlay } = await hostOverlay()
     expect(await code(overlay.rmdir('/src'))).toBe('ENOTEMPTY')

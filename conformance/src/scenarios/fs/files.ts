@@ -1,12 +1,12 @@
-import { createFileSystem } from '@agentfs/fs'
 import type { Scenario } from '../../harness.js'
+import { type FsFactory, plainFs } from './factory.js'
 
-export const fsFiles: Scenario = {
-  id: 'fs/files',
+export const fsFiles = (makeFs: FsFactory = plainFs, prefix = 'fs'): Scenario => ({
+  id: `${prefix}/files`,
   description: 'create, overwrite, append, truncate, copy and delete files across chunk boundaries',
   chunkSize: 64,
-  async run({ db }) {
-    const fs = createFileSystem(db)
+  async run(context) {
+    const fs = await makeFs(context)
     await fs.mkdir('/docs/notes', { recursive: true })
     await fs.writeFile('/docs/readme.md', '# Read me\n')
     const big = new Uint8Array(300).map((_, i) => (i * 7 + 3) & 255)
@@ -27,4 +27,4 @@ export const fsFiles: Scenario = {
       big: { size: stat.size, version: stat.version, mode: stat.mode },
     }
   },
-}
+})

@@ -1,13 +1,13 @@
-import { createFileSystem } from '@agentfs/fs'
 import type { Scenario } from '../../harness.js'
+import { type FsFactory, plainFs } from './factory.js'
 
-export const fsHandles: Scenario = {
-  id: 'fs/handles',
+export const fsHandles = (makeFs: FsFactory = plainFs, prefix = 'fs'): Scenario => ({
+  id: `${prefix}/handles`,
   description:
     'file handles: cursor writes, pwrite past the end (zero fill), append, special files',
   chunkSize: 64,
-  async run({ db }) {
-    const fs = createFileSystem(db)
+  async run(context) {
+    const fs = await makeFs(context)
     const handle = await fs.open('/log', 'w+')
     await handle.write('first line\n')
     await handle.write(new TextEncoder().encode('END'), 0, 3, 200)
@@ -24,4 +24,4 @@ export const fsHandles: Scenario = {
       head: (await fs.readFile('/log')).subarray(0, 11).toString(),
     }
   },
-}
+})

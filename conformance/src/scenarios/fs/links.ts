@@ -1,11 +1,11 @@
-import { createFileSystem } from '@agentfs/fs'
 import type { Scenario } from '../../harness.js'
+import { type FsFactory, plainFs } from './factory.js'
 
-export const fsLinks: Scenario = {
-  id: 'fs/links-and-renames',
+export const fsLinks = (makeFs: FsFactory = plainFs, prefix = 'fs'): Scenario => ({
+  id: `${prefix}/links-and-renames`,
   description: 'hard links, symlinks, renames that replace, recursive removal',
-  async run({ db }) {
-    const fs = createFileSystem(db)
+  async run(context) {
+    const fs = await makeFs(context)
     await fs.mkdir('/a/b', { recursive: true })
     await fs.mkdir('/c')
     await fs.writeFile('/a/b/file', 'content')
@@ -29,4 +29,4 @@ export const fsLinks: Scenario = {
       realpath: await fs.realpath('/abs'),
     }
   },
-}
+})
