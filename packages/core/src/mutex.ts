@@ -67,7 +67,11 @@ const shared = new Map<string, { mutex: Mutex; refs: number }>()
  * inside SQLite, where waiting blocks the thread the lock holder needs. Call the returned
  * `release` when the connection closes.
  */
-export function sharedMutex(key: string): { mutex: Mutex; release(): void } {
+export function sharedMutex(key: string): {
+  mutex: Mutex
+  readonly shared: boolean
+  release(): void
+} {
   let entry = shared.get(key)
   if (!entry) {
     entry = { mutex: new Mutex(), refs: 0 }
@@ -78,6 +82,10 @@ export function sharedMutex(key: string): { mutex: Mutex; release(): void } {
   const current = entry
   return {
     mutex: entry.mutex,
+    /** True while another connection of this process uses the same file. */
+    get shared() {
+      return current.refs > 1
+    },
     release() {
       if (released) return
       released = true

@@ -122,9 +122,11 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
   let closed = false
   const memory = config.path === ':memory:' || config.path === ''
   /** Shared with other connections of this process to the same file (see `sharedMutex`). */
-  let fileLock: { mutex: Mutex; release(): void } | undefined
+  let fileLock: { mutex: Mutex; readonly shared: boolean; release(): void } | undefined
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> =>
     fileLock ? fileLock.mutex.run(fn, busyTimeout) : fn()
+  /** A single statement waits only if another connection of this process uses the file. */
+  const contended = () => fileLock !== undefined && (fileLock.shared || fileLock.mutex.locked)
 
   async function openDb(): Promise<BetterSqlite3Database> {
     try {
@@ -233,7 +235,7 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
     capabilities: { concurrentTransactions: false, inMemory: memory, remote: false },
     async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       const handle = db ?? (await withDb())
-      return fileLock
+      return contended()
         ? exclusive(() => runRetrying<Row>(handle, statement))
         : runRetrying<Row>(handle, statement)
     },

@@ -141,9 +141,11 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
   }
   const declaredLocal = config.url === undefined ? undefined : isLocalUrl(config.url)
   /** Shared with other connections of this process to the same file (see `sharedMutex`). */
-  let fileLock: { mutex: Mutex; release(): void } | undefined
+  let fileLock: { mutex: Mutex; readonly shared: boolean; release(): void } | undefined
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> =>
     fileLock ? fileLock.mutex.run(fn, busyTimeout) : fn()
+  /** A single statement waits only if another connection of this process uses the file. */
+  const contended = () => fileLock !== undefined && (fileLock.shared || fileLock.mutex.locked)
   let client: LibsqlClient | undefined
   let opening: Promise<LibsqlClient> | undefined
   let closed = false
@@ -284,7 +286,9 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     },
     async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       const handle = client ?? (await current())
-      return exclusive(() => runRetrying<Row>(handle, statement))
+      return contended()
+        ? exclusive(() => runRetrying<Row>(handle, statement))
+        : runRetrying<Row>(handle, statement)
     },
     async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
       const handle = client ?? (await current())

@@ -25,6 +25,64 @@ SELECT w.depth AS depth, w.parent AS parent, ${INODE_COLUMNS.split(', ')
   .join(', ')}
 FROM walk w JOIN fs_inode i ON i.ino = w.ino ORDER BY w.depth DESC LIMIT 1`
 
+/** Components resolved with a chain of joins; longer segments use the recursive query. */
+const CHAIN_MAX = 8
+const COLUMNS = INODE_COLUMNS.split(', ')
+const chainCache = new Map<number, string>()
+
+/**
+ * `n` levels as LEFT JOINs on the (parent_ino, name) index: one row, each level's inode columns
+ * suffixed with its depth (NULL from the first missing one). A level is only joined below a
+ * directory, so a file or symlink in the middle stops the chain as in the recursive query.
+ */
+function chainSql(n: number): string {
+  let sql = chainCache.get(n)
+  if (sql) return sql
+  const select: string[] = []
+  const joins: string[] = []
+  for (let k = 1; k <= n; k++) {
+    const parent = k === 1 ? 's.start' : `i${k - 1}.ino`
+    const isDir = k === 1 ? '1' : `(i${k - 1}.mode & 61440) = 16384`
+    joins.push(
+      `LEFT JOIN fs_dentry d${k} ON d${k}.parent_ino = ${parent} AND d${k}.name = ? AND ${isDir}`,
+    )
+    joins.push(`LEFT JOIN fs_inode i${k} ON i${k}.ino = d${k}.ino`)
+    for (const c of COLUMNS) select.push(`i${k}.${c} AS ${c}_${k}`)
+  }
+  sql = `SELECT ${select.join(', ')} FROM (SELECT ? AS start) s ${joins.join(' ')}`
+  chainCache.set(n, sql)
+  return sql
+}
+
+async function walk(q: Executor, start: number, segment: readonly string[]): Promise<WalkRow> {
+  if (segment.length > CHAIN_MAX) {
+    const { rows } = await q.execute<WalkRow>({
+      sql: WALK_SQL,
+      params: [start, start, segment.join('/')],
+    })
+    return rows[0]!
+  }
+  const { rows } = await q.execute<Record<string, number>>({
+    sql: chainSql(segment.length),
+    params: [start, ...segment],
+  })
+  const row = rows[0]!
+  let depth = 0
+  while (
+    depth < segment.length &&
+    row[`ino_${depth + 1}`] !== null &&
+    row[`ino_${depth + 1}`] !== undefined
+  )
+    depth++
+  if (depth === 0) return { depth: 0, parent: null, ino: start } as unknown as WalkRow
+  const out: Record<string, number | null> = {
+    depth,
+    parent: depth === 1 ? start : (row[`ino_${depth - 1}`] ?? null),
+  }
+  for (const c of COLUMNS) out[c] = row[`${c}_${depth}`] ?? null
+  return out as unknown as WalkRow
+}
+
 interface WalkRow extends InodeRow {
   readonly depth: number
   readonly parent: number | null
@@ -100,11 +158,7 @@ export async function lookup(q: Executor, path: unknown, options: LookupOptions)
     }
     const end = queue.indexOf('..')
     const segment = queue.slice(0, end === -1 ? queue.length : end)
-    const { rows } = await q.execute<WalkRow>({
-      sql: WALK_SQL,
-      params: [dir, dir, segment.join('/')],
-    })
-    const row = rows[0]!
+    const row = await walk(q, dir, segment)
     const consumed = row.depth
     const reached: InodeRow = row
     if (consumed === 0) {
