@@ -85,14 +85,18 @@ class TransactionHandle implements Transaction {
     }
   }
 
-  async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
-    this.#check()
-    checkParams(statement)
+  execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
+    let pending: Promise<QueryResult<Row>>
     try {
-      return await this.#inner.execute<Row>(statement)
+      this.#check()
+      checkParams(statement)
+      pending = this.#inner.execute<Row>(statement)
     } catch (error) {
-      throw mapSqliteError(error, { sql: statement.sql })
+      return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
     }
+    return pending.catch((error: unknown) => {
+      throw mapSqliteError(error, { sql: statement.sql })
+    })
   }
 
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
@@ -146,6 +150,26 @@ export function guardDriver(driver: Driver): GuardedDriver {
         checkParams(statement)
       } catch (error) {
         return Promise.reject(error)
+      }
+      // Fast path: a free single-connection lock is taken without an extra async frame.
+      if (serial && !closeRequested && !closed && mutex.tryLock()) {
+        let pending: Promise<QueryResult<Row>>
+        try {
+          pending = driver.execute<Row>(statement)
+        } catch (error) {
+          mutex.unlock()
+          return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
+        }
+        return pending.then(
+          (result) => {
+            mutex.unlock()
+            return result
+          },
+          (error: unknown) => {
+            mutex.unlock()
+            throw mapSqliteError(error, { sql: statement.sql })
+          },
+        )
       }
       return guard(async () => {
         if (closed) throw closedError(driver.name)

@@ -18,6 +18,20 @@ export class Mutex {
     return this.#locked
   }
 
+  /** Takes the lock if it is free (no waiting); pair with {@link unlock}. */
+  tryLock(): boolean {
+    if (this.#locked) return false
+    this.#locked = true
+    return true
+  }
+
+  /** Releases a lock taken with {@link tryLock}, handing it to the next waiter. */
+  unlock(): void {
+    const next = this.#waiters.shift()
+    if (next) next.resolve()
+    else this.#locked = false
+  }
+
   /**
    * Runs `fn` while holding the lock. With `timeoutMs`, gives up waiting after that long and
    * rejects with a `BUSY` error (`fn` is then never called).

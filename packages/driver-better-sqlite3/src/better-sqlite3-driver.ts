@@ -233,11 +233,24 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
   return {
     name: 'better-sqlite3',
     capabilities: { concurrentTransactions: false, inMemory: memory, remote: false },
-    async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
-      const handle = db ?? (await withDb())
-      return contended()
-        ? exclusive(() => runRetrying<Row>(handle, statement))
-        : runRetrying<Row>(handle, statement)
+    execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
+      // Fast path: the statement runs synchronously; only a lock wait or a busy retry goes async.
+      const handle = db
+      if (handle && !contended()) {
+        try {
+          return Promise.resolve(runRaw<Row>(handle, statement))
+        } catch (error) {
+          if (handle.inTransaction || !isBusyError(error)) {
+            return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
+          }
+        }
+      }
+      return (async () => {
+        const opened = db ?? (await withDb())
+        return contended()
+          ? exclusive(() => runRetrying<Row>(opened, statement))
+          : runRetrying<Row>(opened, statement)
+      })()
     },
     async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
       const handle = db ?? (await withDb())
@@ -271,9 +284,14 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
     await runRetrying(handle, { sql: 'BEGIN IMMEDIATE' })
     let active = true
     const tx: Executor = {
-      execute: async <Row = Record<string, SqlValue>>(statement: Statement) => {
-        if (!active) throw new AgentFsError('MISUSE', 'Transaction already finished')
-        return run<Row>(handle, statement)
+      execute: <Row = Record<string, SqlValue>>(statement: Statement) => {
+        if (!active)
+          return Promise.reject(new AgentFsError('MISUSE', 'Transaction already finished'))
+        try {
+          return Promise.resolve(run<Row>(handle, statement))
+        } catch (error) {
+          return Promise.reject(error)
+        }
       },
     }
     let result: T

@@ -19,7 +19,7 @@ export async function writeData(
 ): Promise<void> {
   await write(ctx, async (q, now) => {
     const found = await lookup(q, path, { followLast: true, syscall: 'open', allowMissing: true })
-    let node = found.node
+    const node = found.node
     if (node) {
       if (exclusive) throw fsError('EEXIST', 'open', path)
       if (isDir(node.mode)) throw fsError('EISDIR', 'open', path)
@@ -32,13 +32,16 @@ export async function writeData(
     if (!node) {
       if (found.name === undefined) throw fsError('EISDIR', 'open', path)
       const mode = S_IFREG | ((opts.mode ?? 0o666) & ~ctx.umask & MODE_PERMISSION_MASK)
+      // A new file is born with its final size and times: only its chunks remain to insert.
       const ino = await createNode(q, found.dirIno, found.name, {
         mode,
         uid: ctx.uid,
         gid: ctx.gid,
+        size: bytes.byteLength,
         now,
       })
-      node = (await loadInode(q, ino))!
+      if (bytes.byteLength > 0) await writeRange(q, ino, 0, ctx.chunkSize, 0, bytes)
+      return
     } else if (!append && node.size > 0) {
       await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
     }

@@ -31,14 +31,14 @@ const COLUMNS = INODE_COLUMNS.split(', ')
 const chainCache = new Map<number, string>()
 
 /**
- * `n` levels as LEFT JOINs on the (parent_ino, name) index: one row, each level's inode columns
- * suffixed with its depth (NULL from the first missing one). A level is only joined below a
- * directory, so a file or symlink in the middle stops the chain as in the recursive query.
+ * `n` levels as LEFT JOINs on the (parent_ino, name) index, in one row: a level is only joined
+ * below a directory, so a file or symlink in the middle stops the chain as in the recursive
+ * query. Only the deepest level found is returned (COALESCE from the deepest level up), with how
+ * deep it is and its parent, so the row stays small.
  */
 function chainSql(n: number): string {
   let sql = chainCache.get(n)
   if (sql) return sql
-  const select: string[] = []
   const joins: string[] = []
   for (let k = 1; k <= n; k++) {
     const parent = k === 1 ? 's.start' : `i${k - 1}.ino`
@@ -47,40 +47,27 @@ function chainSql(n: number): string {
       `LEFT JOIN fs_dentry d${k} ON d${k}.parent_ino = ${parent} AND d${k}.name = ? AND ${isDir}`,
     )
     joins.push(`LEFT JOIN fs_inode i${k} ON i${k}.ino = d${k}.ino`)
-    for (const c of COLUMNS) select.push(`i${k}.${c} AS ${c}_${k}`)
   }
+  const deepestFirst = Array.from({ length: n }, (_, i) => n - i)
+  const coalesce = (terms: string[]) =>
+    terms.length === 1 ? terms[0]! : `COALESCE(${terms.join(', ')})`
+  const select = COLUMNS.map((c) => `${coalesce(deepestFirst.map((k) => `i${k}.${c}`))} AS ${c}`)
+  select.push(`(${deepestFirst.map((k) => `(i${k}.ino IS NOT NULL)`).join(' + ')}) AS depth`)
+  const parents = deepestFirst
+    .filter((k) => k > 1)
+    .map((k) => `CASE WHEN i${k}.ino IS NOT NULL THEN i${k - 1}.ino END`)
+  select.push(`${coalesce([...parents, 's.start'])} AS parent`)
   sql = `SELECT ${select.join(', ')} FROM (SELECT ? AS start) s ${joins.join(' ')}`
   chainCache.set(n, sql)
   return sql
 }
 
 async function walk(q: Executor, start: number, segment: readonly string[]): Promise<WalkRow> {
-  if (segment.length > CHAIN_MAX) {
-    const { rows } = await q.execute<WalkRow>({
-      sql: WALK_SQL,
-      params: [start, start, segment.join('/')],
-    })
-    return rows[0]!
-  }
-  const { rows } = await q.execute<Record<string, number>>({
-    sql: chainSql(segment.length),
-    params: [start, ...segment],
-  })
-  const row = rows[0]!
-  let depth = 0
-  while (
-    depth < segment.length &&
-    row[`ino_${depth + 1}`] !== null &&
-    row[`ino_${depth + 1}`] !== undefined
-  )
-    depth++
-  if (depth === 0) return { depth: 0, parent: null, ino: start } as unknown as WalkRow
-  const out: Record<string, number | null> = {
-    depth,
-    parent: depth === 1 ? start : (row[`ino_${depth - 1}`] ?? null),
-  }
-  for (const c of COLUMNS) out[c] = row[`${c}_${depth}`] ?? null
-  return out as unknown as WalkRow
+  const { rows } =
+    segment.length > CHAIN_MAX
+      ? await q.execute<WalkRow>({ sql: WALK_SQL, params: [start, start, segment.join('/')] })
+      : await q.execute<WalkRow>({ sql: chainSql(segment.length), params: [start, ...segment] })
+  return rows[0]!
 }
 
 interface WalkRow extends InodeRow {
