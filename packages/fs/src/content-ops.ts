@@ -3,7 +3,7 @@ import { resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
 import { COPYFILE_EXCL, checkLength, existing, type FsContext, write } from './context.js'
 import { isDir, versionOf } from './inode.js'
-import { createNode, loadInode, touchContent } from './mutate.js'
+import { createNode, touchContent } from './mutate.js'
 import { lookup } from './resolver.js'
 import type { WriteFileOptions } from './types.js'
 
