@@ -3,6 +3,8 @@ export type { Clock, IdSource, Timestamp } from './clock.js'
 export { fixedClock, randomIds, seededIds, systemClock, toMillis } from './clock.js'
 export type { AgentDatabase, OpenDatabaseOptions } from './database.js'
 export { openDatabase } from './database.js'
+export type { DatabaseDescription } from './describe.js'
+export { describeDatabase } from './describe.js'
 export type {
   Driver,
   DriverCapabilities,

@@ -1,0 +1,20 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from 'commander'
+import { registerCommands } from './commands.js'
+
+const program = new Command()
+  .name('agentfs')
+  .description('Inspect and manage AgentFS databases: files, keys, tool calls, overlays')
+  .version('0.1.0')
+  .showHelpAfterError()
+  .exitOverride()
+registerCommands(program)
+
+try {
+  await program.parseAsync(process.argv)
+} catch (error) {
+  if (error instanceof CommanderError) process.exit(error.exitCode)
+  // One clear line, no stack trace: what went wrong and, where known, what to do.
+  process.stderr.write(`agentfs: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.exit(1)
+}

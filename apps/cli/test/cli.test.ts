@@ -1,0 +1,141 @@
+import { spawnSync } from 'node:child_process'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+
+const here = fileURLToPath(new URL('.', import.meta.url))
+let cli: string
+let cwd: string
+
+beforeAll(async () => {
+  const outDir = join(here, '..', '.tmp')
+  await mkdir(outDir, { recursive: true })
+  cli = join(outDir, `agentfs-${process.pid}.mjs`)
+  await build({
+    entryPoints: [join(here, '..', 'src', 'cli.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    outfile: cli,
+    conditions: ['@agentfs/source'],
+    external: ['better-sqlite3', '@libsql/client'],
+    banner: {
+      js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+    },
+    logLevel: 'silent',
+  })
+  cwd = await mkdtemp(join(tmpdir(), 'agentfs-cli-'))
+}, 60_000)
+
+afterAll(async () => {
+  await rm(cli, { force: true })
+  await rm(cwd, { recursive: true, force: true })
+})
+
+function agentfs(args: string[], input?: string) {
+  const result = spawnSync(process.execPath, [cli, ...args], { cwd, input, encoding: 'utf8' })
+  return { code: result.status, out: result.stdout, err: result.stderr }
+}
+
+describe('agentfs', () => {
+  test('help lists every command; unknown commands fail with a usage error', () => {
+    const help = agentfs(['--help'])
+    expect(help.code).toBe(0)
+    for (const command of [
+      'init',
+      'fs',
+      'kv',
+      'timeline',
+      'stats',
+      'info',
+      'migrate',
+      'diff',
+      'commit',
+      'discard',
+      'serve',
+    ]) {
+      expect(help.out).toContain(command)
+    }
+    expect(agentfs(['fs', '--help']).out).toMatch(/ls.*\n.*tree/s)
+    expect(agentfs(['nope']).code).not.toBe(0)
+  })
+
+  test('init by id, then fs commands, with one clear error line on failure', () => {
+    expect(agentfs(['init', 'demo']).out).toContain(join('.agentfs', 'demo.db'))
+    expect(agentfs(['init', 'demo']).err).toMatch(/^agentfs: .*already exists; pass --force/)
+    expect(agentfs(['init', 'demo', '--force']).code).toBe(0)
+    expect(agentfs(['fs', 'mkdir', '-p', 'demo', '/docs/notes']).code).toBe(0)
+    expect(agentfs(['fs', 'write', 'demo', '/docs/notes/a.md', '# A\n']).code).toBe(0)
+    expect(agentfs(['fs', 'write', 'demo', '/docs/b.txt'], 'from stdin').code).toBe(0)
+    expect(agentfs(['fs', 'cat', 'demo', '/docs/b.txt']).out).toBe('from stdin')
+    expect(agentfs(['fs', 'ls', 'demo', '/docs']).out).toBe('b.txt\nnotes\n')
+    expect(agentfs(['fs', 'ls', '-l', 'demo', '/docs']).out).toMatch(
+      /^-rw-r--r-- +10 \S+ b\.txt\ndrwxr-xr-x/,
+    )
+    expect(agentfs(['fs', 'tree', 'demo']).out).toBe(
+      '/\n└── docs/\n    ├── b.txt\n    └── notes/\n        └── a.md\n',
+    )
+    expect(agentfs(['fs', 'cp', '-r', 'demo', '/docs', '/copy']).code).toBe(0)
+    expect(agentfs(['fs', 'mv', 'demo', '/copy/b.txt', '/copy/c.txt']).code).toBe(0)
+    expect(agentfs(['fs', 'ln', '-s', 'demo', '/docs/b.txt', '/link']).code).toBe(0)
+    expect(agentfs(['fs', 'cat', 'demo', '/link']).out).toBe('from stdin')
+    const stat = JSON.parse(agentfs(['fs', 'stat', '--json', 'demo', '/copy/c.txt']).out)
+    expect(stat).toMatchObject({ type: 'file', size: 10, mode: '644', nlink: 1 })
+    expect(agentfs(['fs', 'rm', 'demo', '/copy']).err).toMatch(/^agentfs: EISDIR: .*recursive/)
+    expect(agentfs(['fs', 'rm', '-r', 'demo', '/copy']).code).toBe(0)
+    const missing = agentfs(['fs', 'cat', 'demo', '/nope'])
+    expect(missing).toMatchObject({
+      code: 1,
+      err: "agentfs: ENOENT: no such file or directory, open '/nope'\n",
+    })
+    expect(agentfs(['fs', 'ls', 'ghost']).err).toMatch(
+      /no database at .*ghost\.db; create it with "agentfs init ghost"/,
+    )
+  })
+
+  test('kv, timeline, stats, info, migrate', () => {
+    agentfs(['init', 'k.db'])
+    expect(agentfs(['kv', 'set', 'k.db', 'user:prefs', '{"theme":"dark"}']).out).toBe('version 1\n')
+    agentfs(['kv', 'set', 'k.db', 'note', 'plain text'])
+    expect(JSON.parse(agentfs(['kv', 'get', 'k.db', 'user:prefs']).out)).toEqual({ theme: 'dark' })
+    expect(agentfs(['kv', 'ls', 'k.db', 'user:']).out).toBe('user:prefs = {"theme":"dark"}\n')
+    expect(agentfs(['kv', 'rm', 'k.db', 'note']).code).toBe(0)
+    expect(agentfs(['kv', 'get', 'k.db', 'note']).err).toBe("agentfs: key 'note' is not set\n")
+    expect(agentfs(['timeline', 'k.db']).out).toBe('')
+    const info = JSON.parse(agentfs(['info', '--json', 'k.db']).out)
+    expect(info).toMatchObject({ chunkSize: 4096, kvKeys: 1, directories: 1, specVersion: '0.4' })
+    expect(agentfs(['migrate', '--dry-run', 'k.db']).out).toMatch(/is up to date/)
+    expect(agentfs(['stats', 'k.db']).out).toBe('tool\tcalls\tok\tfailed\tavg ms\tp50 ms\tp95 ms\n')
+    expect(agentfs(['timeline', 'k.db', '--since', 'yesterday']).err).toMatch(
+      /cannot read 'yesterday' as a time/,
+    )
+  })
+
+  test('an overlay over a host directory: edit, diff, commit, discard; the host is untouched until commit', async () => {
+    const host = join(cwd, 'project')
+    await mkdir(host, { recursive: true })
+    await writeFile(join(host, 'README.md'), '# Project\n')
+    await writeFile(join(host, 'old.txt'), 'old\n')
+    expect(agentfs(['init', 'ov.db', '--base', host]).out).toContain('overlay over')
+    agentfs(['fs', 'write', 'ov.db', '/README.md', '# Better\n'])
+    agentfs(['fs', 'rm', 'ov.db', '/old.txt'])
+    agentfs(['fs', 'write', 'ov.db', '/new.txt', 'new\n'])
+    expect(agentfs(['fs', 'ls', 'ov.db']).out).toBe('README.md\nnew.txt\n')
+    expect(await readFile(join(host, 'README.md'), 'utf8')).toBe('# Project\n')
+    const diff = agentfs(['diff', 'ov.db']).out
+    expect(diff).toContain('M /README.md')
+    expect(diff).toContain('-# Project')
+    expect(diff).toContain('D /old.txt')
+    expect(diff).toContain('A /new.txt')
+    expect(agentfs(['commit', 'ov.db']).out).toBe('applied 3 change(s)\n')
+    expect(await readFile(join(host, 'README.md'), 'utf8')).toBe('# Better\n')
+    expect(await readFile(join(host, 'new.txt'), 'utf8')).toBe('new\n')
+    agentfs(['fs', 'write', 'ov.db', '/scratch.txt', 'x'])
+    expect(agentfs(['discard', 'ov.db']).out).toBe('discarded\n')
+    expect(agentfs(['diff', 'ov.db']).out).toBe('no changes\n')
+  })
+})
