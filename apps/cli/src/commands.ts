@@ -5,6 +5,7 @@ import { openOverlay, saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { databasePath, openExisting, viewOf } from './open.js'
+import { exportTree, importTree } from './transfer.js'
 
 type Out = (text: string) => void
 const print: Out = (text) => process.stdout.write(`${text}\n`)
@@ -218,6 +219,36 @@ export function registerCommands(program: Command): void {
         }
         if (o.json) return json(info)
         for (const [k, v] of Object.entries(info)) print(`${k.padEnd(8)} ${v}`)
+      }),
+    )
+
+  program
+    .command('import')
+    .description(
+      'copy a host directory into a database (created if missing); modes, times and symlinks kept',
+    )
+    .argument('<hostdir>')
+    .argument('[db]', 'agent id or database path', 'default')
+    .action(async (hostDir: string, db: string) => {
+      const { existsSync } = await import('node:fs')
+      if (!existsSync(hostDir)) throw new Error(`no such directory: ${hostDir}`)
+      const agent = await AgentFS.open({ path: databasePath(db) })
+      try {
+        const result = await importTree(hostDir, await viewOf(agent))
+        print(`imported ${result.entries} entries (${result.bytes} bytes) into ${agent.path}`)
+      } finally {
+        await agent.close()
+      }
+    })
+  program
+    .command('export')
+    .description("copy a database's files into a host directory; modes, times and symlinks kept")
+    .argument('<db>')
+    .argument('<hostdir>')
+    .action(async (db: string, hostDir: string) =>
+      withAgent(db, async (agent) => {
+        const result = await exportTree(await viewOf(agent), hostDir)
+        print(`exported ${result.entries} entries (${result.bytes} bytes) to ${hostDir}`)
       }),
     )
 

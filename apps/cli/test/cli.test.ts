@@ -1,5 +1,17 @@
 import { spawnSync } from 'node:child_process'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  symlink,
+  utimes,
+  writeFile,
+} from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -137,5 +149,54 @@ describe('agentfs', () => {
     agentfs(['fs', 'write', 'ov.db', '/scratch.txt', 'x'])
     expect(agentfs(['discard', 'ov.db']).out).toBe('discarded\n')
     expect(agentfs(['diff', 'ov.db']).out).toBe('no changes\n')
+  })
+
+  test('import then export round-trips a tree byte for byte, with modes, times and symlinks', async () => {
+    const source = join(cwd, 'source')
+    await mkdir(join(source, 'src', 'deep'), { recursive: true })
+    await writeFile(join(source, 'README.md'), '# Round trip\n')
+    await writeFile(
+      join(source, 'src', 'data.bin'),
+      Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 31) & 255)),
+    )
+    await writeFile(join(source, 'src', 'deep', 'run.sh'), '#!/bin/sh\necho hi\n')
+    await chmod(join(source, 'src', 'deep', 'run.sh'), 0o755)
+    await chmod(join(source, 'README.md'), 0o600)
+    await symlink('../README.md', join(source, 'src', 'readme-link'))
+    await symlink('/etc/hostname', join(source, 'absolute-link'))
+    await utimes(join(source, 'src', 'data.bin'), 1_600_000_000, 1_600_000_123.5)
+    await utimes(join(source, 'src', 'deep'), 1_600_000_000, 1_600_000_456)
+    const imported = agentfs(['import', source, 'rt.db'])
+    expect(imported).toMatchObject({ code: 0 })
+    expect(imported.out).toMatch(/^imported 7 entries \(70031 bytes\)/)
+    expect(imported.err).toMatch(/import: 7 entries, 70031 bytes/)
+    const target = join(cwd, 'target')
+    expect(agentfs(['export', 'rt.db', target]).code).toBe(0)
+    const describe = async (root: string) => {
+      const out: string[] = []
+      const walk = async (dir: string, rel: string) => {
+        for (const name of (await readdir(dir)).sort()) {
+          const full = join(dir, name)
+          const s = await lstat(full, { bigint: true })
+          const kind = s.isSymbolicLink()
+            ? `link ${await readlink(full)}`
+            : s.isDirectory()
+              ? 'dir'
+              : `file ${(await readFile(full)).toString('base64').length}`
+          const time = s.isSymbolicLink() ? '' : ` mtime=${s.mtimeNs / 1_000_000n}`
+          out.push(`${rel}/${name} ${(Number(s.mode) & 0o7777).toString(8)} ${kind}${time}`)
+          if (s.isDirectory()) await walk(full, `${rel}/${name}`)
+        }
+      }
+      await walk(root, '')
+      return out
+    }
+    expect(await describe(target)).toEqual(await describe(source))
+    expect(
+      Buffer.compare(
+        await readFile(join(target, 'src', 'data.bin')),
+        await readFile(join(source, 'src', 'data.bin')),
+      ),
+    ).toBe(0)
   })
 })

@@ -1,0 +1,130 @@
+import { createReadStream, createWriteStream } from 'node:fs'
+import * as fsp from 'node:fs/promises'
+import { join, relative, sep } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import type { Dirent, FileSystem } from '@agentfs/fs'
+import { SingleBar } from 'cli-progress'
+
+/** Counts shown while copying. */
+interface Progress {
+  tick(bytes: number): void
+  stop(): void
+}
+
+/** A progress bar on a terminal (files, bytes, rate); plain lines otherwise. */
+function progress(
+  total: number,
+  label: string,
+  out: NodeJS.WriteStream = process.stderr,
+): Progress {
+  const started = Date.now()
+  let files = 0
+  let bytes = 0
+  const rate = () =>
+    `${(bytes / 1048576 / Math.max((Date.now() - started) / 1000, 0.001)).toFixed(1)} MiB/s`
+  if (out.isTTY) {
+    const bar = new SingleBar({
+      format: `${label} [{bar}] {value}/{total} files | {mib} MiB | {rate}`,
+      stream: out,
+      hideCursor: true,
+    })
+    bar.start(total, 0, { mib: '0.0', rate: '-' })
+    return {
+      tick(n) {
+        files++
+        bytes += n
+        bar.update(files, { mib: (bytes / 1048576).toFixed(1), rate: rate() })
+      },
+      stop: () => bar.stop(),
+    }
+  }
+  return {
+    tick(n) {
+      files++
+      bytes += n
+      if (files % 1000 === 0) out.write(`${label}: ${files}/${total} files, ${bytes} bytes\n`)
+    },
+    stop: () => out.write(`${label}: ${files} entries, ${bytes} bytes, ${rate()}\n`),
+  }
+}
+
+const seconds = (ns: bigint) => Number(ns) / 1e9
+
+/** Copies a host directory into the filesystem at `/` (modes, times and symlinks kept). */
+export async function importTree(
+  hostDir: string,
+  fs: FileSystem,
+): Promise<{ entries: number; bytes: number }> {
+  const entries = await fsp.readdir(hostDir, { recursive: true, withFileTypes: true })
+  entries.sort((a, b) => (join(a.parentPath, a.name) < join(b.parentPath, b.name) ? -1 : 1))
+  const bar = progress(entries.length, 'import')
+  let bytes = 0
+  const directories: Array<[string, { atimeNs: bigint; mtimeNs: bigint }]> = []
+  try {
+    for (const entry of entries) {
+      const host = join(entry.parentPath, entry.name)
+      const path = `/${relative(hostDir, host).split(sep).join('/')}`
+      const stats = await fsp.lstat(host, { bigint: true })
+      const mode = Number(stats.mode) & 0o7777
+      if (entry.isDirectory()) {
+        await fs.mkdir(path, { recursive: true, mode })
+        await fs.chmod(path, mode)
+        directories.push([path, stats])
+      } else if (entry.isSymbolicLink()) {
+        await fs.symlink(await fsp.readlink(host), path)
+        await fs.lutimes(path, seconds(stats.atimeNs), seconds(stats.mtimeNs))
+      } else if (entry.isFile()) {
+        await pipeline(createReadStream(host), fs.createWriteStream(path, { mode }))
+        await fs.chmod(path, mode)
+        await fs.utimes(path, seconds(stats.atimeNs), seconds(stats.mtimeNs))
+        bytes += Number(stats.size)
+      }
+      bar.tick(entry.isFile() ? Number(stats.size) : 0)
+    }
+    // Directory times last: creating their children moved them.
+    for (const [path, stats] of directories.reverse())
+      await fs.utimes(path, seconds(stats.atimeNs), seconds(stats.mtimeNs))
+  } finally {
+    bar.stop()
+  }
+  return { entries: entries.length, bytes }
+}
+
+/** Copies the filesystem into a host directory (modes, times and symlinks kept). */
+export async function exportTree(
+  fs: FileSystem,
+  hostDir: string,
+): Promise<{ entries: number; bytes: number }> {
+  await fsp.mkdir(hostDir, { recursive: true })
+  const entries = (await fs.readdir('/', { recursive: true, withFileTypes: true })) as Dirent[]
+  const bar = progress(entries.length, 'export')
+  let bytes = 0
+  const directories: Array<[string, { atimeNs: bigint; mtimeNs: bigint }]> = []
+  try {
+    for (const entry of entries) {
+      const path = `${entry.parentPath === '/' ? '' : entry.parentPath}/${entry.name}`
+      const host = join(hostDir, ...path.slice(1).split('/'))
+      const stats = await fs.lstat(path)
+      const mode = stats.mode & 0o7777
+      if (stats.isDirectory()) {
+        await fsp.mkdir(host, { recursive: true })
+        await fsp.chmod(host, mode)
+        directories.push([host, stats])
+      } else if (stats.isSymbolicLink()) {
+        await fsp.symlink(await fs.readlink(path), host)
+        await fsp.lutimes(host, seconds(stats.atimeNs), seconds(stats.mtimeNs))
+      } else if (stats.isFile()) {
+        await pipeline(fs.createReadStream(path), createWriteStream(host, { mode }))
+        await fsp.chmod(host, mode)
+        await fsp.utimes(host, seconds(stats.atimeNs), seconds(stats.mtimeNs))
+        bytes += stats.size
+      }
+      bar.tick(stats.isFile() ? stats.size : 0)
+    }
+    for (const [host, stats] of directories.reverse())
+      await fsp.utimes(host, seconds(stats.atimeNs), seconds(stats.mtimeNs))
+  } finally {
+    bar.stop()
+  }
+  return { entries: entries.length, bytes }
+}
