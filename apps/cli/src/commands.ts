@@ -1,5 +1,5 @@
 import { readFileSync, rmSync } from 'node:fs'
-import { describeDatabase, planMigration } from '@agentfs/core'
+import { describeDatabase, fsck, planMigration } from '@agentfs/core'
 import type { Dirent, FileSystem } from '@agentfs/fs'
 import { openOverlay, saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
@@ -384,6 +384,33 @@ export function registerCommands(program: Command): void {
         for (const [k, v] of Object.entries(info)) print(`${k.padEnd(14)} ${v}`)
       }),
     )
+  program
+    .command('fsck')
+    .description('check every consistency rule of the spec; --repair fixes the safe ones')
+    .argument('<db>')
+    .option(
+      '--repair',
+      'recount links and sizes, drop rows that point at nothing, re-derive whiteout parents',
+    )
+    .option('--json', 'print JSON')
+    .action(async (db: string, o: { repair?: boolean; json?: boolean }) =>
+      withAgent(db, async (agent) => {
+        const report = await fsck(agent.db, { repair: o.repair ?? false })
+        if (o.json) json(report)
+        else {
+          for (const f of report.repaired) print(`repaired  ${f.rule}: ${f.message}`)
+          for (const f of report.findings)
+            print(`${f.repairable ? 'fixable ' : 'problem '}  ${f.rule}: ${f.message}`)
+          print(
+            report.ok
+              ? 'clean'
+              : `${report.findings.length} problem(s)${report.findings.some((f) => f.repairable) ? '; run with --repair to fix the safe ones' : ''}`,
+          )
+        }
+        if (!report.ok) process.exitCode = 1
+      }),
+    )
+
   program
     .command('migrate')
     .description('bring a database to the current layout (one transaction)')

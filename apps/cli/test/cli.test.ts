@@ -199,4 +199,28 @@ describe('agentfs', () => {
       ),
     ).toBe(0)
   })
+
+  test('fsck reports injected damage with exit code 1 and repairs the safe part', async () => {
+    agentfs(['init', 'check.db'])
+    agentfs(['fs', 'write', 'check.db', '/a.txt', 'hello'])
+    expect(agentfs(['fsck', 'check.db'])).toMatchObject({ code: 0, out: 'clean\n' })
+    const { default: Database } = await import('better-sqlite3')
+    const raw = new Database(join(cwd, 'check.db'))
+    raw.exec(
+      "UPDATE fs_inode SET nlink = 3 WHERE ino = 2; INSERT INTO kv_store (key, value) VALUES ('bad', 'not json')",
+    )
+    raw.close()
+    const damaged = agentfs(['fsck', 'check.db'])
+    expect(damaged.code).toBe(1)
+    expect(damaged.out).toContain('fixable   nlink: inode 2: nlink 3 recorded, 1 entries')
+    expect(damaged.out).toContain("problem   kv-json: kv value of 'bad' is not valid JSON")
+    const repaired = agentfs(['fsck', '--repair', 'check.db'])
+    expect(repaired.out).toContain('repaired  nlink')
+    expect(repaired.code).toBe(1)
+    expect(
+      JSON.parse(agentfs(['fsck', '--json', 'check.db']).out).findings.map(
+        (f: { rule: string }) => f.rule,
+      ),
+    ).toEqual(['kv-json'])
+  })
 })

@@ -1,8 +1,8 @@
 import { type DifferentialFs, runDifferential } from '@agentfs/conformance'
-import { fixedClock, openDatabase } from '@agentfs/core'
+import { fixedClock, fsck, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
-import { describe, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { createFileSystem } from '../src/index.js'
 
 /**
@@ -29,7 +29,15 @@ describe.each([
       async create() {
         const db = await openDatabase({ driver: makeDriver(), clock: fixedClock(), chunkSize: 64 })
         const fs = createFileSystem(db, { umask: process.umask() })
-        return { fs: fs as unknown as DifferentialFs, close: () => db.close() }
+        return {
+          fs: fs as unknown as DifferentialFs,
+          async close() {
+            // After every random run the database must pass every consistency rule.
+            const report = await fsck(db)
+            await db.close()
+            expect(report.findings).toEqual([])
+          },
+        }
       },
     })
   }, 600_000)

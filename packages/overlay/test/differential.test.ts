@@ -9,7 +9,7 @@ import {
   snapshotTree,
   writeTree,
 } from '@agentfs/conformance'
-import { fixedClock, openDatabase } from '@agentfs/core'
+import { fixedClock, fsck, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { createFileSystem } from '@agentfs/fs'
@@ -58,7 +58,9 @@ describe.each([
         return {
           fs: overlay as unknown as DifferentialFs,
           async close() {
+            const report = await fsck(db)
             await db.close()
+            expect(report.findings, 'the delta database is consistent').toEqual([])
             const after = await snapshotTree(nodeFs as unknown as DifferentialFs, dir)
             await rm(dir, { recursive: true, force: true })
             expect(after, 'the host base changed').toEqual(pristine)

@@ -1,0 +1,230 @@
+import type { Queryable } from './guard-driver.js'
+import {
+  ROOT_INO,
+  S_IFBLK,
+  S_IFCHR,
+  S_IFDIR,
+  S_IFIFO,
+  S_IFLNK,
+  S_IFMT,
+  S_IFREG,
+  S_IFSOCK,
+} from './schema.js'
+
+/** One inconsistency `fsck` found. */
+export interface FsckFinding {
+  /** Stable rule id, e.g. `nlink`, `size`, `orphan-chunk`. */
+  readonly rule: string
+  readonly message: string
+  readonly ino?: number
+  /** True when `fsck({ repair: true })` fixes it safely (no user data is guessed or dropped). */
+  readonly repairable: boolean
+}
+
+/** Result of {@link fsck}. */
+export interface FsckReport {
+  readonly findings: readonly FsckFinding[]
+  /** Findings fixed (only with `repair`). */
+  readonly repaired: readonly FsckFinding[]
+  readonly ok: boolean
+}
+
+interface Check {
+  readonly rule: string
+  readonly repairable: boolean
+  /** Rows that break the rule; `ino` and `detail` describe each. */
+  readonly find: string
+  readonly message: (row: { ino: number | null; detail: string | number | null }) => string
+  /** Statement that fixes every broken row at once (safe repairs only). */
+  readonly repair?: string
+}
+
+const TYPES = [S_IFREG, S_IFDIR, S_IFLNK, S_IFIFO, S_IFCHR, S_IFBLK, S_IFSOCK].join(', ')
+const CHUNK = "(SELECT CAST(value AS INTEGER) FROM fs_config WHERE key = 'chunk_size')"
+const LINKS = `(SELECT COUNT(*) FROM fs_dentry d WHERE d.ino = i.ino) + (i.ino = ${ROOT_INO})`
+const DERIVED_PARENT =
+  "CASE WHEN instr(substr(path, 2), '/') = 0 THEN '/' ELSE substr(path, 1, length(rtrim(path, replace(path, '/', ''))) - 1) END"
+
+/** Every consistency rule of spec v0.4, plus our extension tables. */
+const CHECKS: readonly Check[] = [
+  {
+    rule: 'root',
+    repairable: false,
+    find: `SELECT NULL AS ino, 'missing or not a directory' AS detail WHERE NOT EXISTS (SELECT 1 FROM fs_inode WHERE ino = ${ROOT_INO} AND (mode & ${S_IFMT}) = ${S_IFDIR})`,
+    message: () => 'the root directory (inode 1) is missing or not a directory',
+  },
+  {
+    rule: 'dentry-target',
+    repairable: true,
+    find: 'SELECT d.ino AS ino, d.name AS detail FROM fs_dentry d LEFT JOIN fs_inode i ON i.ino = d.ino WHERE i.ino IS NULL',
+    message: (r) => `entry '${r.detail}' points to missing inode ${r.ino}`,
+    repair: 'DELETE FROM fs_dentry WHERE ino NOT IN (SELECT ino FROM fs_inode)',
+  },
+  {
+    rule: 'dentry-parent',
+    repairable: false,
+    find: `SELECT d.ino AS ino, d.name AS detail FROM fs_dentry d LEFT JOIN fs_inode p ON p.ino = d.parent_ino WHERE p.ino IS NULL OR (p.mode & ${S_IFMT}) != ${S_IFDIR}`,
+    message: (r) =>
+      `entry '${r.detail}' (inode ${r.ino}) is in a parent that is missing or not a directory`,
+  },
+  {
+    rule: 'mode',
+    repairable: false,
+    find: `SELECT ino, mode AS detail FROM fs_inode WHERE (mode & ${S_IFMT}) NOT IN (${TYPES})`,
+    message: (r) =>
+      `inode ${r.ino} has mode ${Number(r.detail).toString(8)}, which names no file type`,
+  },
+  {
+    rule: 'nlink',
+    repairable: true,
+    find: `SELECT i.ino AS ino, i.nlink || ' recorded, ' || (${LINKS}) || ' entries' AS detail FROM fs_inode i WHERE i.nlink != ${LINKS}`,
+    message: (r) => `inode ${r.ino}: nlink ${r.detail}`,
+    repair: `UPDATE fs_inode AS i SET nlink = ${LINKS} WHERE i.nlink != ${LINKS}`,
+  },
+  {
+    rule: 'orphan-inode',
+    repairable: false,
+    find: `SELECT i.ino AS ino, i.mode AS detail FROM fs_inode i WHERE i.ino != ${ROOT_INO} AND NOT EXISTS (SELECT 1 FROM fs_dentry d WHERE d.ino = i.ino)`,
+    message: (r) => `inode ${r.ino} has no directory entry (unreachable)`,
+  },
+  {
+    rule: 'size',
+    repairable: true,
+    find: `SELECT i.ino AS ino, i.size || ' recorded, ' || COALESCE((SELECT SUM(length(data)) FROM fs_data f WHERE f.ino = i.ino), 0) || ' in chunks' AS detail
+      FROM fs_inode i WHERE (i.mode & ${S_IFMT}) = ${S_IFREG} AND i.size != COALESCE((SELECT SUM(length(data)) FROM fs_data f WHERE f.ino = i.ino), 0)`,
+    message: (r) => `file inode ${r.ino}: size ${r.detail}`,
+    repair: `UPDATE fs_inode AS i SET size = COALESCE((SELECT SUM(length(data)) FROM fs_data f WHERE f.ino = i.ino), 0)
+      WHERE (i.mode & ${S_IFMT}) = ${S_IFREG} AND i.size != COALESCE((SELECT SUM(length(data)) FROM fs_data f WHERE f.ino = i.ino), 0)`,
+  },
+  {
+    rule: 'chunk-size',
+    repairable: false,
+    find: `SELECT f.ino AS ino, f.chunk_index AS detail FROM fs_data f
+      WHERE (length(f.data) != ${CHUNK} AND f.chunk_index != (SELECT MAX(chunk_index) FROM fs_data g WHERE g.ino = f.ino))
+         OR length(f.data) > ${CHUNK} OR f.chunk_index >= (SELECT COUNT(*) FROM fs_data g WHERE g.ino = f.ino)`,
+    message: (r) =>
+      `inode ${r.ino}, chunk ${r.detail}: not a full chunk before the last, or a gap in the chunk indexes`,
+  },
+  {
+    rule: 'orphan-chunk',
+    repairable: true,
+    find: 'SELECT DISTINCT f.ino AS ino, NULL AS detail FROM fs_data f LEFT JOIN fs_inode i ON i.ino = f.ino WHERE i.ino IS NULL',
+    message: (r) => `chunks of missing inode ${r.ino}`,
+    repair: 'DELETE FROM fs_data WHERE ino NOT IN (SELECT ino FROM fs_inode)',
+  },
+  {
+    rule: 'chunks-of-non-file',
+    repairable: false,
+    find: `SELECT DISTINCT f.ino AS ino, i.mode AS detail FROM fs_data f JOIN fs_inode i ON i.ino = f.ino WHERE (i.mode & ${S_IFMT}) != ${S_IFREG}`,
+    message: (r) =>
+      `inode ${r.ino} is not a regular file (mode ${Number(r.detail).toString(8)}) but has data chunks`,
+  },
+  {
+    rule: 'symlink-target',
+    repairable: false,
+    find: `SELECT i.ino AS ino, NULL AS detail FROM fs_inode i LEFT JOIN fs_symlink s ON s.ino = i.ino WHERE (i.mode & ${S_IFMT}) = ${S_IFLNK} AND s.ino IS NULL`,
+    message: (r) => `symlink inode ${r.ino} has no target`,
+  },
+  {
+    rule: 'orphan-symlink',
+    repairable: true,
+    find: `SELECT s.ino AS ino, s.target AS detail FROM fs_symlink s LEFT JOIN fs_inode i ON i.ino = s.ino WHERE i.ino IS NULL OR (i.mode & ${S_IFMT}) != ${S_IFLNK}`,
+    message: (r) =>
+      `a symlink target '${r.detail}' belongs to inode ${r.ino}, which is missing or not a symlink`,
+    repair: `DELETE FROM fs_symlink WHERE ino NOT IN (SELECT ino FROM fs_inode WHERE (mode & ${S_IFMT}) = ${S_IFLNK})`,
+  },
+  {
+    rule: 'whiteout-parent',
+    repairable: true,
+    find: `SELECT NULL AS ino, path AS detail FROM fs_whiteout WHERE parent_path != ${DERIVED_PARENT}`,
+    message: (r) => `whiteout '${r.detail}' has a wrong parent_path`,
+    repair: `UPDATE fs_whiteout SET parent_path = ${DERIVED_PARENT} WHERE parent_path != ${DERIVED_PARENT}`,
+  },
+  {
+    rule: 'origin',
+    repairable: true,
+    find: 'SELECT o.delta_ino AS ino, o.base_ino AS detail FROM fs_origin o LEFT JOIN fs_inode i ON i.ino = o.delta_ino WHERE i.ino IS NULL',
+    message: (r) => `origin mapping for missing delta inode ${r.ino}`,
+    repair: 'DELETE FROM fs_origin WHERE delta_ino NOT IN (SELECT ino FROM fs_inode)',
+  },
+  {
+    rule: 'kv-json',
+    repairable: false,
+    find: 'SELECT NULL AS ino, key AS detail FROM kv_store WHERE NOT json_valid(value)',
+    message: (r) => `kv value of '${r.detail}' is not valid JSON`,
+  },
+  {
+    rule: 'tool-call-json',
+    repairable: false,
+    find: 'SELECT id AS ino, name AS detail FROM tool_calls WHERE (parameters IS NOT NULL AND NOT json_valid(parameters)) OR (result IS NOT NULL AND NOT json_valid(result))',
+    message: (r) =>
+      `tool call ${r.ino} (${r.detail}) has parameters or a result that is not valid JSON`,
+  },
+  {
+    rule: 'tool-call-outcome',
+    repairable: false,
+    find: 'SELECT id AS ino, name AS detail FROM tool_calls WHERE result IS NOT NULL AND error IS NOT NULL',
+    message: (r) => `tool call ${r.ino} (${r.detail}) has both a result and an error`,
+  },
+  {
+    rule: 'tool-call-duration',
+    repairable: false,
+    find: 'SELECT id AS ino, name AS detail FROM tool_calls WHERE completed_at IS NOT NULL AND duration_ms IS NOT NULL AND duration_ms != (completed_at - started_at) * 1000',
+    message: (r) =>
+      `tool call ${r.ino} (${r.detail}): duration_ms is not (completed_at - started_at) * 1000`,
+  },
+  {
+    rule: 'tool-call-meta',
+    repairable: true,
+    find: 'SELECT m.id AS ino, NULL AS detail FROM agentfs_tool_call_meta m LEFT JOIN tool_calls t ON t.id = m.id WHERE t.id IS NULL',
+    message: (r) => `metadata for missing tool call ${r.ino}`,
+    repair: 'DELETE FROM agentfs_tool_call_meta WHERE id NOT IN (SELECT id FROM tool_calls)',
+  },
+]
+
+/**
+ * Checks every consistency rule of the spec (root, entries, mode bits, nlink, orphans, sizes,
+ * chunks, symlinks, whiteout parents, tool-call and kv JSON) and our extension tables. With
+ * `repair`, applies the safe fixes (recount links and sizes, drop rows that point at nothing,
+ * re-derive whiteout parents) in one transaction, then checks again.
+ */
+export async function fsck(q: Queryable, options: { repair?: boolean } = {}): Promise<FsckReport> {
+  const run = async (target: Queryable) => {
+    const findings: FsckFinding[] = []
+    for (const check of CHECKS) {
+      const { rows } = await target.execute<{ ino: number | null; detail: string | number | null }>(
+        { sql: check.find },
+      )
+      for (const row of rows) {
+        findings.push({
+          rule: check.rule,
+          message: check.message(row),
+          repairable: check.repairable,
+          ...(row.ino === null ? {} : { ino: Number(row.ino) }),
+        })
+      }
+    }
+    return findings
+  }
+  const findings = await run(q)
+  if (!options.repair || !findings.some((f) => f.repairable))
+    return { findings, repaired: [], ok: findings.length === 0 }
+  await q.transaction(async (tx) => {
+    const rules = new Set(findings.filter((f) => f.repairable).map((f) => f.rule))
+    // Order matters: drop dangling rows first, then recount.
+    for (const check of CHECKS.filter((c) => c.repair && c.rule !== 'nlink' && c.rule !== 'size')) {
+      if (rules.has(check.rule)) await tx.execute({ sql: check.repair! })
+    }
+    for (const rule of ['size', 'nlink']) {
+      const check = CHECKS.find((c) => c.rule === rule)!
+      await tx.execute({ sql: check.repair! })
+    }
+  })
+  const remaining = await run(q)
+  const left = new Set(remaining.map((f) => `${f.rule}:${f.ino}:${f.message}`))
+  return {
+    findings: remaining,
+    repaired: findings.filter((f) => !left.has(`${f.rule}:${f.ino}:${f.message}`)),
+    ok: remaining.length === 0,
+  }
+}
