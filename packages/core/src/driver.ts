@@ -4,6 +4,17 @@
  */
 export type SqlValue = null | number | bigint | string | Uint8Array
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER)
+
+/**
+ * An INTEGER the engine returned as a bigint, as {@link SqlValue} wants it: a number when it
+ * fits in ±(2^53−1), the bigint itself otherwise. For driver authors.
+ */
+export function fromSqlInteger(value: bigint): number | bigint {
+  return value <= MAX_SAFE && value >= MIN_SAFE ? Number(value) : value
+}
+
 /** One SQL statement with positional (`?`) parameters. */
 export interface Statement {
   readonly sql: string

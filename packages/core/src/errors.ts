@@ -174,3 +174,14 @@ export function fsError(
     path === undefined ? { code, syscall, ...extra } : { code, syscall, path, ...extra },
   )
 }
+
+/**
+ * A `.catch` handler for "look it up if it is there": returns `undefined` for `ENOENT` and
+ * `ENOTDIR` (the path, or one of its parents, does not exist as a directory) and rethrows
+ * every other error.
+ */
+export function undefinedIfAbsent(error: unknown): undefined {
+  const code = (error as { code?: unknown } | null)?.code
+  if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
+  throw error
+}

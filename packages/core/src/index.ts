@@ -13,6 +13,7 @@ export type {
   SqlValue,
   Statement,
 } from './driver.js'
+export { fromSqlInteger } from './driver.js'
 export type { AgentFsErrorOptions, FsErrorInit, PosixCode } from './errors.js'
 export {
   AgentFsError,
@@ -21,6 +22,7 @@ export {
   fsError,
   isAgentFsError,
   POSIX_ERRORS,
+  undefinedIfAbsent,
 } from './errors.js'
 export type { ExtensionMigration } from './extensions.js'
 export { EXTENSION_MIGRATIONS, SCHEMA_VERSION } from './extensions.js'

@@ -3,6 +3,7 @@ import {
   AgentFsError,
   type Driver,
   type Executor,
+  fromSqlInteger,
   isBusyError,
   type Mutex,
   mapSqliteError,
@@ -61,20 +62,11 @@ export interface BetterSqlite3DriverConfig {
   readonly statementCacheSize?: number
 }
 
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
-const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER)
-
-function toValue(value: unknown): SqlValue {
-  if (typeof value === 'bigint')
-    return value <= MAX_SAFE && value >= MIN_SAFE ? Number(value) : value
-  return value as SqlValue
-}
-
 function convertRows<Row>(rows: unknown[]): Row[] {
   for (const row of rows as Record<string, unknown>[]) {
     for (const key in row) {
       const value = row[key]
-      if (typeof value === 'bigint') row[key] = toValue(value)
+      if (typeof value === 'bigint') row[key] = fromSqlInteger(value)
     }
   }
   return rows as Row[]

@@ -3,6 +3,7 @@ import {
   AgentFsError,
   type Driver,
   type Executor,
+  fromSqlInteger,
   type Mutex,
   mapSqliteError,
   type QueryResult,
@@ -66,12 +67,8 @@ export interface LibsqlDriverConfig {
   readonly journalSizeLimit?: number
 }
 
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
-const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER)
-
 function toValue(value: unknown): SqlValue {
-  if (typeof value === 'bigint')
-    return value <= MAX_SAFE && value >= MIN_SAFE ? Number(value) : value
+  if (typeof value === 'bigint') return fromSqlInteger(value)
   if (value instanceof ArrayBuffer) return new Uint8Array(value)
   return value as SqlValue
 }

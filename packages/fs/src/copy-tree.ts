@@ -1,11 +1,5 @@
-import { FsError, joinPath, normalizePath } from '@agentfs/core'
+import { FsError, joinPath, normalizePath, undefinedIfAbsent } from '@agentfs/core'
 import type { CpOptions, FileSystem } from './types.js'
-
-const absent = (error: unknown) => {
-  const code = (error as { code?: string }).code
-  if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
-  throw error
-}
 
 /**
  * `cp` for any {@link FileSystem}, on its public operations: a file, a symlink (copied as a
@@ -31,7 +25,7 @@ export async function copyTree(
     })
   }
   const stats = options.dereference ? await fs.stat(from) : await fs.lstat(from)
-  const existing = await fs.lstat(to).catch(absent)
+  const existing = await fs.lstat(to).catch(undefinedIfAbsent)
   if (stats.isDirectory()) {
     if (!options.recursive) {
       throw new FsError({

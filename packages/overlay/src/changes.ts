@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { pipeline } from 'node:stream/promises'
-import { AgentFsError, joinPath, parentPath, type Queryable, ROOT_INO } from '@agentfs/core'
+import {
+  AgentFsError,
+  joinPath,
+  parentPath,
+  type Queryable,
+  ROOT_INO,
+  undefinedIfAbsent,
+} from '@agentfs/core'
 import type { Dirent, FileSystem, Stats } from '@agentfs/fs'
 import { createTwoFilesPatch } from 'diff'
 import type { OverlayFs } from './overlay-fs.js'
@@ -32,12 +39,6 @@ export class OverlayConflictError extends AgentFsError<'CONFLICT'> {
   override get name(): string {
     return 'OverlayConflictError'
   }
-}
-
-const missing = (error: unknown) => {
-  const code = (error as { code?: string }).code
-  if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
-  throw error
 }
 
 const typeOf = (s: Stats): OverlayChange['type'] =>
@@ -107,7 +108,7 @@ export async function diffOverlay(overlay: OverlayFs, q: Queryable): Promise<Ove
   for (const entry of entries) {
     const path = joinPath(entry.parentPath, entry.name)
     const now = await overlay.delta.lstat(path)
-    const before = await overlay.base.lstat(path).catch(missing)
+    const before = await overlay.base.lstat(path).catch(undefinedIfAbsent)
     if (!before) {
       changes.push({
         path,
@@ -137,8 +138,8 @@ export async function diffOverlay(overlay: OverlayFs, q: Queryable): Promise<Ove
     sql: 'SELECT path FROM fs_whiteout ORDER BY path',
   })
   for (const { path } of rows) {
-    if (await overlay.delta.lstat(path).catch(missing)) continue
-    const before = await overlay.base.lstat(path).catch(missing)
+    if (await overlay.delta.lstat(path).catch(undefinedIfAbsent)) continue
+    const before = await overlay.base.lstat(path).catch(undefinedIfAbsent)
     if (before)
       changes.push({
         path,
@@ -188,7 +189,7 @@ export async function commitOverlay(
   const changes = await diffOverlay(overlay, q)
   const conflicts: { path: string; reason: string }[] = []
   for (const change of changes) {
-    const current = await target.lstat(change.path).catch(missing)
+    const current = await target.lstat(change.path).catch(undefinedIfAbsent)
     const { rows } = await q.execute<{ token: string }>({
       sql: 'SELECT token FROM agentfs_overlay_base_state WHERE path = ?',
       params: [change.path],
@@ -212,7 +213,7 @@ export async function commitOverlay(
   const writes = changes.filter((c) => c.kind !== 'deleted')
   for (const change of writes) {
     const stats = await overlay.delta.lstat(change.path)
-    const existing = await target.lstat(change.path).catch(missing)
+    const existing = await target.lstat(change.path).catch(undefinedIfAbsent)
     if (existing && (typeOf(existing) !== change.type || change.type === 'symlink')) {
       await target.rm(change.path, { recursive: true, force: true })
     }

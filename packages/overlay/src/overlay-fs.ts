@@ -8,6 +8,7 @@ import {
   parsePath,
   type Queryable,
   type Timestamp,
+  undefinedIfAbsent,
 } from '@agentfs/core'
 import {
   type AgentFs,
@@ -59,12 +60,6 @@ interface Resolved {
 
 const MAX_HOPS = 40
 const COPY_CHUNK = 1024 * 1024
-
-const missing = (error: unknown) => {
-  const code = (error as { code?: string }).code
-  if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
-  throw error
-}
 
 /** A Stats with another inode number (origin tracking). */
 function withIno(stats: Stats, ino: number): Stats {
@@ -158,7 +153,7 @@ export class OverlayFs implements FileSystem {
     let prefix = ''
     for (const part of dir.slice(1).split('/')) {
       prefix += `/${part}`
-      const stats = await this.base.lstat(prefix).catch(missing)
+      const stats = await this.base.lstat(prefix).catch(undefinedIfAbsent)
       if (!stats?.isDirectory()) return false
     }
     return true
@@ -169,17 +164,17 @@ export class OverlayFs implements FileSystem {
     if (path === '/') return this.base.lstat('/')
     if (!(await this.#baseVisible(parentPath(path)))) return undefined
     if (await this.#whitedOut(path)) return undefined
-    return this.base.lstat(path).catch(missing)
+    return this.base.lstat(path).catch(undefinedIfAbsent)
   }
 
   /** The base entry at `path` regardless of whiteouts on the path itself (what a whiteout hides). */
   async #baseBehind(path: string): Promise<Stats | undefined> {
     if (!(await this.#baseVisible(parentPath(path)))) return undefined
-    return this.base.lstat(path).catch(missing)
+    return this.base.lstat(path).catch(undefinedIfAbsent)
   }
 
   async #node(path: string): Promise<Node | undefined> {
-    const own = await this.delta.lstat(path).catch(missing)
+    const own = await this.delta.lstat(path).catch(undefinedIfAbsent)
     if (own) return { layer: 'delta', stats: own }
     const base = await this.#baseEntry(path)
     return base ? { layer: 'base', stats: base } : undefined
@@ -255,13 +250,13 @@ export class OverlayFs implements FileSystem {
   /** Merged directory listing: delta entries, then base entries not shadowed or whited out. */
   async #list(dir: string): Promise<Dirent[]> {
     const byName = new Map<string, Dirent>()
-    const own = await this.delta.lstat(dir).catch(missing)
+    const own = await this.delta.lstat(dir).catch(undefinedIfAbsent)
     if (own?.isDirectory()) {
       for (const entry of (await this.delta.readdir(dir, { withFileTypes: true })) as Dirent[])
         byName.set(entry.name, entry)
     }
     if (await this.#baseVisible(dir)) {
-      const baseDir = await this.base.lstat(dir).catch(missing)
+      const baseDir = await this.base.lstat(dir).catch(undefinedIfAbsent)
       if (baseDir?.isDirectory()) {
         const { rows } = await this.#q.execute<{ path: string }>({
           sql: 'SELECT path FROM fs_whiteout WHERE parent_path = ?',
@@ -325,7 +320,7 @@ export class OverlayFs implements FileSystem {
 
   /** Makes `path` exist in the delta, copying the base entry (content chunk by chunk) if needed. */
   async #copyUp(path: string): Promise<void> {
-    if (await this.delta.lstat(path).catch(missing)) return
+    if (await this.delta.lstat(path).catch(undefinedIfAbsent)) return
     if (path !== '/') await this.#copyUp(parentPath(path))
     const stats = await this.#baseEntry(path)
     if (!stats) throw fsError('ENOENT', 'copyup', path)
@@ -605,7 +600,8 @@ export class OverlayFs implements FileSystem {
   }
 
   async #removeDir(real: string, now: Timestamp): Promise<void> {
-    if (await this.delta.lstat(real).catch(missing)) await this.delta.rm(real, { recursive: true })
+    if (await this.delta.lstat(real).catch(undefinedIfAbsent))
+      await this.delta.rm(real, { recursive: true })
     // Whiteouts below are covered by the one on the directory itself.
     await this.#q.execute({
       sql: 'DELETE FROM fs_whiteout WHERE path >= ? AND path < ?',
