@@ -1,6 +1,7 @@
 export { createAgentTools, TOOL_DEFINITIONS } from './create-agent-tools.js'
 export { failureOutput, ToolFailure } from './failure.js'
 export { createPathPolicy } from './paths.js'
+export { isText } from './text.js'
 export type {
   AgentTool,
   AgentToolDefinition,

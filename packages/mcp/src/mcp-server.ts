@@ -1,4 +1,4 @@
-import { type AgentToolsOptions, createAgentTools } from '@agentfs/agent-tools'
+import { type AgentToolsOptions, createAgentTools, isText } from '@agentfs/agent-tools'
 import type { Dirent } from '@agentfs/fs'
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
@@ -13,8 +13,6 @@ export interface McpServerOptions extends AgentToolsOptions {
   /** Resources listed at most (default 1,000). */
   readonly maxResources?: number
 }
-
-const isText = (bytes: Uint8Array) => !bytes.subarray(0, 8192).includes(0)
 
 /**
  * An MCP server with the AgentFS tools (errors come back as `isError` results the model reads;

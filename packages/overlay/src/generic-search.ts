@@ -1,13 +1,42 @@
-import { joinPath, normalizePath } from '@agentfs/core'
+import { fsError, joinPath, normalizePath } from '@agentfs/core'
 import type {
   Dirent,
   FileSystem,
+  FsDir,
   GlobMatch,
   GlobOptions,
   GrepMatch,
   GrepOptions,
 } from '@agentfs/fs'
 import picomatch from 'picomatch'
+
+/**
+ * `opendir` for any filesystem, from one `readdir`: entries in listing order, `EBADF` after
+ * `close()`.
+ */
+export async function openListedDir(fs: Pick<FileSystem, 'readdir'>, path: string): Promise<FsDir> {
+  const entries = (await fs.readdir(path, { withFileTypes: true })) as Dirent[]
+  let index = 0
+  let closed = false
+  const dir: FsDir = {
+    path: normalizePath(path),
+    read: async () => {
+      if (closed) throw fsError('EBADF', 'opendir', path)
+      return entries[index++] ?? null
+    },
+    close: async () => {
+      closed = true
+    },
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        const entry = await dir.read()
+        if (!entry) return
+        yield entry
+      }
+    },
+  }
+  return dir
+}
 
 type Listable = Pick<FileSystem, 'readdir' | 'lstat' | 'stat' | 'readFile'>
 

@@ -31,7 +31,7 @@ import {
   type WriteFileOptions,
   type WriteStreamOptions,
 } from '@agentfs/fs'
-import { walkGlob, walkGrep } from './generic-search.js'
+import { openListedDir, walkGlob, walkGrep } from './generic-search.js'
 
 /** Options of {@link HostFileSystem}. */
 export interface HostFileSystemOptions {
@@ -379,27 +379,7 @@ export class HostFileSystem implements FileSystem {
 
   /** Lists the directory once, then iterates the listing. */
   async opendir(path: string): Promise<FsDir> {
-    const entries = (await this.readdir(path, { withFileTypes: true })) as Dirent[]
-    let index = 0
-    let closed = false
-    const dir: FsDir = {
-      path: normalizePath(path),
-      read: async () => {
-        if (closed) throw new FsError({ code: 'EBADF', syscall: 'opendir', path })
-        return entries[index++] ?? null
-      },
-      close: async () => {
-        closed = true
-      },
-      async *[Symbol.asyncIterator]() {
-        for (;;) {
-          const entry = await dir.read()
-          if (!entry) return
-          yield entry
-        }
-      },
-    }
-    return dir
+    return openListedDir(this, path)
   }
 
   createReadStream(path: string, options: ReadStreamOptions = {}): Readable {

@@ -42,7 +42,7 @@ import {
   discardOverlay,
   type OverlayChange,
 } from './changes.js'
-import { walkGlob, walkGrep } from './generic-search.js'
+import { openListedDir, walkGlob, walkGrep } from './generic-search.js'
 
 type Layer = 'delta' | 'base'
 
@@ -430,27 +430,7 @@ export class OverlayFs implements FileSystem {
   }
 
   async opendir(path: string): Promise<FsDir> {
-    const entries = (await this.readdir(path, { withFileTypes: true })) as Dirent[]
-    let index = 0
-    let closed = false
-    const dir: FsDir = {
-      path: normalizePath(path),
-      read: async () => {
-        if (closed) throw fsError('EBADF', 'opendir', path)
-        return entries[index++] ?? null
-      },
-      close: async () => {
-        closed = true
-      },
-      async *[Symbol.asyncIterator]() {
-        for (;;) {
-          const entry = await dir.read()
-          if (!entry) return
-          yield entry
-        }
-      },
-    }
-    return dir
+    return openListedDir(this, path)
   }
 
   createReadStream(path: string, options?: ReadStreamOptions): Readable {

@@ -224,3 +224,21 @@ describe('overlay over another AgentFS database', () => {
     await deltaDb.close()
   })
 })
+
+describe('opendir', () => {
+  test('the overlay and the host directory list merged entries in order; EBADF after close', async () => {
+    const { overlay, dir } = await hostOverlay()
+    await overlay.writeFile('/src/new.ts', 'new\n')
+    await overlay.unlink('/src/index.ts')
+    for (const fs of [overlay, new HostFileSystem({ root: dir })]) {
+      const handle = await fs.opendir('/src')
+      expect(handle.path).toBe('/src')
+      const names: string[] = []
+      for await (const entry of handle) names.push(entry.name)
+      expect(names).toEqual(fs === overlay ? ['lib', 'new.ts'] : ['index.ts', 'lib'])
+      expect(await handle.read()).toBeNull()
+      await handle.close()
+      expect(await code(handle.read())).toBe('EBADF')
+    }
+  })
+})
