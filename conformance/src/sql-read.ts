@@ -5,15 +5,8 @@ import type { Executor } from '@agentfs/core'
  * suites can check migrated data without depending on the filesystem package.
  */
 export async function readFileBySql(db: Executor, path: string): Promise<Uint8Array | undefined> {
-  let ino = 1
-  for (const name of path.split('/').filter(Boolean)) {
-    const row = await db.execute<{ ino: number }>({
-      sql: 'SELECT ino FROM fs_dentry WHERE parent_ino = ? AND name = ?',
-      params: [ino, name],
-    })
-    if (!row.rows[0]) return undefined
-    ino = Number(row.rows[0].ino)
-  }
+  const ino = await inoBySql(db, path)
+  if (ino === undefined) return undefined
   const chunks = await db.execute<{ data: Uint8Array }>({
     sql: 'SELECT data FROM fs_data WHERE ino = ? ORDER BY chunk_index ASC',
     params: [ino],

@@ -14,3 +14,23 @@ export function prefixUpperBound(prefix: string): Uint8Array | undefined {
   bound[end - 1]! += 1
   return bound
 }
+
+/**
+ * SQL conditions (to AND together) and their parameters selecting the keys in `column` that
+ * start with `prefix`, as a range on the primary key: `column >= prefix AND column < upper`.
+ * No conditions for the empty prefix.
+ */
+export function prefixConditions(
+  column: string,
+  prefix: string,
+): { where: string[]; params: Array<string | Uint8Array> } {
+  if (!prefix) return { where: [], params: [] }
+  const where = [`${column} >= ?`]
+  const params: Array<string | Uint8Array> = [prefix]
+  const upper = prefixUpperBound(prefix)
+  if (upper) {
+    where.push(`${column} < CAST(? AS TEXT)`)
+    params.push(upper)
+  }
+  return { where, params }
+}

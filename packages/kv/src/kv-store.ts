@@ -1,6 +1,6 @@
 import { type AgentDatabase, AgentFsError, type Clock, type Queryable } from '@agentfs/core'
 import { KvConflictError } from './conflict.js'
-import { prefixUpperBound } from './key-range.js'
+import { prefixConditions } from './key-range.js'
 import { deserialize, serialize } from './serialize.js'
 
 /** One stored entry. */
@@ -211,17 +211,9 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
     options: ListOptions,
     columns: string,
   ): { sql: string; params: Array<string | number | Uint8Array> } {
-    const where: string[] = []
-    const params: Array<string | number | Uint8Array> = []
-    if (options.prefix) {
-      where.push('k.key >= ?')
-      params.push(options.prefix)
-      const upper = prefixUpperBound(options.prefix)
-      if (upper) {
-        where.push('k.key < CAST(? AS TEXT)')
-        params.push(upper)
-      }
-    }
+    const range = prefixConditions('k.key', options.prefix ?? '')
+    const where = range.where
+    const params: Array<string | number | Uint8Array> = range.params
     if (options.cursor !== undefined) {
       where.push('k.key > ?')
       params.push(options.cursor)
@@ -278,17 +270,7 @@ ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY k.key LIMIT ?`,
 
   /** Deletes every key under `prefix` (every key when omitted); returns how many. */
   async clear(prefix = ''): Promise<number> {
-    const where: string[] = []
-    const params: Array<string | Uint8Array> = []
-    if (prefix) {
-      where.push('key >= ?')
-      params.push(prefix)
-      const upper = prefixUpperBound(prefix)
-      if (upper) {
-        where.push('key < CAST(? AS TEXT)')
-        params.push(upper)
-      }
-    }
+    const { where, params } = prefixConditions('key', prefix)
     const result = await this.#q.execute({
       sql: `DELETE FROM kv_store${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`,
       params,
