@@ -9,17 +9,23 @@ const staleText = (expected: string, current: string, diff: string) =>
   `File has been modified since read (version ${expected}, now ${current}). Read it again before attempting to write it.\n` +
   `Changes between the file now and what you tried to write:\n${diff}`
 
-async function readText(
-  env: ToolEnvironment,
-  fsPath: string,
-  display: string,
-): Promise<{ text: string; version: string }> {
+/** The stats of a file to read; a directory is refused with a pointer to list_directory. */
+async function fileStats(env: ToolEnvironment, fsPath: string, display: string) {
   const stats = await env.fs.stat(fsPath)
   if (stats.isDirectory())
     throw new ToolFailure(
       'EISDIR',
       `Error: ${display} is a directory. Use list_directory to see its entries.`,
     )
+  return stats
+}
+
+async function readText(
+  env: ToolEnvironment,
+  fsPath: string,
+  display: string,
+): Promise<{ text: string; version: string }> {
+  const stats = await fileStats(env, fsPath, display)
   const bytes = await env.fs.readFile(fsPath)
   if (!isText(bytes))
     throw new ToolFailure(
@@ -70,12 +76,7 @@ const readFile: AgentToolDefinition<{
   async handler(input, env, limits) {
     const fsPath = await env.paths.resolve(input.path, env.fs)
     const display = env.paths.display(fsPath)
-    const stats = await env.fs.stat(fsPath)
-    if (stats.isDirectory())
-      throw new ToolFailure(
-        'EISDIR',
-        `Error: ${display} is a directory. Use list_directory to see its entries.`,
-      )
+    const stats = await fileStats(env, fsPath, display)
     const bytes = await env.fs.readFile(fsPath)
     const data = { version: stats.version, size: stats.size }
     if (!isText(bytes))
