@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander'
 import { registerCommands } from './commands.js'
+import { registerMount } from './mount-command.js'
 
 const program = new Command()
   .name('agentfs')
@@ -9,6 +10,7 @@ const program = new Command()
   .showHelpAfterError()
   .exitOverride()
 registerCommands(program)
+registerMount(program)
 
 try {
   await program.parseAsync(process.argv)

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import type { FileSystem } from '@agentfs/fs'
+import { createFileSystem, type FileSystem, type FileSystemOptions } from '@agentfs/fs'
 import { openOverlay, readOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 
@@ -17,7 +17,21 @@ export async function openExisting(target: string): Promise<AgentFS> {
   return AgentFS.open({ path })
 }
 
-/** The filesystem to show: the overlay view when the database holds an overlay. */
-export async function viewOf(agent: AgentFS): Promise<FileSystem> {
-  return (await readOverlayBase(agent.db)) ? openOverlay(agent.db) : agent.fs
+/**
+ * The filesystem to show: the overlay view when the database holds an overlay. `fs` options
+ * (umask, owner) apply to what the view creates.
+ */
+export async function viewOf(agent: AgentFS, fs?: FileSystemOptions): Promise<FileSystem> {
+  if (await readOverlayBase(agent.db)) return openOverlay(agent.db, fs ? { fs } : {})
+  return fs ? createFileSystem(agent.db, fs) : agent.fs
 }
+
+/**
+ * Filesystem options for a kernel-facing view (FUSE): the kernel has already applied the
+ * caller's umask, and new files belong to the user running the mount.
+ */
+export const kernelFacing = (): FileSystemOptions => ({
+  umask: 0,
+  uid: process.getuid?.() ?? 0,
+  gid: process.getgid?.() ?? 0,
+})

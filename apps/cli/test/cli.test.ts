@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process'
 import {
   chmod,
   lstat,
@@ -14,44 +13,25 @@ import {
 } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { bundleCli, runCli } from './helpers.js'
 
-const here = fileURLToPath(new URL('.', import.meta.url))
 let cli: string
 let cwd: string
+let dispose: () => Promise<void>
 
 beforeAll(async () => {
-  const outDir = join(here, '..', '.tmp')
-  await mkdir(outDir, { recursive: true })
-  cli = join(outDir, `agentfs-${process.pid}.mjs`)
-  await build({
-    entryPoints: [join(here, '..', 'src', 'cli.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outfile: cli,
-    conditions: ['@agentfs/source'],
-    external: ['better-sqlite3', '@libsql/client'],
-    banner: {
-      js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-    },
-    logLevel: 'silent',
-  })
+  ;({ cli, dispose } = await bundleCli())
   cwd = await mkdtemp(join(tmpdir(), 'agentfs-cli-'))
 }, 60_000)
 
 afterAll(async () => {
-  await rm(cli, { force: true })
+  await dispose()
   await rm(cwd, { recursive: true, force: true })
 })
 
-function agentfs(args: string[], input?: string) {
-  const result = spawnSync(process.execPath, [cli, ...args], { cwd, input, encoding: 'utf8' })
-  return { code: result.status, out: result.stdout, err: result.stderr }
-}
+const agentfs = (args: string[], input?: string) =>
+  runCli(cli, args, { cwd, ...(input === undefined ? {} : { input }) })
 
 describe('agentfs', () => {
   test('help lists every command; unknown commands fail with a usage error', () => {

@@ -1,0 +1,45 @@
+import { resolve } from 'node:path'
+import type { Command } from 'commander'
+import { mount } from './fuse.js'
+import { kernelFacing, openExisting, viewOf } from './open.js'
+
+/** Resolves on the first SIGINT or SIGTERM. */
+export const untilSignal = () =>
+  new Promise<NodeJS.Signals>((done) => {
+    process.once('SIGINT', done)
+    process.once('SIGTERM', done)
+  })
+
+/** `agentfs mount DB MOUNTPOINT`: the database as a real directory until SIGINT/SIGTERM. */
+export function registerMount(program: Command): void {
+  program
+    .command('mount')
+    .description('mount a database as a directory through FUSE (Linux); Ctrl-C unmounts')
+    .argument('<db>', 'agent id or database path')
+    .argument('<mountpoint>', 'an existing empty directory')
+    .option('--read-only', 'refuse every change with EROFS')
+    .addHelpText(
+      'after',
+      `
+The database stays usable by the SDK and other agentfs commands while mounted.
+Overlay databases (agentfs init --base DIR) show their copy-on-write view.
+
+Examples:
+  $ mkdir /tmp/agent && agentfs mount my-agent /tmp/agent
+  $ agentfs mount --read-only session.db /mnt/review`,
+    )
+    .action(async (db: string, mountpoint: string, o: { readOnly?: boolean }) => {
+      const agent = await openExisting(db)
+      const target = resolve(mountpoint)
+      try {
+        const view = await viewOf(agent, kernelFacing())
+        const mounted = await mount(view, target, o.readOnly ? { readOnly: true } : {})
+        process.stdout.write(`mounted ${db} at ${target}; Ctrl-C or SIGTERM unmounts\n`)
+        await untilSignal()
+        await mounted.unmount()
+        process.stdout.write(`unmounted ${target}\n`)
+      } finally {
+        await agent.close()
+      }
+    })
+}

@@ -1,0 +1,204 @@
+import { spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { AgentFS } from '@agentfs/sdk'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { bundleCli, runCli, sh, snapshot } from './helpers.js'
+
+const fuse = existsSync('/dev/fuse')
+if (!fuse) console.warn('FUSE tests skipped: /dev/fuse is not available on this machine')
+
+let cli: string
+let dispose: () => Promise<void>
+let cwd: string
+
+beforeAll(async () => {
+  ;({ cli, dispose } = await bundleCli())
+  cwd = await mkdtemp(join(tmpdir(), 'agentfs-fuse-'))
+}, 60_000)
+
+afterAll(async () => {
+  await dispose()
+  await rm(cwd, { recursive: true, force: true })
+})
+
+/** Starts `agentfs mount` and resolves once it reports the mount. */
+async function startMount(db: string, mountpoint: string, ...flags: string[]) {
+  await mkdir(mountpoint, { recursive: true })
+  const child = spawn(process.execPath, [cli, 'mount', ...flags, db, mountpoint], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (d) => {
+    out += d
+  })
+  child.stderr.on('data', (d) => {
+    err += d
+  })
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`mount did not start: ${err}`)), 20_000)
+    child.stdout.on('data', () => {
+      if (out.includes('mounted')) {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`mount exited with ${code}: ${err}`))
+    })
+  })
+  return {
+    child,
+    output: () => ({ out, err }),
+    /** SIGTERM, then the exit code. */
+    stop: (signal: NodeJS.Signals = 'SIGTERM') =>
+      new Promise<number | null>((resolve) => {
+        child.removeAllListeners('exit')
+        child.on('exit', (code) => resolve(code))
+        child.kill(signal)
+      }),
+  }
+}
+
+const mounted = (mountpoint: string) =>
+  readFileSync('/proc/mounts', 'utf8')
+    .split('\n')
+    .some((line) => line.split(' ')[1] === mountpoint)
+
+/** Real shell tools, run once on the mount and once on a plain directory. */
+const SCRIPT = String.raw`
+mkdir -p src/lib docs
+printf 'hello\n' > src/a.txt
+echo appended >> src/a.txt
+seq 1 60000 > src/lib/numbers.txt
+head -c 300000 /dev/zero | tr '\0' 'x' > big.bin
+cp -r src copy
+mv copy/a.txt copy/b.txt
+ln -s a.txt src/link
+cat src/link
+chmod 600 src/a.txt
+chmod 700 src/lib
+touch -d '2020-01-02 03:04:05' src/a.txt
+stat -c '%y %n' src/a.txt
+touch empty.txt
+touch -m -d '2021-03-04 05:06:07' empty.txt && stat -c '%y %n' empty.txt
+ls -la src | awk 'NR > 1 && $9 != "." && $9 != ".." { print $1, ($1 ~ /^d/ ? "-" : $5), $9 }'
+rm -r copy/lib
+for i in 1 2 3 4 5 6 7 8; do (seq 1 "$((i * 3000))" > "par$i.txt") & done; wait
+cat par*.txt | wc -l
+truncate -s 100 src/lib/numbers.txt
+git init -q repo
+cd repo
+git config user.email agent@example.com
+git config user.name agent
+echo one > f.txt && mkdir sub && echo two > sub/g.txt
+git add . && git commit -qm first
+echo three >> f.txt && git commit -qam second
+git mv sub/g.txt sub/h.txt && git commit -qm rename
+git rev-parse HEAD
+git log --format=%s
+git status --porcelain
+git fsck --no-progress
+cd ..
+mkdir unpacked && tar xf "$TARBALL" -C unpacked
+stat -c '%a %y %n' unpacked/pkg/bin/tool
+rm -r docs
+ls -R | wc -l
+`
+
+describe.skipIf(!fuse)('agentfs mount (FUSE)', () => {
+  test('shell tools behave on the mount exactly as on a plain directory; the database is fsck-clean after', async () => {
+    // A tarball with modes, times and a symlink, made on a plain directory.
+    const pack = join(cwd, 'pack')
+    await mkdir(pack, { recursive: true })
+    sh(
+      `mkdir -p pkg/bin && printf '#!/bin/sh\necho tool\n' > pkg/bin/tool && chmod 751 pkg/bin/tool
+       touch -d '2019-05-06 07:08:09' pkg/bin/tool && ln -s bin/tool pkg/run && tar cf ../pack.tar pkg`,
+      pack,
+    )
+    const env = {
+      TARBALL: join(cwd, 'pack.tar'),
+      HOME: cwd,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_DATE: '2024-01-01T00:00:00Z',
+      GIT_COMMITTER_DATE: '2024-01-01T00:00:00Z',
+      TZ: 'UTC',
+    }
+    const plain = join(cwd, 'plain')
+    await mkdir(plain)
+    const expected = sh(SCRIPT, plain, env)
+
+    expect(runCli(cli, ['init', 'shell.db'], { cwd }).code).toBe(0)
+    const mountpoint = join(cwd, 'mnt')
+    const m = await startMount('shell.db', mountpoint)
+    try {
+      expect(mounted(mountpoint)).toBe(true)
+      const actual = sh(SCRIPT, mountpoint, env)
+      expect(actual).toBe(expected)
+      expect(expected).toContain('-rw------- 15 a.txt')
+      const skipGit = (rel: string) => rel === 'repo/.git'
+      expect(await snapshot(mountpoint, skipGit)).toEqual(await snapshot(plain, skipGit))
+    } finally {
+      expect(await m.stop()).toBe(0)
+    }
+    expect(m.output().out).toContain('unmounted')
+    expect(mounted(mountpoint)).toBe(false)
+    const fsck = runCli(cli, ['fsck', 'shell.db'], { cwd })
+    expect(fsck).toMatchObject({ code: 0 })
+  }, 120_000)
+
+  test('the SDK keeps using the database while it is mounted; SIGINT unmounts', async () => {
+    expect(runCli(cli, ['init', 'shared.db'], { cwd }).code).toBe(0)
+    const mountpoint = join(cwd, 'shared')
+    const m = await startMount('shared.db', mountpoint)
+    const agent = await AgentFS.open({ path: join(cwd, 'shared.db') })
+    try {
+      await agent.fs.writeFile('/from-sdk.txt', 'written by the SDK\n')
+      expect(sh('cat from-sdk.txt', mountpoint)).toBe('written by the SDK\n')
+      sh('echo "written through the mount" > from-shell.txt', mountpoint)
+      expect(await agent.fs.readFile('/from-shell.txt', 'utf8')).toBe('written through the mount\n')
+      await agent.kv.set('still', 'works')
+      expect(await agent.kv.get('still')).toBe('works')
+    } finally {
+      await agent.close()
+      expect(await m.stop('SIGINT')).toBe(0)
+    }
+    expect(mounted(mountpoint)).toBe(false)
+  }, 60_000)
+
+  test('--read-only refuses changes with EROFS; overlay databases mount their copy-on-write view', async () => {
+    const host = join(cwd, 'host')
+    await mkdir(host, { recursive: true })
+    sh('mkdir -p lib && echo base > lib/base.txt', host)
+    expect(runCli(cli, ['init', 'ov.db', '--base', host], { cwd }).code).toBe(0)
+    const ro = await startMount('ov.db', join(cwd, 'ro'), '--read-only')
+    try {
+      expect(sh('cat lib/base.txt', join(cwd, 'ro'))).toBe('base\n')
+      expect(() => sh('touch new.txt', join(cwd, 'ro'))).toThrow(/Read-only file system/)
+    } finally {
+      expect(await ro.stop()).toBe(0)
+    }
+    const rw = await startMount('ov.db', join(cwd, 'rw'))
+    try {
+      sh('echo changed > lib/base.txt && echo new > new.txt && rm -r lib', join(cwd, 'rw'))
+    } finally {
+      expect(await rw.stop()).toBe(0)
+    }
+    expect(readFileSync(join(host, 'lib', 'base.txt'), 'utf8')).toBe('base\n')
+    const diff = runCli(cli, ['diff', 'ov.db'], { cwd }).out
+    expect(diff).toContain('A /new.txt')
+    expect(diff).toContain('D /lib/')
+  }, 60_000)
+
+  test('a missing mountpoint is one clear error line', () => {
+    runCli(cli, ['init', 'e.db'], { cwd })
+    const result = runCli(cli, ['mount', 'e.db', join(cwd, 'nowhere')], { cwd })
+    expect(result.code).toBe(1)
+    expect(result.err).toMatch(/^agentfs: mountpoint .*nowhere does not exist; create it/)
+  })
+})

@@ -1,0 +1,92 @@
+import { type SpawnSyncOptions, spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { lstat, mkdir, readdir, readFile, readlink, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+
+const here = fileURLToPath(new URL('.', import.meta.url))
+
+/** Bundles the CLI from source (workspace packages through their source condition). */
+export async function bundleCli(): Promise<{ cli: string; dispose(): Promise<void> }> {
+  const outDir = join(here, '..', '.tmp')
+  await mkdir(outDir, { recursive: true })
+  const cli = join(outDir, `agentfs-${process.pid}-${Math.random().toString(36).slice(2)}.mjs`)
+  await build({
+    entryPoints: [join(here, '..', 'src', 'cli.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    outfile: cli,
+    conditions: ['@agentfs/source'],
+    external: ['better-sqlite3', '@libsql/client', 'fuse-native'],
+    banner: {
+      js: "import { createRequire as bannerRequire } from 'node:module'; const require = bannerRequire(import.meta.url);",
+    },
+    logLevel: 'silent',
+  })
+  return { cli, dispose: () => rm(cli, { force: true }) }
+}
+
+/** Runs the bundled CLI synchronously: exit code, stdout, stderr. */
+export function runCli(
+  cli: string,
+  args: string[],
+  options: SpawnSyncOptions & { input?: string },
+) {
+  const result = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', ...options })
+  return { code: result.status, out: String(result.stdout), err: String(result.stderr) }
+}
+
+/** Runs a bash script in `cwd`; fails loudly with its stderr. */
+export function sh(script: string, cwd: string, env: NodeJS.ProcessEnv = {}): string {
+  const result = spawnSync('bash', ['-euo', 'pipefail', '-c', script], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  })
+  if (result.status !== 0)
+    throw new Error(`script failed (${result.status}) in ${cwd}:\n${result.stderr}${result.stdout}`)
+  return result.stdout
+}
+
+export interface TreeEntry {
+  type: 'file' | 'dir' | 'symlink' | 'other'
+  mode?: number
+  size?: number
+  sha256?: string
+  target?: string
+}
+
+/** Everything a tree holds that two equivalent trees must share (not inode numbers or dir times). */
+export async function snapshot(
+  root: string,
+  skip: (rel: string) => boolean = () => false,
+): Promise<Record<string, TreeEntry>> {
+  const out: Record<string, TreeEntry> = {}
+  const walk = async (rel: string): Promise<void> => {
+    for (const name of (await readdir(join(root, rel))).sort()) {
+      const path = rel ? `${rel}/${name}` : name
+      if (skip(path)) continue
+      const full = join(root, path)
+      const s = await lstat(full)
+      if (s.isSymbolicLink()) out[path] = { type: 'symlink', target: await readlink(full) }
+      else if (s.isDirectory()) {
+        out[path] = { type: 'dir', mode: s.mode & 0o7777 }
+        await walk(path)
+      } else if (s.isFile())
+        out[path] = {
+          type: 'file',
+          mode: s.mode & 0o7777,
+          size: s.size,
+          sha256: createHash('sha256')
+            .update(await readFile(full))
+            .digest('hex'),
+        }
+      else out[path] = { type: 'other', mode: s.mode }
+    }
+  }
+  await walk('')
+  return out
+}
