@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander'
 import { registerCommands } from './commands.js'
 import { registerMount } from './mount-command.js'
+import { registerRun } from './run-command.js'
 
 const program = new Command()
   .name('agentfs')
@@ -9,8 +10,10 @@ const program = new Command()
   .version('0.1.0')
   .showHelpAfterError()
   .exitOverride()
+  .enablePositionalOptions()
 registerCommands(program)
 registerMount(program)
+registerRun(program)
 
 try {
   await program.parseAsync(process.argv)

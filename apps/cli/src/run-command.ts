@@ -1,0 +1,144 @@
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, rmdir } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { openOverlay, readOverlayBase, saveOverlayBase } from '@agentfs/overlay'
+import { AgentFS } from '@agentfs/sdk'
+import type { Command } from 'commander'
+import { mount } from './fuse.js'
+import { databasePath, kernelFacing } from './open.js'
+
+/** `YYYYMMDD-HHMMSS` in UTC, for default session names. */
+const stamp = (d = new Date()) =>
+  d.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)
+
+/**
+ * Whether this process can give the command a private mount namespace (root, Linux, unshare
+ * from util-linux), so the project's own path shows the copy-on-write view.
+ */
+function canUseNamespace(): boolean {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return false
+  return spawnSync('unshare', ['--mount', '--propagation', 'private', 'true']).status === 0
+}
+
+/** Opens the session database, creating it as an overlay over `project` when new. */
+async function openSession(path: string, project: string): Promise<AgentFS> {
+  await mkdir(dirname(path), { recursive: true })
+  const agent = await AgentFS.open({ path })
+  try {
+    const base = await readOverlayBase(agent.db)
+    if (!base) {
+      const entries = await agent.fs.readdir('/')
+      if (entries.length > 0)
+        throw new Error(
+          `${path} already holds files and is not an overlay; pass a new --db path for the run`,
+        )
+      await saveOverlayBase(agent.db, { kind: 'host', path: project })
+    } else if (base.kind !== 'host' || resolve(base.path) !== project) {
+      throw new Error(
+        `${path} is an overlay over ${base.path}, not ${project}; run from that directory or pass a new --db path`,
+      )
+    }
+    return agent
+  } catch (error) {
+    await agent.close()
+    throw error
+  }
+}
+
+/** Runs `argv` in `view` (the mountpoint), as `project` when a mount namespace is available. */
+function runIn(argv: string[], view: string, project: string, namespace: boolean) {
+  const [command, ...args] = argv as [string, ...string[]]
+  const child = namespace
+    ? spawn(
+        'unshare',
+        [
+          '--mount',
+          '--propagation',
+          'private',
+          'sh',
+          '-c',
+          'mount --bind "$1" "$2" && cd "$2" && shift 2 && exec "$@"',
+          'agentfs-run',
+          view,
+          project,
+          command,
+          ...args,
+        ],
+        { stdio: 'inherit', cwd: project },
+      )
+    : spawn(command, args, { stdio: 'inherit', cwd: view, env: { ...process.env, PWD: view } })
+  return new Promise<number>((done, fail) => {
+    child.on('error', (error) =>
+      fail(new Error(`cannot run ${command}: ${(error as NodeJS.ErrnoException).code ?? error}`)),
+    )
+    child.on('exit', (code, signal) => done(code ?? 128 + (signal === 'SIGKILL' ? 9 : 15)))
+  })
+}
+
+/** `agentfs run [--db PATH] -- COMMAND…`: a command on a copy-on-write view of this directory. */
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description(
+      'run a command on a copy-on-write view of the current directory (Linux, FUSE); the directory stays untouched',
+    )
+    .argument('<command...>', 'the command and its arguments (after --)')
+    .passThroughOptions()
+    .option(
+      '--db <path>',
+      'session database: id or path (default the id run-<time>, .agentfs/run-<time>.db); reuse one to continue',
+    )
+    .addHelpText(
+      'after',
+      `
+Changes land in the session database (by default .agentfs/run-<time>.db), never in the
+directory itself. Review them with
+"agentfs diff DB", apply them with "agentfs commit DB", or drop them with "agentfs discard DB".
+
+Isolation: as root on Linux the command gets a private mount namespace in which the
+directory's own path shows the view, so absolute paths into it are covered too. Everything
+outside the directory (/tmp, $HOME, the network, other processes) is the real system: this
+is a copy-on-write workspace, not a security sandbox. Without root the command starts inside
+the view, but absolute paths to the directory reach the real files.
+
+Examples:
+  $ agentfs run -- sh -c 'npm install && npm test'
+  $ agentfs run --db .agentfs/refactor.db -- python tools/rewrite.py
+  $ agentfs diff .agentfs/refactor.db && agentfs commit .agentfs/refactor.db`,
+    )
+    .action(async (argv: string[], o: { db?: string }) => {
+      const project = resolve('.')
+      const session = o.db ?? `run-${stamp()}`
+      const dbPath = databasePath(session)
+      const agent = await openSession(dbPath, project)
+      const view = await mkdtemp(join(tmpdir(), 'agentfs-run-'))
+      let code = 1
+      try {
+        const mounted = await mount(await openOverlay(agent.db, { fs: kernelFacing() }), view)
+        // The command owns the terminal: Ctrl-C reaches it; we clean up after it exits.
+        const ignore = () => {}
+        process.on('SIGINT', ignore)
+        process.on('SIGTERM', ignore)
+        try {
+          code = await runIn(argv, view, project, canUseNamespace())
+        } finally {
+          process.off('SIGINT', ignore)
+          process.off('SIGTERM', ignore)
+          await mounted.unmount()
+        }
+        const changes = await (await openOverlay(agent.db)).diff()
+        const shown = session
+        process.stderr.write(
+          changes.length === 0
+            ? `agentfs run: no changes (session ${shown})\n`
+            : `agentfs run: ${changes.length} change(s) kept in ${shown}; review with "agentfs diff ${shown}", apply with "agentfs commit ${shown}"\n`,
+        )
+      } finally {
+        await agent.close()
+        if (existsSync(view)) await rmdir(view).catch(() => {})
+      }
+      process.exitCode = code
+    })
+}

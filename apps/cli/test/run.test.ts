@@ -1,0 +1,121 @@
+import { existsSync, readdirSync } from 'node:fs'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { bundleCli, runCli, sh, snapshot } from './helpers.js'
+
+const fuse = existsSync('/dev/fuse')
+if (!fuse) console.warn('agentfs run tests skipped: /dev/fuse is not available on this machine')
+const root = process.getuid?.() === 0
+
+let cli: string
+let dispose: () => Promise<void>
+let cwd: string
+
+beforeAll(async () => {
+  ;({ cli, dispose } = await bundleCli())
+  cwd = await mkdtemp(join(tmpdir(), 'agentfs-run-'))
+}, 60_000)
+
+afterAll(async () => {
+  await dispose()
+  await rm(cwd, { recursive: true, force: true })
+})
+
+const PROJECT = String.raw`
+mkdir -p src/util docs old/deep
+printf 'export const a = 1\n' > src/index.ts
+printf 'export const b = 2\n' > src/util/b.ts
+printf '# Docs\n' > docs/README.md
+printf 'gone\n' > old/deep/x.txt
+printf '#!/bin/sh\necho hi\n' > run.sh && chmod 755 run.sh
+ln -s src/index.ts entry
+`
+
+/** Creates, edits, renames and deletes; with a mount namespace it also writes by absolute path. */
+const EDITS = String.raw`
+echo 'export const c = 3' > src/c.ts
+echo 'export const a = 10' > src/index.ts
+mv docs/README.md docs/GUIDE.md
+rm -r old
+chmod 700 run.sh
+mkdir -p build/out && seq 1 20000 > build/out/numbers.txt
+if [ -n "\${ABSOLUTE:-}" ]; then echo absolute > "$ABSOLUTE/abs.txt"; fi
+rm entry && ln -s src/c.ts entry
+`
+
+describe.skipIf(!fuse)('agentfs run', () => {
+  test('edits land in the session database; the host stays untouched until commit, then equals the view', async () => {
+    const project = join(cwd, 'project')
+    const expected = join(cwd, 'expected')
+    for (const dir of [project, expected]) {
+      await mkdir(dir)
+      sh(PROJECT, dir)
+    }
+    const before = await snapshot(project)
+
+    const run = runCli(cli, ['run', '--db', '../session.db', '--', 'bash', '-euc', EDITS], {
+      cwd: project,
+      env: { ...process.env, ...(root ? { ABSOLUTE: project } : {}) },
+    })
+    expect(run.err).toMatch(/agentfs run: \d+ change\(s\) kept in \.\.\/session\.db/)
+    expect(run.code).toBe(0)
+    expect(await snapshot(project)).toEqual(before)
+
+    sh(EDITS, expected, root ? { ABSOLUTE: expected } : {})
+    const diff = runCli(cli, ['diff', '--json', '../session.db'], { cwd: project })
+    const changes = (JSON.parse(diff.out) as { kind: string; path: string }[])
+      .map((c) => `${c.kind} ${c.path}`)
+      .sort()
+    expect(changes).toEqual(
+      [
+        'added /build',
+        'added /build/out',
+        'added /build/out/numbers.txt',
+        'added /docs/GUIDE.md',
+        'added /src/c.ts',
+        'deleted /docs/README.md',
+        'deleted /old',
+        'modified /entry',
+        'modified /run.sh',
+        'modified /src/index.ts',
+        ...(root ? ['added /abs.txt'] : []),
+      ].sort(),
+    )
+
+    const commit = runCli(cli, ['commit', '../session.db'], { cwd: project })
+    expect(commit.code).toBe(0)
+    expect(await snapshot(project)).toEqual(await snapshot(expected))
+    expect(runCli(cli, ['diff', '../session.db'], { cwd: project }).out).toBe('no changes\n')
+  }, 120_000)
+
+  test("the command's exit code is the run's; a default session gets an id under .agentfs", async () => {
+    const dir = join(cwd, 'plain')
+    await mkdir(dir)
+    sh('echo base > base.txt', dir)
+    const failed = runCli(cli, ['run', '--', 'sh', '-c', 'echo partial > out.txt; exit 3'], {
+      cwd: dir,
+    })
+    expect(failed.code).toBe(3)
+    const [session] = readdirSync(join(dir, '.agentfs'))
+    expect(session).toMatch(/^run-\d{8}-\d{6}\.db$/)
+    const id = session!.replace(/\.db$/, '')
+    expect(failed.err).toContain(`kept in ${id}; review with "agentfs diff ${id}"`)
+    expect(runCli(cli, ['diff', id], { cwd: dir }).out).toContain('A /out.txt')
+    expect(existsSync(join(dir, 'out.txt'))).toBe(false)
+    // Continuing a session sees its earlier changes.
+    const again = runCli(cli, ['run', '--db', id, '--', 'cat', 'out.txt'], { cwd: dir })
+    expect(again).toMatchObject({ code: 0, out: 'partial\n' })
+    const missing = runCli(cli, ['run', '--db', id, '--', 'no-such-command-here'], { cwd: dir })
+    expect(missing.code).not.toBe(0)
+  }, 60_000)
+
+  test('a session database of another directory is refused with one clear line', async () => {
+    const other = join(cwd, 'other')
+    await mkdir(other)
+    const result = runCli(cli, ['run', '--db', '../session.db', '--', 'true'], { cwd: other })
+    expect(result.code).toBe(1)
+    expect(result.err).toMatch(/^agentfs: .*session\.db is an overlay over .*project, not .*other/)
+  })
+})
