@@ -94,8 +94,8 @@ export function registerRun(program: Command): void {
       'after',
       `
 Changes land in the session database (by default .agentfs/run-<time>.db), never in the
-directory itself. Review them with
-"agentfs diff DB", apply them with "agentfs commit DB", or drop them with "agentfs discard DB".
+directory itself. Review them with "agentfs diff DB", apply them with "agentfs commit DB",
+or drop them with "agentfs discard DB".
 
 Isolation: as root on Linux the command gets a private mount namespace in which the
 directory's own path shows the view, so absolute paths into it are covered too. Everything
