@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander'
 import { registerCommands } from './commands.js'
+import { addHelp } from './help.js'
 import { registerMount } from './mount-command.js'
 import { registerRun } from './run-command.js'
 
@@ -14,6 +15,7 @@ const program = new Command()
 registerCommands(program)
 registerMount(program)
 registerRun(program)
+addHelp(program)
 
 try {
   await program.parseAsync(process.argv)

@@ -449,38 +449,35 @@ export function registerCommands(program: Command): void {
     ['commit', 'apply an overlay database to its base directory, then empty it'],
     ['discard', "throw an overlay database's changes away"],
   ] as const) {
-    program
-      .command(name)
-      .description(description)
-      .argument('<db>')
-      .option('--json', 'print JSON (diff)')
-      .action(async (db: string, o: { json?: boolean }) =>
-        withAgent(db, async (agent) => {
-          const overlay = await openOverlay(agent.db)
-          if (name === 'diff') {
-            const changes = await overlay.diff()
-            if (o.json) return json(changes)
-            if (changes.length === 0) return print('no changes')
-            for (const c of changes) {
-              print(
-                `${c.kind === 'added' ? 'A' : c.kind === 'deleted' ? 'D' : 'M'} ${c.path}${c.type === 'directory' ? '/' : ''}`,
-              )
-              if (c.diff) print(c.diff)
-            }
-          } else if (name === 'commit') {
-            const { HostFileSystem } = await import('@agentfs/overlay')
-            const base = overlay.base as { root?: string }
-            const target = base.root
-              ? new HostFileSystem({ root: base.root, writable: true })
-              : overlay.base
-            const result = await overlay.commit(target)
-            print(`applied ${result.applied.length} change(s)`)
-          } else {
-            await overlay.discard()
-            print('discarded')
+    const command = program.command(name).description(description).argument('<db>')
+    if (name === 'diff') command.option('--json', 'print JSON')
+    command.action(async (db: string, o: { json?: boolean }) =>
+      withAgent(db, async (agent) => {
+        const overlay = await openOverlay(agent.db)
+        if (name === 'diff') {
+          const changes = await overlay.diff()
+          if (o.json) return json(changes)
+          if (changes.length === 0) return print('no changes')
+          for (const c of changes) {
+            print(
+              `${c.kind === 'added' ? 'A' : c.kind === 'deleted' ? 'D' : 'M'} ${c.path}${c.type === 'directory' ? '/' : ''}`,
+            )
+            if (c.diff) print(c.diff)
           }
-        }),
-      )
+        } else if (name === 'commit') {
+          const { HostFileSystem } = await import('@agentfs/overlay')
+          const base = overlay.base as { root?: string }
+          const target = base.root
+            ? new HostFileSystem({ root: base.root, writable: true })
+            : overlay.base
+          const result = await overlay.commit(target)
+          print(`applied ${result.applied.length} change(s)`)
+        } else {
+          await overlay.discard()
+          print('discarded')
+        }
+      }),
+    )
   }
 
   program

@@ -49,11 +49,45 @@ describe('agentfs', () => {
       'commit',
       'discard',
       'serve',
+      'mount',
+      'run',
+      'fsck',
+      'import',
+      'export',
     ]) {
       expect(help.out).toContain(command)
     }
     expect(agentfs(['fs', '--help']).out).toMatch(/ls.*\n.*tree/s)
     expect(agentfs(['nope']).code).not.toBe(0)
+  })
+
+  test('every command has a description and examples in its help', () => {
+    const commandsOf = (help: string) =>
+      [
+        ...help
+          .split('Commands:\n')[1]!
+          .split('\n\n')[0]!
+          .matchAll(/^ {2}(\S+)/gm),
+      ]
+        .map((m) => m[1]!)
+        .filter((name) => name !== 'help')
+    const top = agentfs(['--help']).out
+    expect(top).toContain('Examples:')
+    const paths: string[][] = []
+    for (const name of commandsOf(top)) {
+      const help = agentfs([name, '--help']).out
+      if (help.includes('Commands:')) for (const sub of commandsOf(help)) paths.push([name, sub])
+      else paths.push([name])
+    }
+    expect(paths.length).toBe(28)
+    for (const path of paths) {
+      const help = agentfs([...path, '--help'])
+      expect(help.code, path.join(' ')).toBe(0)
+      expect(help.out, path.join(' ')).toMatch(/^Usage: agentfs .+\n\n\S.+\n/)
+      const examples = help.out.split('Examples:\n')[1] ?? ''
+      expect(examples, path.join(' ')).toMatch(/^ {2}\$ /)
+      expect(examples, path.join(' ')).toContain(`agentfs ${path.join(' ')} `)
+    }
   })
 
   test('init by id, then fs commands, with one clear error line on failure', () => {

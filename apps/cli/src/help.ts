@@ -1,0 +1,150 @@
+import type { Command } from 'commander'
+
+/** Per-command help: a description where registration left none, and examples. */
+const HELP: Record<string, { description?: string; examples: string[] }> = {
+  init: {
+    examples: [
+      'agentfs init my-agent                 # .agentfs/my-agent.db',
+      'agentfs init ./data/agent.db --chunk-size 65536',
+      'agentfs init session.db --base ./project   # copy-on-write view of ./project',
+    ],
+  },
+  'fs ls': {
+    description: 'list a directory',
+    examples: [
+      'agentfs fs ls my-agent /notes',
+      'agentfs fs ls -l my-agent',
+      'agentfs fs ls --json my-agent /',
+    ],
+  },
+  'fs tree': {
+    description: 'draw the tree under a directory',
+    examples: ['agentfs fs tree my-agent /src'],
+  },
+  'fs cat': { description: 'print a file', examples: ['agentfs fs cat my-agent /notes/todo.md'] },
+  'fs write': {
+    examples: [
+      "agentfs fs write my-agent /notes/todo.md '# Todo'",
+      'cat report.pdf | agentfs fs write my-agent /inbox/report.pdf',
+    ],
+  },
+  'fs mkdir': {
+    description: 'create a directory',
+    examples: ['agentfs fs mkdir -p my-agent /a/b/c'],
+  },
+  'fs rm': {
+    description: 'remove a file, or a tree with -r',
+    examples: ['agentfs fs rm my-agent /tmp.txt', 'agentfs fs rm -rf my-agent /build'],
+  },
+  'fs mv': {
+    description: 'rename or move',
+    examples: ['agentfs fs mv my-agent /draft.md /final.md'],
+  },
+  'fs cp': {
+    description: 'copy a file, or a tree with -r',
+    examples: [
+      'agentfs fs cp my-agent /a.txt /b.txt',
+      'agentfs fs cp -r my-agent /src /src-backup',
+    ],
+  },
+  'fs ln': {
+    description: 'create a hard link, or a symbolic link with -s',
+    examples: [
+      'agentfs fs ln -s my-agent /notes/todo.md /todo',
+      'agentfs fs ln my-agent /a.txt /hard.txt',
+    ],
+  },
+  'fs stat': {
+    description: 'show metadata (type, mode, size, times, links, version)',
+    examples: ['agentfs fs stat my-agent /notes/todo.md', 'agentfs fs stat --json my-agent /'],
+  },
+  import: {
+    examples: [
+      'agentfs import ./docs my-agent',
+      'agentfs import ./project fresh.db   # creates fresh.db',
+    ],
+  },
+  export: { examples: ['agentfs export my-agent ./snapshot'] },
+  'kv get': {
+    description: 'print the JSON value of a key',
+    examples: ['agentfs kv get my-agent user:prefs'],
+  },
+  'kv set': {
+    examples: [
+      'agentfs kv set my-agent user:prefs \'{"theme":"dark"}\'',
+      'agentfs kv set my-agent note "plain text is stored as a string"',
+    ],
+  },
+  'kv rm': { description: 'delete a key', examples: ['agentfs kv rm my-agent note'] },
+  'kv ls': {
+    description: 'list keys (and values), optionally under a prefix',
+    examples: ['agentfs kv ls my-agent', 'agentfs kv ls --json my-agent user:'],
+  },
+  timeline: {
+    examples: [
+      'agentfs timeline my-agent --limit 20',
+      'agentfs timeline my-agent --errors --since 2026-11-01',
+      'agentfs timeline my-agent --session s-42 --name edit_file --json',
+    ],
+  },
+  stats: { examples: ['agentfs stats my-agent', 'agentfs stats --json my-agent'] },
+  info: { examples: ['agentfs info my-agent', 'agentfs info --json ./agent.db'] },
+  fsck: {
+    examples: [
+      'agentfs fsck my-agent',
+      'agentfs fsck --repair my-agent',
+      'agentfs fsck --json my-agent',
+    ],
+  },
+  migrate: {
+    examples: ['agentfs migrate --dry-run old-agent.db', 'agentfs migrate old-agent.db'],
+  },
+  diff: { examples: ['agentfs diff session.db', 'agentfs diff --json session.db'] },
+  commit: {
+    examples: [
+      'agentfs commit session.db',
+      'agentfs diff session.db && agentfs commit session.db   # review first',
+    ],
+  },
+  discard: { examples: ['agentfs discard session.db'] },
+  'serve mcp': {
+    examples: [
+      'agentfs serve mcp my-agent',
+      'agentfs serve mcp --read-only my-agent   # only the tools that change nothing',
+    ],
+  },
+}
+
+const pathOf = (command: Command): string => {
+  const names: string[] = []
+  for (let c: Command | null = command; c?.parent; c = c.parent) names.unshift(c.name())
+  return names.join(' ')
+}
+
+/** Adds descriptions and examples to every registered command (recursively). */
+export function addHelp(program: Command): void {
+  const visit = (command: Command) => {
+    const help = HELP[pathOf(command)]
+    if (help) {
+      if (help.description && !command.description()) command.description(help.description)
+      command.addHelpText(
+        'after',
+        `\nExamples:\n${help.examples.map((e) => `  $ ${e}`).join('\n')}`,
+      )
+    }
+    for (const sub of command.commands) visit(sub)
+  }
+  for (const command of program.commands) visit(command)
+  program.addHelpText(
+    'after',
+    `
+Databases are given as an id (my-agent means .agentfs/my-agent.db) or a path.
+Run "agentfs <command> --help" for a command's options and examples.
+
+Examples:
+  $ agentfs init my-agent && agentfs fs write my-agent /notes.md '# Notes'
+  $ agentfs timeline my-agent --errors
+  $ mkdir /tmp/agent && agentfs mount my-agent /tmp/agent
+  $ agentfs run -- sh -c 'make && make test' && agentfs diff run-20261122-101500`,
+  )
+}
