@@ -64,7 +64,9 @@ try {
   console.log('files:')
   console.log((await drawTree(agent, '/project')).replace(/^/gm, '  '))
   console.log('\n/project/src/greet.js now reads:')
-  console.log((await agent.fs.readFile('/project/src/greet.js', 'utf8')).trimEnd().replace(/^/gm, '  '))
+  console.log(
+    (await agent.fs.readFile('/project/src/greet.js', 'utf8')).trimEnd().replace(/^/gm, '  '),
+  )
   console.log('\nmemory:')
   for await (const entry of agent.kv.entries())
     console.log(`  ${entry.key} = ${JSON.stringify(entry.value)}`)

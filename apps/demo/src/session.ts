@@ -15,7 +15,7 @@ export async function seedProject(agent: AgentFS): Promise<void> {
     await tx.fs.mkdir('/project/src', { recursive: true })
     await tx.fs.writeFile(
       '/project/src/greet.js',
-      "export function greet(name) {\n  return `Helo, ${name}!`\n}\n",
+      'export function greet(name) {\n  return `Helo, ${name}!`\n}\n',
     )
     await tx.fs.writeFile(
       '/project/src/main.js',
@@ -119,7 +119,9 @@ export async function drawTree(agent: AgentFS, path = '/'): Promise<string> {
       const last = i === entries.length - 1
       const full = `${dir === '/' ? '' : dir}/${entry.name}`
       const size = entry.isDirectory() ? '' : `  (${(await agent.fs.stat(full)).size} B)`
-      lines.push(`${prefix}${last ? '└── ' : '├── '}${entry.name}${entry.isDirectory() ? '/' : size}`)
+      lines.push(
+        `${prefix}${last ? '└── ' : '├── '}${entry.name}${entry.isDirectory() ? '/' : size}`,
+      )
       if (entry.isDirectory()) await walk(full, `${prefix}${last ? '    ' : '│   '}`)
     }
   }

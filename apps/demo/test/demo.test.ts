@@ -22,7 +22,9 @@ test('the scripted session fixes the bug, recovers from its mistake, and leaves 
   expect(await agent.fs.readFile('/project/src/greet.js', 'utf8')).toBe(
     'export function greet(name) {\n  return `Hello, ${name}!`\n}\n',
   )
-  expect(await agent.fs.readFile('/project/CHANGELOG.md', 'utf8')).toContain('Fix the greeting typo')
+  expect(await agent.fs.readFile('/project/CHANGELOG.md', 'utf8')).toContain(
+    'Fix the greeting typo',
+  )
   expect(await agent.kv.get('memory:last-task')).toEqual({
     task: 'fix greeting typo',
     files: ['src/greet.js', 'CHANGELOG.md'],
@@ -53,6 +55,8 @@ test('the scripted session fixes the bug, recovers from its mistake, and leaves 
   expect(await drawTimeline(agent)).toMatch(
     /#4 edit_file +error \d+ ms\n +↳ String to replace not found in file\./,
   )
-  expect(await drawStats(agent)).toMatch(/^ {2}tool +calls +ok +failed +avg ms\n {2}edit_file +3 +2 +1 /)
+  expect(await drawStats(agent)).toMatch(
+    /^ {2}tool +calls +ok +failed +avg ms\n {2}edit_file +3 +2 +1 /,
+  )
   await agent.close()
 })
