@@ -3,6 +3,7 @@ import {
   type AgentDatabase,
   FsError,
   fsError,
+  isAgentFsError,
   joinPath,
   MODE_PERMISSION_MASK,
   normalizePath,
@@ -110,10 +111,15 @@ export class AgentFs implements FileSystem {
         now.sec - node.atime >= DAY
       if (!stale) return
     }
-    await this.#ctx.q.execute({
-      sql: 'UPDATE fs_inode SET atime = ?, atime_nsec = ? WHERE ino = ?',
-      params: [now.sec, now.nsec, node.ino],
-    })
+    try {
+      await this.#ctx.q.execute({
+        sql: 'UPDATE fs_inode SET atime = ?, atime_nsec = ? WHERE ino = ?',
+        params: [now.sec, now.nsec, node.ino],
+      })
+    } catch (error) {
+      // A read-only database reads like a read-only mount: access times simply stay as they are.
+      if (!isAgentFsError(error, 'READONLY')) throw error
+    }
   }
 
   readFile(path: string): Promise<Buffer>
