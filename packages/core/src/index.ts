@@ -39,6 +39,7 @@ export { Mutex, sharedMutex } from './mutex.js'
 export type { ParsedPath, PathLike } from './path.js'
 export {
   baseName,
+  hasLoneSurrogate,
   isWithin,
   joinPath,
   NAME_MAX,

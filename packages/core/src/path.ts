@@ -26,6 +26,15 @@ function byteLength(text: string): number {
   return /^[\x00-\x7f]*$/.test(text) ? text.length : encoder.encode(text).byteLength
 }
 
+/**
+ * Whether `text` holds a UTF-16 surrogate without its pair: such a string has no UTF-8 form, and
+ * SQLite would store U+FFFD in its place, a different name than the one given.
+ */
+export function hasLoneSurrogate(text: string): boolean {
+  // The cheap scan first: most strings have no surrogate at all.
+  return /[\uD800-\uDFFF]/.test(text) && /\p{Cs}/u.test(text)
+}
+
 /** Converts a {@link PathLike} to a string, rejecting anything else with EINVAL. */
 export function pathToString(input: unknown, syscall: string): string {
   if (typeof input === 'string') return input
@@ -41,7 +50,7 @@ export function pathToString(input: unknown, syscall: string): string {
 }
 
 /**
- * Splits and validates a path: NUL → EINVAL, a component over 255 bytes or a path over 4096
+ * Splits and validates a path: NUL or a lone surrogate → EINVAL, a component over 255 bytes or a path over 4096
  * bytes → ENAMETOOLONG, empty → ENOENT. Relative paths are taken from `/`.
  */
 export function parsePath(input: unknown, syscall: string): ParsedPath {
@@ -50,6 +59,11 @@ export function parsePath(input: unknown, syscall: string): ParsedPath {
   if (text.includes('\0')) {
     throw fsError('EINVAL', syscall, text.replaceAll('\0', '\\0'), {
       hint: 'path contains a NUL byte',
+    })
+  }
+  if (hasLoneSurrogate(text)) {
+    throw fsError('EINVAL', syscall, text.replace(/\p{Cs}/gu, '\uFFFD'), {
+      hint: 'path is not valid Unicode (a lone UTF-16 surrogate cannot be stored as UTF-8)',
     })
   }
   if (text.length > PATH_MAX / 4 && byteLength(text) > PATH_MAX) {

@@ -1,4 +1,10 @@
-import { type AgentDatabase, AgentFsError, type Clock, type Queryable } from '@agentfs/core'
+import {
+  type AgentDatabase,
+  AgentFsError,
+  type Clock,
+  hasLoneSurrogate,
+  type Queryable,
+} from '@agentfs/core'
 import { KvConflictError } from './conflict.js'
 import { prefixConditions } from './key-range.js'
 import { deserialize, serialize } from './serialize.js'
@@ -62,6 +68,12 @@ function checkKey(key: unknown): string {
     throw new AgentFsError(
       'INVALID_ARGUMENT',
       `A key must be a non-empty string, got ${JSON.stringify(key) ?? String(key)}`,
+    )
+  }
+  if (key.includes('\0') || hasLoneSurrogate(key)) {
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `A key cannot hold a NUL character or a lone UTF-16 surrogate (SQLite would store a different key), got ${JSON.stringify(key)}`,
     )
   }
   return key

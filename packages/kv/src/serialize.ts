@@ -7,7 +7,10 @@ function rejection(path: string, what: string): AgentFsError {
   )
 }
 
-function check(value: unknown, path: string, seen: Set<object>): void {
+/** Deepest nesting accepted: deeper values overflow the stack of JSON.parse/stringify readers. */
+export const MAX_DEPTH = 1000
+
+function check(value: unknown, path: string, seen: Set<object>, depth = 0): void {
   switch (typeof value) {
     case 'undefined':
       throw rejection(path, 'undefined')
@@ -23,16 +26,17 @@ function check(value: unknown, path: string, seen: Set<object>): void {
     case 'object': {
       if (value === null) return
       if (seen.has(value)) throw rejection(path, 'a circular reference')
+      if (depth >= MAX_DEPTH) throw rejection(path, `nesting deeper than ${MAX_DEPTH} levels`)
       if (value instanceof Map || value instanceof Set) {
         throw rejection(path, `a ${value.constructor.name} (use an object or array)`)
       }
       if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return
       seen.add(value)
       if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) check(value[i], `${path}[${i}]`, seen)
+        for (let i = 0; i < value.length; i++) check(value[i], `${path}[${i}]`, seen, depth + 1)
       } else {
         for (const [key, item] of Object.entries(value)) {
-          if (item !== undefined) check(item, `${path}.${key}`, seen)
+          if (item !== undefined) check(item, `${path}.${key}`, seen, depth + 1)
         }
       }
       seen.delete(value)
