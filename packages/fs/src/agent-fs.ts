@@ -32,6 +32,7 @@ import { parseFlags } from './flags.js'
 import { type InodeRow, isDir, isLnk } from './inode.js'
 import { createNode, pathOf, touchContent, touchMeta } from './mutate.js'
 import * as ns from './namespace-ops.js'
+import { CompiledPolicy, type FsOperation } from './policy.js'
 import { lookup } from './resolver.js'
 import {
   type GlobMatch,
@@ -60,6 +61,12 @@ import type {
   WriteData,
   WriteFileOptions,
 } from './types.js'
+
+/** A path as the policy sees it. */
+interface Resolved {
+  readonly path: string
+  readonly exists: boolean
+}
 
 /**
  * The AgentFS filesystem: POSIX semantics over the spec's inode, dentry and chunk tables, with
@@ -99,6 +106,57 @@ export class AgentFs implements FileSystem {
     return new Stats(row, { blksize: this.#ctx.chunkSize })
   }
 
+  /**
+   * Where `path` really is for the policy: symlinks and `..` resolved (the last component too
+   * when `follow`); a missing last component is its parent's real path plus the name.
+   */
+  async #real(path: string, follow: boolean, syscall: string): Promise<Resolved> {
+    const q = this.#ctx.q
+    try {
+      const found = await lookup(q, path, { followLast: follow, syscall, allowMissing: true })
+      if (found.name === undefined) return { path: '/', exists: true }
+      const dir = found.dirIno === ROOT_INO ? '' : await pathOf(q, found.dirIno)
+      return { path: `${dir}/${found.name}`, exists: found.node !== undefined }
+    } catch (error) {
+      // The operation itself will fail on this path (ENOENT, ELOOP, …); judge it lexically.
+      if (error instanceof FsError) return { path: normalizePath(path, syscall), exists: false }
+      throw error
+    }
+  }
+
+  async #allowRead(path: string, syscall: string, follow = true): Promise<void> {
+    const policy = this.#ctx.policy
+    if (policy) policy.checkRead((await this.#real(path, follow, syscall)).path, syscall, path)
+  }
+
+  /** Refuses a change the policy forbids; `create` names the operation when `path` is new. */
+  async #allowWrite(
+    path: string,
+    syscall: string,
+    operation: FsOperation,
+    options: { follow?: boolean; replaces?: boolean; create?: FsOperation } = {},
+  ): Promise<void> {
+    const policy = this.#ctx.policy
+    if (!policy) return
+    const real = await this.#real(path, options.follow ?? true, syscall)
+    const op = !real.exists && options.create ? options.create : operation
+    const replaces = options.replaces === true && real.exists
+    policy.checkWrite(real.path, op, syscall, path, replaces)
+    // Deleting or moving a directory takes everything under it along.
+    if (replaces && (operation === 'delete' || operation === 'rename')) {
+      const stats = await this.lstat(path).catch(() => undefined)
+      if (stats?.isDirectory())
+        for (const rel of await this.#unchecked.readdir(path, { recursive: true }))
+          policy.checkWrite(`${real.path}/${rel}`, operation, syscall, path, true)
+    }
+  }
+
+  /** The same filesystem without the policy, for the policy's own look-ups. */
+  get #unchecked(): AgentFs {
+    const { policy: _policy, ...ctx } = this.#ctx
+    return new AgentFs(ctx)
+  }
+
   async #maybeAtime(node: InodeRow): Promise<void> {
     const { atime } = this.#ctx
     if (atime === 'noatime') return
@@ -130,6 +188,7 @@ export class AgentFs implements FileSystem {
     options?: Encoding | { encoding?: Encoding },
   ): Promise<Buffer | string> {
     const encoding = typeof options === 'string' ? options : options?.encoding
+    await this.#allowRead(path, 'open')
     const { node } = await existing(this.#ctx.q, path, 'open')
     if (isDir(node.mode)) throw fsError('EISDIR', 'read', path)
     const bytes = node.size === 0 ? new Uint8Array(0) : await readAll(this.#ctx.q, node.ino)
@@ -148,6 +207,7 @@ export class AgentFs implements FileSystem {
     const opts: WriteFileOptions =
       typeof options === 'string' ? { encoding: options } : (options ?? {})
     const flag = opts.flag ?? 'w'
+    await this.#allowWrite(path, 'open', 'write', { create: 'create' })
     await content.writeData(
       this.#ctx,
       path,
@@ -166,6 +226,7 @@ export class AgentFs implements FileSystem {
     const opts: WriteFileOptions =
       typeof options === 'string' ? { encoding: options } : (options ?? {})
     const flag = opts.flag ?? 'a'
+    await this.#allowWrite(path, 'open', 'write', { create: 'create' })
     await content.writeData(
       this.#ctx,
       path,
@@ -177,38 +238,49 @@ export class AgentFs implements FileSystem {
   }
 
   async truncate(path: string, length = 0): Promise<void> {
+    await this.#allowWrite(path, 'truncate', 'write')
     await content.truncate(this.#ctx, path, length)
   }
 
   async unlink(path: string): Promise<void> {
+    await this.#allowWrite(path, 'unlink', 'delete', { follow: false, replaces: true })
     await ns.unlink(this.#ctx, path)
   }
 
   async rmdir(path: string): Promise<void> {
+    await this.#allowWrite(path, 'rmdir', 'delete', { follow: false, replaces: true })
     await ns.rmdir(this.#ctx, path)
   }
 
-  mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined> {
+  async mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined> {
+    await this.#allowWrite(path, 'mkdir', 'create')
     return ns.mkdir(this.#ctx, path, options)
   }
 
   async rm(path: string, options: RmOptions = {}): Promise<void> {
+    await this.#allowWrite(path, 'rm', 'delete', { follow: false, replaces: true })
     await ns.rm(this.#ctx, path, options)
   }
 
   async rename(from: string, to: string): Promise<void> {
+    await this.#allowWrite(from, 'rename', 'rename', { follow: false, replaces: true })
+    await this.#allowWrite(to, 'rename', 'rename', { follow: false, replaces: true })
     await ns.rename(this.#ctx, from, to)
   }
 
   async link(existing: string, newPath: string): Promise<void> {
+    await this.#allowRead(existing, 'link', false)
+    await this.#allowWrite(newPath, 'link', 'link', { follow: false })
     await ns.link(this.#ctx, existing, newPath)
   }
 
   async symlink(target: string, path: string): Promise<void> {
+    await this.#allowWrite(path, 'symlink', 'symlink', { follow: false })
     await ns.symlink(this.#ctx, target, path)
   }
 
   async readlink(path: string): Promise<string> {
+    await this.#allowRead(path, 'readlink', false)
     const { node } = await existing(this.#ctx.q, path, 'readlink', false)
     if (!isLnk(node.mode)) throw fsError('EINVAL', 'readlink', path)
     const { rows } = await this.#ctx.q.execute<{ target: string }>({
@@ -219,12 +291,14 @@ export class AgentFs implements FileSystem {
   }
 
   async realpath(path: string): Promise<string> {
+    await this.#allowRead(path, 'realpath')
     const { node } = await existing(this.#ctx.q, path, 'realpath')
     return node.ino === ROOT_INO ? '/' : pathOf(this.#ctx.q, node.ino)
   }
 
   async exists(path: string): Promise<boolean> {
     try {
+      await this.#allowRead(path, 'access')
       await existing(this.#ctx.q, path, 'access')
       return true
     } catch (error) {
@@ -234,21 +308,26 @@ export class AgentFs implements FileSystem {
   }
 
   async access(path: string, mode = 0): Promise<void> {
+    await this.#allowRead(path, 'access')
+    if (mode & 2) await this.#allowWrite(path, 'access', 'write')
     const { node } = await existing(this.#ctx.q, path, 'access')
     if (mode & X_OK && !isDir(node.mode) && (node.mode & 0o111) === 0)
       throw fsError('EACCES', 'access', path)
   }
 
   async stat(path: string): Promise<Stats> {
+    await this.#allowRead(path, 'stat')
     return this.#stats((await existing(this.#ctx.q, path, 'stat')).node)
   }
 
   async lstat(path: string): Promise<Stats> {
+    await this.#allowRead(path, 'lstat', false)
     return this.#stats((await existing(this.#ctx.q, path, 'lstat', false)).node)
   }
 
   async chmod(path: string, mode: number): Promise<void> {
     if (!Number.isInteger(mode) || mode < 0) throw fsError('EINVAL', 'chmod', path)
+    await this.#allowWrite(path, 'chmod', 'chmod')
     await write(this.#ctx, async (q, now) => {
       const { node } = await existing(q, path, 'chmod')
       await touchMeta(q, node.ino, now, {
@@ -268,6 +347,7 @@ export class AgentFs implements FileSystem {
   async #chown(path: string, uid: number, gid: number, follow: boolean, syscall: string) {
     for (const id of [uid, gid])
       if (!Number.isInteger(id) || id < -1) throw fsError('EINVAL', syscall, path)
+    await this.#allowWrite(path, syscall, 'chown', { follow })
     await write(this.#ctx, async (q, now) => {
       const { node } = await existing(q, path, syscall, follow)
       await touchMeta(q, node.ino, now, {
@@ -288,6 +368,7 @@ export class AgentFs implements FileSystem {
   async #utimes(path: string, atime: TimeLike, mtime: TimeLike, follow: boolean, syscall: string) {
     const a = toTimestamp(atime, syscall)
     const m = toTimestamp(mtime, syscall)
+    await this.#allowWrite(path, syscall, 'utimes', { follow })
     await write(this.#ctx, async (q, now) => {
       const { node } = await existing(q, path, syscall, follow)
       await touchMeta(q, node.ino, now, {
@@ -300,10 +381,13 @@ export class AgentFs implements FileSystem {
   }
 
   async copyFile(src: string, dest: string, mode = 0): Promise<void> {
+    await this.#allowRead(src, 'copyfile')
+    await this.#allowWrite(dest, 'copyfile', 'write', { create: 'create' })
     await content.copyFile(this.#ctx, src, dest, mode)
   }
 
   async mknod(path: string, mode: number, rdev = 0): Promise<void> {
+    await this.#allowWrite(path, 'mknod', 'create')
     await ns.mknod(this.#ctx, path, mode, rdev)
   }
 
@@ -311,6 +395,18 @@ export class AgentFs implements FileSystem {
   readdir(path: string, options: ReaddirOptions & { withFileTypes: true }): Promise<Dirent[]>
   readdir(path: string, options: ReaddirOptions): Promise<string[] | Dirent[]>
   async readdir(path: string, options: ReaddirOptions = {}): Promise<string[] | Dirent[]> {
+    const policy = this.#ctx.policy
+    if (policy) {
+      await this.#allowRead(path, 'scandir')
+      const real = (await this.#real(path, true, 'scandir')).path
+      const entries = await this.#unchecked.readdir(path, options)
+      const prefix = real === '/' ? '' : real
+      return (entries as (string | Dirent)[]).filter((e) => {
+        if (typeof e === 'string') return policy.readable(`${prefix}/${e}`)
+        const rel = e.parentPath.slice(normalizePath(path).length).replace(/^\//, '')
+        return policy.readable(`${prefix}/${rel ? `${rel}/` : ''}${e.name}`)
+      }) as string[] | Dirent[]
+    }
     const q = this.#ctx.q
     const { node } = await existing(q, path, 'scandir')
     if (!isDir(node.mode)) throw fsError('ENOTDIR', 'scandir', path)
@@ -364,6 +460,9 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
    */
   async open(path: string, flags: string | number = 'r', mode = 0o666): Promise<FileHandle> {
     const want = parseFlags(flags, path)
+    if (want.read) await this.#allowRead(path, 'open')
+    if (want.write || want.truncate)
+      await this.#allowWrite(path, 'open', 'write', { create: 'create' })
     return openHandle(this, path, want, async (q, now) => {
       const found = await lookup(q, path, {
         followLast: true,
@@ -401,6 +500,7 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
 
   /** Iterates a directory in pages of `bufferSize` entries (default 256). */
   async opendir(path: string, options: { bufferSize?: number } = {}): Promise<Dir> {
+    await this.#allowRead(path, 'opendir')
     const { node } = await existing(this.#ctx.q, path, 'opendir')
     if (!isDir(node.mode)) throw fsError('ENOTDIR', 'opendir', path)
     return new Dir(
@@ -412,13 +512,35 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
   }
 
   /** Paths matching a glob pattern, listed with one query below the pattern's static prefix. */
-  glob(pattern: string, options?: GlobOptions): Promise<GlobMatch[]> {
-    return glob(this.#ctx.q, pattern, options)
+  async glob(pattern: string, options?: GlobOptions): Promise<GlobMatch[]> {
+    const policy = this.#ctx.policy
+    if (!policy) return glob(this.#ctx.q, pattern, options)
+    const cwd = options?.cwd ?? '/'
+    await this.#allowRead(cwd, 'glob')
+    const real = (await this.#real(cwd, true, 'glob')).path
+    const prefix = real === '/' ? '' : real
+    return (await glob(this.#ctx.q, pattern, options)).filter((m) =>
+      policy.readable(`${prefix}/${m.path}`),
+    )
   }
 
   /** Lines matching a pattern in files below `options.path`, like `grep -rn`. */
-  grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
-    return grep(this.#ctx.q, this.#ctx.chunkSize, pattern, options)
+  async grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
+    const policy = this.#ctx.policy
+    if (!policy) return grep(this.#ctx.q, this.#ctx.chunkSize, pattern, options)
+    await this.#allowRead(options?.path ?? '/', 'grep')
+    const matches = await grep(this.#ctx.q, this.#ctx.chunkSize, pattern, options)
+    const readable = new Map<string, boolean>()
+    const out: GrepMatch[] = []
+    for (const m of matches) {
+      let ok = readable.get(m.path)
+      if (ok === undefined) {
+        ok = policy.readable((await this.#real(m.path, true, 'grep')).path)
+        readable.set(m.path, ok)
+      }
+      if (ok) out.push(m)
+    }
+    return out
   }
 
   /**
@@ -452,6 +574,7 @@ export function createFileSystem(db: AgentDatabase, options: FileSystemOptions =
     umask: options.umask ?? 0o022,
     uid: options.uid ?? 0,
     gid: options.gid ?? 0,
+    ...(options.policy ? { policy: new CompiledPolicy(options.policy) } : {}),
   })
 }
 

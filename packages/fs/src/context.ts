@@ -1,5 +1,6 @@
 import { type Clock, FsError, fsError, type Queryable, type Timestamp } from '@agentfs/core'
 import type { InodeRow } from './inode.js'
+import { type CompiledPolicy, enforceLimits, type FsPolicy, usage } from './policy.js'
 import { type Lookup, lookup } from './resolver.js'
 import type { AtimeMode, Encoding, TimeLike, WriteData } from './types.js'
 
@@ -12,6 +13,8 @@ export interface FileSystemOptions {
   /** Owner of new inodes (default 0). */
   readonly uid?: number
   readonly gid?: number
+  /** What may be read and changed, and size limits; enforced on every operation. */
+  readonly policy?: FsPolicy
 }
 
 /** What every filesystem operation needs: where to run SQL and how to stamp changes. */
@@ -23,6 +26,7 @@ export interface FsContext {
   readonly umask: number
   readonly uid: number
   readonly gid: number
+  readonly policy?: CompiledPolicy
 }
 
 export const DAY = 86_400
@@ -75,7 +79,17 @@ export function write<T>(
   ctx: FsContext,
   fn: (q: Queryable, now: Timestamp) => Promise<T>,
 ): Promise<T> {
-  return ctx.q.transaction((tx) => fn(tx, ctx.clock.now()))
+  const policy = ctx.policy
+  if (!policy?.hasLimits) return ctx.q.transaction((tx) => fn(tx, ctx.clock.now()))
+  // With limits, the change is checked inside its own transaction, so a refusal rolls it back.
+  return ctx.q.transaction(async (tx) => {
+    const now = ctx.clock.now()
+    const totals = policy.maxTotalBytes !== undefined || policy.maxInodes !== undefined
+    const before = totals ? await usage(tx) : undefined
+    const result = await fn(tx, now)
+    await enforceLimits(tx, policy, before, now, 'write')
+    return result
+  })
 }
 
 /** Resolves a path that must exist (ENOENT otherwise). */

@@ -2,6 +2,7 @@ import { FsError, fsError, normalizePath, type Queryable, type Timestamp } from 
 import type { AgentFs } from './agent-fs.js'
 import { readAll, readRange, resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
+import { write } from './context.js'
 import type { OpenMode } from './flags.js'
 import { type InodeRow, isDir, versionOf } from './inode.js'
 import { loadInode, touchContent, touchMeta } from './mutate.js'
@@ -122,7 +123,7 @@ export class FileHandle {
       at = position ?? null
     }
     if (at !== null && (!Number.isSafeInteger(at) || at < 0)) throw fsError('EINVAL', 'write')
-    const written = await this.#fs.context.q.transaction(async (q) => {
+    const written = await write(this.#fs.context, async (q) => {
       const node = await this.#inode(q, 'write')
       if (ifMatch !== undefined && versionOf(node) !== ifMatch) {
         throw new ConflictError(this.path, ifMatch, versionOf(node))
@@ -167,7 +168,7 @@ export class FileHandle {
     this.#check('write', 'write')
     const opts = typeof options === 'string' ? { encoding: options } : options
     const bytes = typeof data === 'string' ? Buffer.from(data, opts.encoding ?? 'utf8') : data
-    await this.#fs.context.q.transaction(async (q) => {
+    await write(this.#fs.context, async (q) => {
       const node = await this.#inode(q, 'write')
       if (opts.ifMatch !== undefined && versionOf(node) !== opts.ifMatch) {
         throw new ConflictError(this.path, opts.ifMatch, versionOf(node))
@@ -188,7 +189,7 @@ export class FileHandle {
   async appendFile(data: WriteData, encoding?: Encoding): Promise<void> {
     this.#check('write', 'write')
     const bytes = typeof data === 'string' ? Buffer.from(data, encoding ?? 'utf8') : data
-    await this.#fs.context.q.transaction(async (q) => {
+    await write(this.#fs.context, async (q) => {
       const node = await this.#inode(q, 'write')
       const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
       await touchContent(q, node.ino, size, this.#fs.context.clock.now())
@@ -198,7 +199,7 @@ export class FileHandle {
   async truncate(length = 0): Promise<void> {
     this.#check('ftruncate', 'write')
     if (!Number.isSafeInteger(length) || length < 0) throw fsError('EINVAL', 'ftruncate')
-    await this.#fs.context.q.transaction(async (q) => {
+    await write(this.#fs.context, async (q) => {
       const node = await this.#inode(q, 'ftruncate')
       await resize(q, node.ino, node.size, this.#fs.chunkSize, length)
       await touchContent(q, node.ino, length, this.#fs.context.clock.now())
@@ -242,7 +243,7 @@ export class FileHandle {
   }
 
   async #meta(syscall: string, set: (node: InodeRow) => Record<string, number>): Promise<void> {
-    await this.#fs.context.q.transaction(async (q) => {
+    await write(this.#fs.context, async (q) => {
       const node = await this.#inode(q, syscall)
       await touchMeta(q, node.ino, this.#fs.context.clock.now(), set(node))
     })
@@ -273,7 +274,7 @@ export async function openHandle(
   mode: OpenMode,
   create: (q: Queryable, now: Timestamp) => Promise<number | undefined>,
 ): Promise<FileHandle> {
-  const ino = await fs.context.q.transaction(async (q) => create(q, fs.context.clock.now()))
+  const ino = await write(fs.context, (q, now) => create(q, now))
   if (ino === undefined) throw new FsError({ code: 'ENOENT', syscall: 'open', path })
   return new FileHandle(fs, ino, normalizePath(path), mode)
 }

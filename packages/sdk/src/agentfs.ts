@@ -9,7 +9,7 @@ import {
   type IdSource,
   openDatabase,
 } from '@agentfs/core'
-import { type AgentFs, createFileSystem, type FileSystemOptions } from '@agentfs/fs'
+import { type AgentFs, createFileSystem, type FileSystemOptions, type FsPolicy } from '@agentfs/fs'
 import { createKvStore, type KvStore } from '@agentfs/kv'
 import { createToolCalls, type ToolCalls } from '@agentfs/tool-calls'
 
@@ -29,8 +29,14 @@ export interface AgentFSOptions {
   readonly migrate?: boolean
   readonly clock?: Clock
   readonly ids?: IdSource
-  /** Filesystem options (atime policy, umask, owner). */
+  /** Filesystem options (atime policy, umask, owner, policy). */
   readonly fs?: FileSystemOptions
+  /**
+   * What the filesystem allows (roots, read-only and protected paths, denied operations,
+   * quotas), enforced inside `agent.fs` — so every tool, adapter and mount built on it obeys.
+   * Shorthand for `fs: { policy }`.
+   */
+  readonly policy?: FsPolicy
   /** Session recorded on every tool call that does not name one. */
   readonly sessionId?: string
   /** Default driver only: `PRAGMA synchronous` (`NORMAL`, or `FULL` to fsync every commit). */
@@ -69,7 +75,10 @@ export class AgentFS implements AgentScope {
   private constructor(db: AgentDatabase, options: AgentFSOptions, path: string | undefined) {
     this.db = db
     this.path = path
-    this.fs = createFileSystem(db, options.fs)
+    this.fs = createFileSystem(
+      db,
+      options.policy ? { ...options.fs, policy: options.policy } : options.fs,
+    )
     this.kv = createKvStore(db)
     this.tools = createToolCalls(
       db,

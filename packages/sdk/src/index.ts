@@ -1,5 +1,12 @@
 export { AgentFsError, FsError, isAgentFsError } from '@agentfs/core'
-export type { AgentFs, FileSystem, FileSystemOptions, Stats } from '@agentfs/fs'
+export type {
+  AgentFs,
+  FileSystem,
+  FileSystemOptions,
+  FsOperation,
+  FsPolicy,
+  Stats,
+} from '@agentfs/fs'
 export { ConflictError } from '@agentfs/fs'
 export type { KvEntry, KvStore } from '@agentfs/kv'
 export { KvConflictError } from '@agentfs/kv'

@@ -1,0 +1,196 @@
+import { fsError, type Queryable, type Timestamp } from '@agentfs/core'
+import picomatch from 'picomatch'
+
+/** Operations a policy can refuse everywhere with `deny`. */
+export type FsOperation =
+  | 'create'
+  | 'write'
+  | 'delete'
+  | 'rename'
+  | 'link'
+  | 'symlink'
+  | 'chmod'
+  | 'chown'
+  | 'utimes'
+
+/**
+ * What an agent may do with a filesystem, enforced inside it — below every tool, adapter and
+ * mount, inside transactions, on handles and streams. Globs (picomatch, dotfiles included) are
+ * matched against the **resolved** absolute path: symlinks and `..` are followed first, so
+ * neither can step outside an allowed root.
+ *
+ * @example
+ * createFileSystem(db, { policy: {
+ *   read: ['/workspace/**', '/docs/**'], write: ['/workspace/**'],
+ *   readOnly: ['/workspace/.git/**'], protected: ['/workspace/README.md'],
+ *   deny: ['delete'], maxFileSize: 10 << 20, maxTotalBytes: 1 << 30, maxInodes: 100_000,
+ * } })
+ */
+export interface FsPolicy {
+  /** Paths that may be read (default: everything). Refusals are EACCES. */
+  readonly read?: readonly string[]
+  /** Paths that may be changed (default: what `read` allows). Refusals are EACCES. */
+  readonly write?: readonly string[]
+  /** Paths that can be read but never changed, whatever `write` says. Refusals are EROFS. */
+  readonly readOnly?: readonly string[]
+  /** Paths that cannot be deleted, renamed or replaced; their content can be edited. EPERM. */
+  readonly protected?: readonly string[]
+  /** Operations refused everywhere, e.g. `['delete']` for a memory that only grows. EPERM. */
+  readonly deny?: readonly FsOperation[]
+  /** Largest file size in bytes; a change that makes a file larger is refused with EFBIG. */
+  readonly maxFileSize?: number
+  /** Total bytes of all files; a change that grows the total beyond it is refused with EDQUOT. */
+  readonly maxTotalBytes?: number
+  /** Number of inodes (files, directories, links); creating beyond it is refused with EDQUOT. */
+  readonly maxInodes?: number
+}
+
+type Matcher = (path: string) => boolean
+
+const matcher = (globs: readonly string[] | undefined): Matcher | undefined => {
+  if (!globs) return undefined
+  const tests = globs.map((g) => picomatch(g, { dot: true }))
+  return (path) => tests.some((t) => t(path))
+}
+
+function checkLimit(value: number | undefined, name: string): void {
+  if (value !== undefined && (!Number.isSafeInteger(value) || value < 0))
+    throw new TypeError(`policy.${name} must be a non-negative integer, got ${value}`)
+}
+
+/** A policy compiled for checking. */
+export class CompiledPolicy {
+  readonly #read: Matcher | undefined
+  readonly #write: Matcher | undefined
+  readonly #readOnly: Matcher | undefined
+  readonly #protected: Matcher | undefined
+  readonly #deny: ReadonlySet<FsOperation>
+  readonly maxFileSize: number | undefined
+  readonly maxTotalBytes: number | undefined
+  readonly maxInodes: number | undefined
+
+  constructor(policy: FsPolicy) {
+    for (const key of ['read', 'write', 'readOnly', 'protected'] as const) {
+      const globs = policy[key]
+      if (
+        globs !== undefined &&
+        (!Array.isArray(globs) || globs.some((g) => typeof g !== 'string'))
+      )
+        throw new TypeError(`policy.${key} must be an array of glob strings`)
+    }
+    checkLimit(policy.maxFileSize, 'maxFileSize')
+    checkLimit(policy.maxTotalBytes, 'maxTotalBytes')
+    checkLimit(policy.maxInodes, 'maxInodes')
+    this.#read = matcher(policy.read)
+    this.#write = matcher(policy.write) ?? this.#read
+    this.#readOnly = matcher(policy.readOnly)
+    this.#protected = matcher(policy.protected)
+    this.#deny = new Set(policy.deny ?? [])
+    this.maxFileSize = policy.maxFileSize
+    this.maxTotalBytes = policy.maxTotalBytes
+    this.maxInodes = policy.maxInodes
+  }
+
+  /** Whether any limit needs a check after each change. */
+  get hasLimits(): boolean {
+    return (
+      this.maxFileSize !== undefined ||
+      this.maxTotalBytes !== undefined ||
+      this.maxInodes !== undefined
+    )
+  }
+
+  /** Refuses reading `resolved` (the path after symlinks) unless `read` allows it. */
+  checkRead(resolved: string, syscall: string, path: string): void {
+    if (this.#read && !this.#read(resolved))
+      throw fsError('EACCES', syscall, path, {
+        hint: `the policy does not allow reading ${resolved}`,
+      })
+  }
+
+  /**
+   * Refuses changing `resolved` by `operation`. `replaces` marks a change that removes or
+   * replaces the entry (delete, rename, overwrite by rename), which `protected` forbids.
+   */
+  checkWrite(
+    resolved: string,
+    operation: FsOperation,
+    syscall: string,
+    path: string,
+    replaces = false,
+  ): void {
+    if (this.#deny.has(operation))
+      throw fsError('EPERM', syscall, path, { hint: `the policy denies ${operation}` })
+    if (this.#write && !this.#write(resolved))
+      throw fsError('EACCES', syscall, path, {
+        hint: `the policy does not allow changing ${resolved}`,
+      })
+    if (this.#readOnly?.(resolved))
+      throw fsError('EROFS', syscall, path, { hint: `${resolved} is read-only by policy` })
+    if (replaces && this.#protected?.(resolved))
+      throw fsError('EPERM', syscall, path, {
+        hint: `${resolved} is protected by policy: it cannot be deleted, moved or replaced`,
+      })
+  }
+
+  /** Whether `resolved` may be read (for filtering search results). */
+  readable(resolved: string): boolean {
+    return !this.#read || this.#read(resolved)
+  }
+}
+
+export interface Usage {
+  readonly bytes: number
+  readonly inodes: number
+}
+
+const USAGE = 'SELECT COALESCE(SUM(size), 0) AS bytes, COUNT(*) AS inodes FROM fs_inode'
+
+/** Totals, for the limits (a scan of fs_inode: limits cost one per change). */
+export async function usage(q: Queryable): Promise<Usage> {
+  const { rows } = await q.execute<{ bytes: number; inodes: number }>({ sql: USAGE })
+  return { bytes: rows[0]?.bytes ?? 0, inodes: rows[0]?.inodes ?? 0 }
+}
+
+/**
+ * Checks the limits after a change, inside its transaction (so a refusal rolls it back). Totals
+ * only fail when the change grew them (`before`), so deleting is always possible.
+ */
+export async function enforceLimits(
+  q: Queryable,
+  policy: CompiledPolicy,
+  before: Usage | undefined,
+  now: Timestamp,
+  syscall: string,
+): Promise<void> {
+  if (policy.maxFileSize !== undefined) {
+    const { rows } = await q.execute<{ size: number }>({
+      sql: 'SELECT MAX(size) AS size FROM fs_inode WHERE size > ? AND (ctime > ? OR (ctime = ? AND ctime_nsec >= ?))',
+      params: [policy.maxFileSize, now.sec, now.sec, now.nsec],
+    })
+    const size = rows[0]?.size
+    if (size !== null && size !== undefined)
+      throw fsError('EFBIG', syscall, undefined, {
+        hint: `the policy limits files to ${policy.maxFileSize} bytes; this change makes one ${size} bytes`,
+      })
+  }
+  if (before && (policy.maxTotalBytes !== undefined || policy.maxInodes !== undefined)) {
+    const after = await usage(q)
+    if (
+      policy.maxTotalBytes !== undefined &&
+      after.bytes > policy.maxTotalBytes &&
+      after.bytes > before.bytes
+    )
+      throw fsError('EDQUOT', syscall, undefined, {
+        hint: `the policy limits all files to ${policy.maxTotalBytes} bytes; this change needs ${after.bytes}`,
+      })
+    if (
+      policy.maxInodes !== undefined &&
+      after.inodes > policy.maxInodes &&
+      after.inodes > before.inodes
+    )
+      throw fsError('EDQUOT', syscall, undefined, {
+        hint: `the policy limits the filesystem to ${policy.maxInodes} inodes; this change needs ${after.inodes}`,
+      })
+  }
+}
