@@ -1,0 +1,191 @@
+import {
+  mkdir as mkdirHost,
+  open as openHost,
+  readdir as readdirHost,
+  readFile,
+  rename,
+  stat,
+  writeFile,
+} from 'node:fs/promises'
+import { join } from 'node:path'
+import { libsqlDriver } from '@agentfs/driver-libsql'
+import { AgentFS } from '@agentfs/sdk'
+import { RawSqlFs } from './raw-sql.js'
+
+/** What every workload needs from an implementation. Optional parts are "not applicable". */
+export interface Impl {
+  readonly name: string
+  /** How durable a commit is, so rows compare like with like. */
+  readonly durability: string
+  /** Files whose total size is the implementation's footprint on disk. */
+  readonly files: readonly string[]
+  mkdir(path: string): Promise<void>
+  writeFile(path: string, data: Buffer): Promise<void>
+  readFile(path: string): Promise<Buffer>
+  stat(path: string): Promise<{ size: number }>
+  readdir(path: string): Promise<string[]>
+  rename(from: string, to: string): Promise<void>
+  /** Reads `length` bytes at `offset` through an open handle. */
+  pread(path: string, offset: number, length: number): Promise<Buffer>
+  kvSet?(key: string, value: unknown): Promise<void>
+  kvGet?(key: string): Promise<unknown>
+  toolRecord?(name: string, parameters: unknown, result: unknown): Promise<void>
+  close(): Promise<void>
+}
+
+export const IMPLEMENTATIONS = [
+  'raw-sql',
+  'raw-sql-full',
+  'agentfs',
+  'agentfs-full',
+  'agentfs-libsql',
+  'agentfs-sdk-0.6.4',
+  'node-fs',
+] as const
+export type ImplName = (typeof IMPLEMENTATIONS)[number]
+
+const dbFiles = (path: string) => [path, `${path}-wal`, `${path}-shm`]
+
+function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL'): Impl {
+  const path = join(dir, 'raw.db')
+  const fs = new RawSqlFs(path, synchronous)
+  return {
+    name: synchronous === 'FULL' ? 'raw-sql-full' : 'raw-sql',
+    durability: `WAL, synchronous=${synchronous}`,
+    files: dbFiles(path),
+    mkdir: (p) => fs.mkdir(p),
+    writeFile: (p, d) => fs.writeFile(p, d),
+    readFile: (p) => fs.readFile(p),
+    stat: (p) => fs.stat(p),
+    readdir: (p) => fs.readdir(p),
+    rename: (a, b) => fs.rename(a, b),
+    pread: (p, o, l) => fs.pread(p, o, l),
+    kvSet: (k, v) => fs.kvSet(k, v),
+    kvGet: (k) => fs.kvGet(k),
+    toolRecord: (n, p, r) => fs.toolRecord(n, p, r),
+    close: () => fs.close(),
+  }
+}
+
+async function agentfs(dir: string, variant: 'NORMAL' | 'FULL' | 'libsql'): Promise<Impl> {
+  const path = join(dir, 'agent.db')
+  const agent =
+    variant === 'libsql'
+      ? await AgentFS.open({ driver: libsqlDriver({ url: `file:${path}` }) })
+      : await AgentFS.open({ path, synchronous: variant })
+  const handles = new Map<string, Awaited<ReturnType<typeof agent.fs.open>>>()
+  return {
+    name: variant === 'libsql' ? 'agentfs-libsql' : variant === 'FULL' ? 'agentfs-full' : 'agentfs',
+    durability: variant === 'libsql' ? 'WAL (libSQL defaults)' : `WAL, synchronous=${variant}`,
+    files: dbFiles(path),
+    mkdir: async (p) => {
+      await agent.fs.mkdir(p)
+    },
+    writeFile: (p, d) => agent.fs.writeFile(p, d),
+    readFile: (p) => agent.fs.readFile(p),
+    stat: (p) => agent.fs.stat(p),
+    readdir: (p) => agent.fs.readdir(p),
+    rename: (a, b) => agent.fs.rename(a, b),
+    pread: async (p, o, l) => {
+      let h = handles.get(p)
+      if (!h) handles.set(p, (h = await agent.fs.open(p, 'r')))
+      const buf = Buffer.alloc(l)
+      const { bytesRead } = await h.read(buf, 0, l, o)
+      return buf.subarray(0, bytesRead)
+    },
+    kvSet: (k, v) => agent.kv.set(k, v).then(() => undefined),
+    kvGet: (k) => agent.kv.get(k),
+    toolRecord: async (n, p, r) => {
+      const now = Date.now()
+      await agent.tools.record({
+        name: n,
+        parameters: p,
+        result: r,
+        startedAt: now,
+        completedAt: now,
+      })
+    },
+    close: async () => {
+      for (const h of handles.values()) await h.close()
+      await agent.close()
+    },
+  }
+}
+
+async function reference(dir: string): Promise<Impl> {
+  const { AgentFS: Reference } = await import('agentfs-sdk')
+  const path = join(dir, 'reference.db')
+  const agent = await Reference.open({ path })
+  const handles = new Map<string, { pread(o: number, l: number): Promise<Buffer> }>()
+  return {
+    name: 'agentfs-sdk-0.6.4',
+    durability: 'its defaults (WAL)',
+    files: dbFiles(path),
+    mkdir: (p) => agent.fs.mkdir(p),
+    writeFile: (p, d) => agent.fs.writeFile(p, d),
+    readFile: (p) => agent.fs.readFile(p),
+    stat: (p) => agent.fs.stat(p),
+    readdir: (p) => agent.fs.readdir(p),
+    rename: (a, b) => agent.fs.rename(a, b),
+    pread: async (p, o, l) => {
+      let h = handles.get(p)
+      if (!h) handles.set(p, (h = await agent.fs.open(p)))
+      return h.pread(o, l)
+    },
+    kvSet: (k, v) => agent.kv.set(k, v),
+    kvGet: (k) => agent.kv.get(k),
+    toolRecord: async (n, p, r) => {
+      const now = Math.floor(Date.now() / 1000)
+      await agent.tools.record(n, now, now, p, r)
+    },
+    close: () => agent.close(),
+  }
+}
+
+function nodeFs(dir: string): Impl {
+  const root = join(dir, 'tree')
+  const at = (p: string) => join(root, p)
+  const handles = new Map<string, Awaited<ReturnType<typeof openHost>>>()
+  return {
+    name: 'node-fs',
+    durability: 'page cache, no fsync',
+    files: [],
+    mkdir: (p) => mkdirHost(at(p), { recursive: true }).then(() => undefined),
+    writeFile: (p, d) => writeFile(at(p), d),
+    readFile: (p) => readFile(at(p)),
+    stat: (p) => stat(at(p)),
+    readdir: (p) => readdirHost(at(p)),
+    rename: (a, b) => rename(at(a), at(b)),
+    pread: async (p, o, l) => {
+      let h = handles.get(p)
+      if (!h) handles.set(p, (h = await openHost(at(p), 'r')))
+      const buf = Buffer.alloc(l)
+      const { bytesRead } = await h.read(buf, 0, l, o)
+      return buf.subarray(0, bytesRead)
+    },
+    close: async () => {
+      for (const h of handles.values()) await h.close()
+    },
+  }
+}
+
+/** Opens one implementation in `dir`. */
+export async function openImpl(name: ImplName, dir: string): Promise<Impl> {
+  switch (name) {
+    case 'raw-sql':
+      return rawSql(dir, 'NORMAL')
+    case 'raw-sql-full':
+      return rawSql(dir, 'FULL')
+    case 'agentfs':
+      return agentfs(dir, 'NORMAL')
+    case 'agentfs-full':
+      return agentfs(dir, 'FULL')
+    case 'agentfs-libsql':
+      return agentfs(dir, 'libsql')
+    case 'agentfs-sdk-0.6.4':
+      return reference(dir)
+    case 'node-fs':
+      await mkdirHost(join(dir, 'tree'), { recursive: true })
+      return nodeFs(dir)
+  }
+}

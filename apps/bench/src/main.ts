@@ -1,0 +1,132 @@
+// pnpm bench [--scale small|full] [--impl a,b] [--workloads W1,W2] [--out FILE]
+// Runs every implementation in its own process on the same workloads and prints throughput,
+// latency, memory and disk, with ratios to plain spec SQL (the target's denominator) and to the
+// reference agentfs-sdk. Writes the full report as JSON.
+import { spawn } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { IMPLEMENTATIONS } from './impls.js'
+import type { Scale, WorkloadResult } from './workloads.js'
+
+interface ImplReport {
+  impl: string
+  durability: string
+  peakRssMiB: number
+  results: WorkloadResult[]
+}
+
+const { values } = parseArgs({
+  options: {
+    scale: { type: 'string', default: 'full' },
+    impl: { type: 'string' },
+    workloads: { type: 'string' },
+    out: { type: 'string' },
+  },
+})
+const scale = values.scale as Scale
+if (scale !== 'small' && scale !== 'full') throw new Error('--scale must be small or full')
+const impls = values.impl ? values.impl.split(',') : [...IMPLEMENTATIONS]
+const here = dirname(fileURLToPath(import.meta.url))
+
+function runChild(impl: string): Promise<ImplReport> {
+  return new Promise((resolve, reject) => {
+    const args = [
+      join(here, 'child.js'),
+      impl,
+      scale,
+      ...(values.workloads ? [values.workloads] : []),
+    ]
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (d) => {
+      out += d
+    })
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out.trim().split('\n').at(-1)!) as ImplReport)
+        : reject(new Error(`${impl} failed with exit code ${code}`)),
+    )
+  })
+}
+
+const reports: ImplReport[] = []
+for (const impl of impls) {
+  process.stderr.write(`bench: ${impl} (${scale})…\n`)
+  reports.push(await runChild(impl))
+}
+
+const by = (name: string) => reports.find((r) => r.impl === name)
+const rate = (r: WorkloadResult) => r.mibPerSec ?? r.opsPerSec
+const ratio = (a: WorkloadResult | undefined, b: WorkloadResult | undefined) =>
+  a && b ? rate(a) / rate(b) : undefined
+const fmt = (n: number | undefined, digits = 2) => (n === undefined ? '-' : n.toFixed(digits))
+const geomean = (xs: number[]) =>
+  xs.length === 0 ? undefined : Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length)
+
+const rows: string[][] = [
+  ['impl', 'workload', 'ops/s', 'MiB/s', 'p50 µs', 'p99 µs', '× raw-sql', '× agentfs-sdk'],
+]
+const summary: Record<string, { vsRaw?: number; vsReference?: number }> = {}
+for (const report of reports) {
+  const vsRaw: number[] = []
+  const vsRef: number[] = []
+  for (const r of report.results) {
+    const raw = ratio(
+      r,
+      by(report.impl.endsWith('-full') ? 'raw-sql-full' : 'raw-sql')?.results.find(
+        (x) => x.workload === r.workload,
+      ),
+    )
+    const ref = ratio(
+      r,
+      by('agentfs-sdk-0.6.4')?.results.find((x) => x.workload === r.workload),
+    )
+    if (raw !== undefined) vsRaw.push(raw)
+    if (ref !== undefined) vsRef.push(ref)
+    rows.push([
+      report.impl,
+      `${r.workload} ${r.title}`,
+      fmt(r.opsPerSec, 0),
+      fmt(r.mibPerSec, 1),
+      fmt(r.p50us, 0),
+      fmt(r.p99us, 0),
+      fmt(raw),
+      fmt(ref),
+    ])
+  }
+  const g = { vsRaw: geomean(vsRaw), vsReference: geomean(vsRef) }
+  summary[report.impl] = {
+    ...(g.vsRaw === undefined ? {} : { vsRaw: g.vsRaw }),
+    ...(g.vsReference === undefined ? {} : { vsReference: g.vsReference }),
+  }
+}
+const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
+for (const row of rows)
+  console.log(row.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '))
+console.log('')
+for (const report of reports) {
+  const w5 = report.results.find((r) => r.workload === 'W5')
+  console.log(
+    `${report.impl.padEnd(18)} ${report.durability.padEnd(26)} peak RSS ${fmt(report.peakRssMiB, 0)} MiB` +
+      `${w5?.diskBytes === undefined ? '' : `, disk after W1+W5 ${fmt(w5.diskBytes / 2 ** 20, 1)} MiB`}` +
+      `, geomean × raw-sql ${fmt(summary[report.impl]?.vsRaw)}, × agentfs-sdk ${fmt(summary[report.impl]?.vsReference)}`,
+  )
+}
+
+const out =
+  values.out ??
+  join(
+    here,
+    '..',
+    'results',
+    `${scale}-${new Date().toISOString().slice(0, 19).replace(/:/g, '')}.json`,
+  )
+mkdirSync(dirname(out), { recursive: true })
+writeFileSync(
+  out,
+  `${JSON.stringify({ date: new Date().toISOString(), scale, machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memoryGiB: totalmem() / 2 ** 30, node: process.version }, summary, reports }, null, 2)}\n`,
+)
+console.log(`\nreport: ${out}`)

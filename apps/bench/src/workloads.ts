@@ -1,0 +1,220 @@
+import type { Impl } from './impls.js'
+
+export type Scale = 'small' | 'full'
+
+/** Sizes of the workloads per scale (full = the sizes the targets are stated for). */
+export const SIZES = {
+  full: {
+    files: 10_000,
+    dirs: 100,
+    bigMiB: 64,
+    preads: 1000,
+    kv: 10_000,
+    tools: 10_000,
+    renames: 1000,
+    deepStats: 10_000,
+    readdirPasses: 10,
+  },
+  small: {
+    files: 1000,
+    dirs: 20,
+    bigMiB: 8,
+    preads: 300,
+    kv: 1000,
+    tools: 1000,
+    renames: 200,
+    deepStats: 2000,
+    readdirPasses: 3,
+  },
+} as const
+
+export interface WorkloadResult {
+  readonly workload: string
+  readonly title: string
+  readonly ops: number
+  readonly seconds: number
+  readonly opsPerSec: number
+  readonly mibPerSec?: number
+  readonly p50us: number
+  readonly p99us: number
+  readonly diskBytes?: number
+}
+
+/** Deterministic content so every read can be checked byte for byte. */
+export function content(seed: number, size: number): Buffer {
+  const out = Buffer.alloc(size)
+  let x = (seed * 2654435761) >>> 0
+  for (let i = 0; i < size; i++) {
+    x = (x * 1103515245 + 12345) >>> 0
+    out[i] = x >>> 24
+  }
+  return out
+}
+
+/** Times `count` calls of `op`, keeping each latency. */
+async function timed(count: number, op: (i: number) => Promise<void>) {
+  const lat = new Float64Array(count)
+  const start = process.hrtime.bigint()
+  for (let i = 0; i < count; i++) {
+    const t0 = process.hrtime.bigint()
+    await op(i)
+    lat[i] = Number(process.hrtime.bigint() - t0) / 1000
+  }
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9
+  lat.sort()
+  const pct = (p: number) => lat[Math.min(count - 1, Math.floor((count * p) / 100))] ?? 0
+  return { ops: count, seconds, opsPerSec: count / seconds, p50us: pct(50), p99us: pct(99) }
+}
+
+function check(ok: boolean, what: string): void {
+  if (!ok) throw new Error(`verification failed: ${what}`)
+}
+
+export interface Workload {
+  readonly id: string
+  readonly title: string
+  /** Skipped (not applicable) when the implementation lacks what it needs. */
+  readonly needs?: (impl: Impl) => boolean
+  run(impl: Impl, scale: Scale): Promise<Omit<WorkloadResult, 'workload' | 'title'>>
+}
+
+const fileOf = (i: number, dirs: number) => `/bench/d${i % dirs}/f${i}.txt`
+
+export const WORKLOADS: readonly Workload[] = [
+  {
+    id: 'W1',
+    title: 'create 1 KiB files in directories',
+    async run(impl, scale) {
+      const s = SIZES[scale]
+      await impl.mkdir('/bench')
+      for (let d = 0; d < s.dirs; d++) await impl.mkdir(`/bench/d${d}`)
+      return timed(s.files, (i) => impl.writeFile(fileOf(i, s.dirs), content(i, 1024)))
+    },
+  },
+  {
+    id: 'W2',
+    title: 'read them back (verified)',
+    async run(impl, scale) {
+      const s = SIZES[scale]
+      return timed(s.files, async (i) => {
+        const data = await impl.readFile(fileOf(i, s.dirs))
+        check(data.equals(content(i, 1024)), `W2 ${fileOf(i, s.dirs)}`)
+      })
+    },
+  },
+  {
+    id: 'W3',
+    title: 'stat them',
+    async run(impl, scale) {
+      const s = SIZES[scale]
+      return timed(s.files, async (i) => {
+        check((await impl.stat(fileOf(i, s.dirs))).size === 1024, 'W3 size')
+      })
+    },
+  },
+  {
+    id: 'W4',
+    title: 'readdir every directory',
+    async run(impl, scale) {
+      const s = SIZES[scale]
+      const per = s.files / s.dirs
+      return timed(s.dirs * s.readdirPasses, async (i) => {
+        check((await impl.readdir(`/bench/d${i % s.dirs}`)).length === per, 'W4 entries')
+      })
+    },
+  },
+  {
+    id: 'W5',
+    title: 'write one big file, then read it whole',
+    async run(impl, scale) {
+      const bytes = SIZES[scale].bigMiB * 1024 * 1024
+      const data = content(5, bytes)
+      const w = await timed(1, () => impl.writeFile('/big.bin', data))
+      const r = await timed(1, async () => {
+        check((await impl.readFile('/big.bin')).equals(data), 'W5 content')
+      })
+      const seconds = w.seconds + r.seconds
+      return {
+        ops: 2,
+        seconds,
+        opsPerSec: 2 / seconds,
+        mibPerSec: (2 * bytes) / (1024 * 1024) / seconds,
+        p50us: Math.min(w.p50us, r.p50us),
+        p99us: Math.max(w.p99us, r.p99us),
+      }
+    },
+  },
+  {
+    id: 'W6',
+    title: 'random unaligned 4 KiB preads',
+    async run(impl, scale) {
+      const s = SIZES[scale]
+      const bytes = s.bigMiB * 1024 * 1024
+      const data = content(5, bytes)
+      let x = 7
+      return timed(s.preads, async () => {
+        x = (x * 48271) % 2147483647
+        const offset = x % (bytes - 4096)
+        const got = await impl.pread('/big.bin', offset, 4096)
+        check(got.equals(data.subarray(offset, offset + 4096)), `W6 at ${offset}`)
+      })
+    },
+  },
+  {
+    id: 'W7',
+    title: 'kv set, then get',
+    needs: (impl) => impl.kvSet !== undefined,
+    async run(impl, scale) {
+      const n = SIZES[scale].kv
+      const set = await timed(n, (i) => impl.kvSet!(`key:${i}`, { i, name: `value ${i}` }))
+      const get = await timed(n, async (i) => {
+        const v = (await impl.kvGet!(`key:${i}`)) as { i: number }
+        check(v.i === i, 'W7 value')
+      })
+      const seconds = set.seconds + get.seconds
+      return {
+        ops: 2 * n,
+        seconds,
+        opsPerSec: (2 * n) / seconds,
+        p50us: (set.p50us + get.p50us) / 2,
+        p99us: Math.max(set.p99us, get.p99us),
+      }
+    },
+  },
+  {
+    id: 'W8',
+    title: 'tool-call records',
+    needs: (impl) => impl.toolRecord !== undefined,
+    async run(impl, scale) {
+      return timed(SIZES[scale].tools, (i) =>
+        impl.toolRecord!('read_file', { path: `/src/f${i}.ts` }, { bytes: i }),
+      )
+    },
+  },
+  {
+    id: 'W9',
+    title: 'renames across directories',
+    async run(impl, scale) {
+      const s = SIZES[scale]
+      return timed(s.renames, (i) =>
+        impl.rename(fileOf(i, s.dirs), `/bench/d${(i + 1) % s.dirs}/moved-${i}.txt`),
+      )
+    },
+  },
+  {
+    id: 'W10',
+    title: 'stat a file 32 directories deep',
+    async run(impl, scale) {
+      let path = ''
+      for (let d = 0; d < 32; d++) {
+        path += `/deep${d}`
+        await impl.mkdir(path)
+      }
+      path += '/leaf.txt'
+      await impl.writeFile(path, content(10, 100))
+      return timed(SIZES[scale].deepStats, async () => {
+        check((await impl.stat(path)).size === 100, 'W10 size')
+      })
+    },
+  },
+]

@@ -1,0 +1,75 @@
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+import { expect, test } from 'vitest'
+
+const here = fileURLToPath(new URL('.', import.meta.url))
+
+// A smoke test of the harness at --scale small: it runs, verifies every read, and reports.
+// No timing is asserted (this machine is shared); the numbers live in RESULTS.md.
+test('pnpm bench --scale small runs every workload on each implementation and writes a report', async () => {
+  const outdir = join(here, '..', '.tmp', `bench-${process.pid}`)
+  await mkdir(outdir, { recursive: true })
+  const work = await mkdtemp(join(tmpdir(), 'agentfs-bench-test-'))
+  try {
+    await build({
+      entryPoints: [join(here, '..', 'src', 'main.ts'), join(here, '..', 'src', 'child.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      outdir,
+      conditions: ['@agentfs/source'],
+      external: ['better-sqlite3', '@libsql/client', 'agentfs-sdk'],
+      banner: {
+        js: "import { createRequire as bannerRequire } from 'node:module'; const require = bannerRequire(import.meta.url);",
+      },
+      logLevel: 'silent',
+    })
+    const out = join(work, 'report.json')
+    const run = spawnSync(
+      process.execPath,
+      [
+        join(outdir, 'main.js'),
+        '--scale',
+        'small',
+        '--impl',
+        'raw-sql,agentfs,agentfs-sdk-0.6.4,node-fs',
+        '--out',
+        out,
+      ],
+      { encoding: 'utf8' },
+    )
+    expect(run.status, run.stderr).toBe(0)
+    expect(run.stdout).toMatch(/agentfs +W10 stat a file 32 directories deep/)
+    expect(run.stdout).toMatch(/geomean × raw-sql/)
+    const report = JSON.parse(readFileSync(out, 'utf8')) as {
+      scale: string
+      reports: {
+        impl: string
+        peakRssMiB: number
+        results: { workload: string; opsPerSec: number }[]
+      }[]
+      summary: Record<string, { vsRaw?: number; vsReference?: number }>
+    }
+    expect(report.scale).toBe('small')
+    const ids = (impl: string) =>
+      report.reports.find((r) => r.impl === impl)!.results.map((r) => r.workload)
+    const all = ['W1', 'W2', 'W3', 'W4', 'W5', 'W6', 'W7', 'W8', 'W9', 'W10']
+    expect(ids('raw-sql')).toEqual(all)
+    expect(ids('agentfs')).toEqual(all)
+    expect(ids('agentfs-sdk-0.6.4')).toEqual(all)
+    // node:fs has no key-value store or tool-call log.
+    expect(ids('node-fs')).toEqual(all.filter((w) => w !== 'W7' && w !== 'W8'))
+    expect(report.summary.agentfs?.vsRaw).toBeGreaterThan(0)
+    expect(report.summary.agentfs?.vsReference).toBeGreaterThan(0)
+    for (const r of report.reports) expect(r.peakRssMiB).toBeGreaterThan(0)
+  } finally {
+    await rm(outdir, { recursive: true, force: true })
+    await rm(work, { recursive: true, force: true })
+  }
+}, 180_000)
