@@ -412,13 +412,19 @@ export class AgentFs implements FileSystem {
     if (!isDir(node.mode)) throw fsError('ENOTDIR', 'scandir', path)
     const base = normalizePath(path)
     if (!options.recursive) {
+      if (!options.withFileTypes) {
+        // Names only: an index-only scan of idx_fs_dentry_parent (parent_ino, name).
+        const { rows } = await q.execute<{ name: string }>({
+          sql: 'SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name',
+          params: [node.ino],
+        })
+        return rows.map((r) => r.name)
+      }
       const { rows } = await q.execute<{ name: string; mode: number }>({
         sql: 'SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name',
         params: [node.ino],
       })
-      return options.withFileTypes
-        ? rows.map((r) => new Dirent(r.name, base, r.mode))
-        : rows.map((r) => r.name)
+      return rows.map((r) => new Dirent(r.name, base, r.mode))
     }
     const { rows } = await q.execute<{ rel: string; name: string; parent: string; mode: number }>({
       sql: `WITH RECURSIVE tree(ino, rel, name, parent, mode) AS (
