@@ -56,8 +56,14 @@ export interface BetterSqlite3DriverConfig {
    * asynchronous (see `retryBusy`), so connections in the same process do not deadlock.
    */
   readonly busyTimeoutMs?: number
-  /** WAL file size kept after checkpoints, in bytes (default 64 MiB). */
+  /** WAL file size kept after checkpoints, in bytes (default 4 MiB). */
   readonly journalSizeLimit?: number
+  /**
+   * A transaction that binds more than this many bytes is followed by
+   * `PRAGMA wal_checkpoint(TRUNCATE)`, so one large write does not leave a WAL of its size on
+   * disk (default 8 MiB; `Infinity` turns it off). Best effort: skipped while readers block it.
+   */
+  readonly truncateWalAfterBytes?: number
   /** Prepared statements kept (LRU), default 256. */
   readonly statementCacheSize?: number
 }
@@ -108,6 +114,7 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
   }
   const cacheSize = config.statementCacheSize ?? 256
   const busyTimeout = config.busyTimeoutMs ?? 5000
+  const truncateAfter = config.truncateWalAfterBytes ?? 8 * 1024 * 1024
   const cache = new Map<string, BetterSqlite3Statement>()
   let db: BetterSqlite3Database | undefined
   let opening: Promise<BetterSqlite3Database> | undefined
@@ -150,7 +157,7 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
     await exclusive(async () => {
       if (!handle.memory && !handle.readonly) {
         await retryBusy(() => handle.prepare('PRAGMA journal_mode = WAL').all(), busyTimeout)
-        const limit = Math.trunc(config.journalSizeLimit ?? 64 * 1024 * 1024)
+        const limit = Math.trunc(config.journalSizeLimit ?? 4 * 1024 * 1024)
         handle.prepare(`PRAGMA journal_size_limit = ${limit}`).all()
       }
       handle.prepare(`PRAGMA synchronous = ${config.synchronous ?? 'NORMAL'}`).run()
@@ -275,10 +282,15 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
   ): Promise<T> {
     await runRetrying(handle, { sql: 'BEGIN IMMEDIATE' })
     let active = true
+    let bound = 0
     const tx: Executor = {
       execute: <Row = Record<string, SqlValue>>(statement: Statement) => {
         if (!active)
           return Promise.reject(new AgentFsError('MISUSE', 'Transaction already finished'))
+        if (statement.params)
+          for (const p of statement.params)
+            if (typeof p === 'string' || p instanceof Uint8Array)
+              bound += typeof p === 'string' ? p.length : p.byteLength
         try {
           return Promise.resolve(run<Row>(handle, statement))
         } catch (error) {
@@ -300,6 +312,14 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
     } catch (error) {
       if (handle.inTransaction) run(handle, { sql: 'ROLLBACK' })
       throw error
+    }
+    if (bound > truncateAfter && !handle.memory) {
+      try {
+        // The commit's auto-checkpoint already copied the pages; this gives the WAL's space back.
+        handle.prepare('PRAGMA wal_checkpoint(TRUNCATE)').all()
+      } catch {
+        // A reader holds the WAL: the next checkpoint will do it.
+      }
     }
     return result
   }

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,7 +23,7 @@ describe('betterSqlite3Driver', () => {
     const db = guardDriver(betterSqlite3Driver({ path: join(dir, 'a.db') }))
     expect(await pragma(db, 'journal_mode')).toBe('wal')
     expect(await pragma(db, 'synchronous')).toBe(1)
-    expect(await pragma(db, 'journal_size_limit')).toBe(64 * 1024 * 1024)
+    expect(await pragma(db, 'journal_size_limit')).toBe(4 * 1024 * 1024)
     expect(await pragma(db, 'busy_timeout')).toBe(0)
     expect(db.driver.capabilities).toEqual({
       concurrentTransactions: false,
@@ -30,6 +31,41 @@ describe('betterSqlite3Driver', () => {
       remote: false,
     })
     await db.close()
+  })
+
+  test('a large transaction does not leave a WAL of its size behind; small ones keep the WAL', async () => {
+    const path = join(dir, 'wal.db')
+    const walSize = () => {
+      try {
+        return statSync(`${path}-wal`).size
+      } catch {
+        return 0
+      }
+    }
+    const db = guardDriver(betterSqlite3Driver({ path }))
+    await db.execute({ sql: 'CREATE TABLE t (b BLOB)' })
+    const blob = new Uint8Array(1024 * 1024).fill(7)
+    await db.transaction(async (tx) => {
+      for (let i = 0; i < 24; i++)
+        await tx.execute({ sql: 'INSERT INTO t VALUES (?)', params: [blob] })
+    })
+    expect(walSize()).toBe(0)
+    await db.transaction(async (tx) => {
+      await tx.execute({ sql: 'INSERT INTO t VALUES (?)', params: [new Uint8Array(10)] })
+    })
+    expect(walSize()).toBeGreaterThan(0)
+    expect((await db.execute({ sql: 'SELECT COUNT(*) AS n FROM t' })).rows[0]).toEqual({ n: 25 })
+    await db.close()
+
+    const off = guardDriver(
+      betterSqlite3Driver({ path, truncateWalAfterBytes: Number.POSITIVE_INFINITY }),
+    )
+    await off.transaction(async (tx) => {
+      for (let i = 0; i < 24; i++)
+        await tx.execute({ sql: 'INSERT INTO t VALUES (?)', params: [blob] })
+    })
+    expect(walSize()).toBeGreaterThan(20 * 1024 * 1024)
+    await off.close()
   })
 
   test('synchronous FULL on request', async () => {

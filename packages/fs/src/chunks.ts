@@ -51,6 +51,48 @@ export async function readRange(
   return out
 }
 
+/**
+ * A positional read by inode in one statement: the inode's mode and size together with the
+ * chunks covering `[offset, offset + length)`, clamped to the size. Undefined when the inode is
+ * gone. (Open handles read this way: one look-up per read instead of two.)
+ */
+export async function readAt(
+  q: Executor,
+  ino: number,
+  chunkSize: number,
+  offset: number,
+  length: number,
+): Promise<{ mode: number; size: number; bytes: Uint8Array } | undefined> {
+  const first = Math.floor(offset / chunkSize)
+  const last = Math.floor((offset + Math.max(length, 1) - 1) / chunkSize)
+  const { rows } = await q.execute<{
+    mode: number
+    size: number
+    chunk_index: number | null
+    data: Uint8Array | null
+  }>({
+    sql: 'SELECT i.mode AS mode, i.size AS size, d.chunk_index AS chunk_index, d.data AS data FROM fs_inode i LEFT JOIN fs_data d ON d.ino = i.ino AND d.chunk_index >= ? AND d.chunk_index <= ? WHERE i.ino = ? ORDER BY d.chunk_index',
+    params: [first, last, ino],
+  })
+  const head = rows[0]
+  if (!head) return undefined
+  const end = Math.min(head.size, offset + length)
+  if (end <= offset || head.data === null) return { mode: head.mode, size: head.size, bytes: new Uint8Array(0) }
+  if (rows.length === 1 && head.chunk_index === Math.floor((end - 1) / chunkSize)) {
+    const start = offset - first * chunkSize
+    return { mode: head.mode, size: head.size, bytes: head.data.subarray(start, start + (end - offset)) }
+  }
+  const out = new Uint8Array(end - offset)
+  for (const { chunk_index, data } of rows) {
+    if (data === null || chunk_index === null) continue
+    const chunkStart = chunk_index * chunkSize
+    const from = Math.max(offset, chunkStart)
+    const to = Math.min(end, chunkStart + data.byteLength)
+    if (to > from) out.set(data.subarray(from - chunkStart, to - chunkStart), from - offset)
+  }
+  return { mode: head.mode, size: head.size, bytes: out }
+}
+
 /** Reads a whole file. */
 export async function readAll(q: Executor, ino: number): Promise<Uint8Array> {
   const { rows } = await q.execute<{ data: Uint8Array }>({

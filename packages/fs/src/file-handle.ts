@@ -1,6 +1,6 @@
 import { FsError, fsError, normalizePath, type Queryable, type Timestamp } from '@agentfs/core'
 import type { AgentFs } from './agent-fs.js'
-import { readAll, readRange, resize, writeRange } from './chunks.js'
+import { readAll, readAt, readRange, resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
 import { write } from './context.js'
 import type { OpenMode } from './flags.js'
@@ -82,10 +82,11 @@ export class FileHandle {
     ) {
       throw fsError('EINVAL', 'read')
     }
-    const node = await this.#inode(this.#q, 'read')
-    if (isDir(node.mode)) throw fsError('EISDIR', 'read')
     const at = position ?? this.#position
-    const bytes = await readRange(this.#q, node.ino, node.size, this.#fs.chunkSize, at, length)
+    const found = await readAt(this.#q, this.#ino, this.#fs.chunkSize, at, length)
+    if (!found) throw fsError('EBADF', 'read', undefined, { hint: 'the file was deleted' })
+    if (isDir(found.mode)) throw fsError('EISDIR', 'read')
+    const bytes = found.bytes
     buffer.set(bytes, offset)
     if (position === null) this.#position = at + bytes.byteLength
     return { bytesRead: bytes.byteLength, buffer }
