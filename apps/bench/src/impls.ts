@@ -8,7 +8,9 @@ import {
   writeFile,
 } from 'node:fs/promises'
 import { join } from 'node:path'
+import { type AgentTool, createAgentTools } from '@agentfs/agent-tools'
 import { libsqlDriver } from '@agentfs/driver-libsql'
+import { HostFileSystem } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import { RawSqlFs } from './raw-sql.js'
 
@@ -30,6 +32,8 @@ export interface Impl {
   kvSet?(key: string, value: unknown): Promise<void>
   kvGet?(key: string): Promise<unknown>
   toolRecord?(name: string, parameters: unknown, result: unknown): Promise<void>
+  /** The agent tools over this storage (W11), when it can serve them. */
+  agentTools?(): Map<string, AgentTool>
   close(): Promise<void>
 }
 
@@ -105,6 +109,8 @@ async function agentfs(dir: string, variant: 'NORMAL' | 'FULL' | 'libsql'): Prom
         completedAt: now,
       })
     },
+    agentTools: () =>
+      createAgentTools({ fs: agent.fs, kv: agent.kv, audit: agent.tools, sessionId: 'bench' }),
     close: async () => {
       for (const h of handles.values()) await h.close()
       await agent.close()
@@ -150,6 +156,7 @@ function nodeFs(dir: string): Impl {
     name: 'node-fs',
     durability: 'page cache, no fsync',
     files: [],
+    agentTools: () => createAgentTools({ fs: new HostFileSystem({ root, writable: true }) }),
     mkdir: (p) => mkdirHost(at(p), { recursive: true }).then(() => undefined),
     writeFile: (p, d) => writeFile(at(p), d),
     readFile: (p) => readFile(at(p)),

@@ -8,6 +8,7 @@ import { cpus, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { fuseReadiness, runFuseWorkload } from './fuse-workload.js'
 import { IMPLEMENTATIONS } from './impls.js'
 import type { Scale, WorkloadResult } from './workloads.js'
 
@@ -116,6 +117,25 @@ for (const report of reports) {
   )
 }
 
+// W12: the FUSE mount against a plain directory (not per implementation).
+let fuse: Awaited<ReturnType<typeof runFuseWorkload>> | { skipped: string } | undefined
+if (!values.workloads || values.workloads.split(',').includes('W12')) {
+  const ready = fuseReadiness()
+  if ('skip' in ready) {
+    fuse = { skipped: ready.skip }
+    console.log(`\nW12 skipped: ${ready.skip}`)
+  } else {
+    process.stderr.write('bench: W12 FUSE mount vs plain directory…\n')
+    const rows = await runFuseWorkload(ready.cli, scale === 'full' ? 2000 : 300)
+    fuse = rows
+    console.log('\nW12 shell tools on `agentfs mount` vs a plain directory (seconds; target ≤ 3×)')
+    for (const r of rows)
+      console.log(
+        `  ${r.command.padEnd(8)} plain ${fmt(r.plainSeconds, 3)}  mount ${fmt(r.fuseSeconds, 3)}  ×${fmt(r.ratio)}`,
+      )
+  }
+}
+
 const out =
   values.out ??
   join(
@@ -127,6 +147,6 @@ const out =
 mkdirSync(dirname(out), { recursive: true })
 writeFileSync(
   out,
-  `${JSON.stringify({ date: new Date().toISOString(), scale, machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memoryGiB: totalmem() / 2 ** 30, node: process.version }, summary, reports }, null, 2)}\n`,
+  `${JSON.stringify({ date: new Date().toISOString(), scale, machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memoryGiB: totalmem() / 2 ** 30, node: process.version }, summary, reports, ...(fuse ? { w12: fuse } : {}) }, null, 2)}\n`,
 )
 console.log(`\nreport: ${out}`)

@@ -14,6 +14,8 @@ export const SIZES = {
     renames: 1000,
     deepStats: 10_000,
     readdirPasses: 10,
+    sourceFiles: 2000,
+    agentOps: 1000,
   },
   small: {
     files: 1000,
@@ -25,6 +27,8 @@ export const SIZES = {
     renames: 200,
     deepStats: 2000,
     readdirPasses: 3,
+    sourceFiles: 300,
+    agentOps: 200,
   },
 } as const
 
@@ -217,4 +221,72 @@ export const WORKLOADS: readonly Workload[] = [
       })
     },
   },
+  {
+    id: 'W11',
+    title: 'agent tools: read_file/edit_file/glob/grep',
+    needs: (impl) => impl.agentTools !== undefined,
+    async run(impl, scale) {
+      const s = SIZES[scale]
+      // A source tree: 20 packages × (sourceFiles / 20) modules of ~2 KiB each.
+      const per = s.sourceFiles / 20
+      await impl.mkdir('/repo')
+      for (let p = 0; p < 20; p++) {
+        await impl.mkdir(`/repo/pkg${p}`)
+        await impl.mkdir(`/repo/pkg${p}/src`)
+        for (let m = 0; m < per; m++) await impl.writeFile(moduleOf(p, m), moduleSource(p, m))
+      }
+      const tools = impl.agentTools!()
+      const call = async (name: string, input: unknown) => {
+        const result = await tools.get(name)!.execute(input)
+        check(result.isError !== true, `W11 ${name}: ${result.text.slice(0, 200)}`)
+        return result.text
+      }
+      return timed(s.agentOps, async (i) => {
+        const p = i % 20
+        const m = Math.floor(i / 4) % per
+        switch (i % 4) {
+          case 0:
+            check(
+              (await call('read_file', { path: moduleOf(p, m) })).includes(`token_${p}_${m}`),
+              'W11 read',
+            )
+            return
+          case 1:
+            await call('edit_file', {
+              path: moduleOf(p, m),
+              old_string: `token_${p}_${m} =`,
+              new_string: `token_${p}_${m}_e${i} =`,
+            })
+            // The next edit of this module must find its token again.
+            await call('edit_file', {
+              path: moduleOf(p, m),
+              old_string: `token_${p}_${m}_e${i} =`,
+              new_string: `token_${p}_${m} =`,
+            })
+            return
+          case 2:
+            check(
+              (await call('glob', { pattern: '**/*.ts', path: `/repo/pkg${p}` })).includes('.ts'),
+              'W11 glob',
+            )
+            return
+          default:
+            check(
+              (
+                await call('grep', { pattern: `token_${p}_${m}\\b`, path: `/repo/pkg${p}` })
+              ).includes(`mod${m}.ts`),
+              'W11 grep',
+            )
+        }
+      })
+    },
+  },
 ]
+
+const moduleOf = (p: number, m: number) => `/repo/pkg${p}/src/mod${m}.ts`
+function moduleSource(p: number, m: number): Buffer {
+  const lines = [`// package ${p}, module ${m}`, `export const token_${p}_${m} = ${m}`]
+  for (let k = 0; lines.join('\n').length < 2048; k++)
+    lines.push(`export function f${k}(x: number): number {`, `  return x * ${k} + ${m}`, '}')
+  return Buffer.from(`${lines.join('\n')}\n`)
+}

@@ -275,7 +275,11 @@ export async function openHandle(
   mode: OpenMode,
   create: (q: Queryable, now: Timestamp) => Promise<number | undefined>,
 ): Promise<FileHandle> {
-  const ino = await write(fs.context, (q, now) => create(q, now))
+  // Opening without creating or truncating only reads: no write transaction for it.
+  const ino =
+    mode.create || mode.truncate
+      ? await write(fs.context, (q, now) => create(q, now))
+      : await create(fs.context.q, fs.context.clock.now())
   if (ino === undefined) throw new FsError({ code: 'ENOENT', syscall: 'open', path })
   return new FileHandle(fs, ino, normalizePath(path), mode)
 }

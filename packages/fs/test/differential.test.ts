@@ -8,7 +8,7 @@ import { createFileSystem } from '../src/index.js'
 /**
  * Differential test (harness in @agentfs/conformance): random operation sequences on AgentFS
  * and on node:fs must agree after every step. CI: 50 × 200 = 10,000 operations per driver.
- * Long run: AGENTFS_FUZZ_RUNS=5000 pnpm --filter @agentfs/fs exec vitest run test/differential.test.ts
+ * Long run (1,000,000 operations per driver): AGENTFS_FUZZ_RUNS=5000 pnpm --filter @agentfs/fs exec vitest run test/differential.test.ts
  * (AGENTFS_FUZZ_SEED replays a seed; AGENTFS_FUZZ_SHRINK=1 shrinks a failure).
  */
 const RUNS = Number(process.env.AGENTFS_FUZZ_RUNS ?? 50)
@@ -40,5 +40,5 @@ describe.each([
         }
       },
     })
-  }, 600_000)
+  }, Math.max(600_000, RUNS * 3_000)) // long runs: about a second per 200-operation run
 })
