@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { IMPLEMENTATIONS, type ImplName, openImpl } from './impls.js'
-import { type Scale, WORKLOADS, type WorkloadResult } from './workloads.js'
+import { type Scale, STREAM, WORKLOADS, type WorkloadResult } from './workloads.js'
 
 const [name, scale, only] = process.argv.slice(2) as [ImplName, Scale, string | undefined]
 if (!IMPLEMENTATIONS.includes(name)) throw new Error(`unknown implementation ${name}`)
@@ -23,7 +23,7 @@ const diskBytes = () =>
   }, 0)
 const results: WorkloadResult[] = []
 try {
-  for (const w of WORKLOADS) {
+  for (const w of [...WORKLOADS, STREAM]) {
     // Later workloads build on earlier ones (W2 reads W1's files), so all run; only the
     // selected ones are reported.
     if (w.needs && !w.needs(impl)) continue
@@ -34,6 +34,7 @@ try {
       title: w.title,
       ...r,
       ...(w.id === 'W5' && impl.files.length > 0 ? { diskBytes: diskBytes() } : {}),
+      rssAfterMiB: process.memoryUsage().rss / 2 ** 20,
     })
   }
 } finally {

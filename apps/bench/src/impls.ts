@@ -1,3 +1,4 @@
+import { createReadStream, createWriteStream } from 'node:fs'
 import {
   mkdir as mkdirHost,
   open as openHost,
@@ -8,6 +9,8 @@ import {
   writeFile,
 } from 'node:fs/promises'
 import { join } from 'node:path'
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { type AgentTool, createAgentTools } from '@agentfs/agent-tools'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { HostFileSystem } from '@agentfs/overlay'
@@ -32,6 +35,8 @@ export interface Impl {
   kvSet?(key: string, value: unknown): Promise<void>
   kvGet?(key: string): Promise<unknown>
   toolRecord?(name: string, parameters: unknown, result: unknown): Promise<void>
+  /** Streams `mib` MiB into a file and back out, returning a checksum of what was read. */
+  streamInOut?(path: string, mib: number): Promise<number>
   /** The agent tools over this storage (W11), when it can serve them. */
   agentTools?(): Map<string, AgentTool>
   close(): Promise<void>
@@ -47,6 +52,21 @@ export const IMPLEMENTATIONS = [
   'node-fs',
 ] as const
 export type ImplName = (typeof IMPLEMENTATIONS)[number]
+
+/** `mib` chunks of 1 MiB with varying bytes, generated as they are consumed. */
+export const megabytes = (mib: number) =>
+  Readable.from(
+    (function* () {
+      for (let i = 0; i < mib; i++) yield Buffer.alloc(1024 * 1024, i & 255)
+    })(),
+  )
+
+/** A cheap order-sensitive checksum (sum of every 4096th byte, weighted by position). */
+export function checksum(sum: number, chunk: Buffer): number {
+  let s = sum
+  for (let i = 0; i < chunk.byteLength; i += 4096) s = (s * 31 + chunk[i]!) % 1_000_000_007
+  return s
+}
 
 const dbFiles = (path: string) => [path, `${path}-wal`, `${path}-shm`]
 
@@ -111,6 +131,12 @@ async function agentfs(dir: string, variant: 'NORMAL' | 'FULL' | 'libsql'): Prom
     },
     agentTools: () =>
       createAgentTools({ fs: agent.fs, kv: agent.kv, audit: agent.tools, sessionId: 'bench' }),
+    streamInOut: async (p, mib) => {
+      await pipeline(megabytes(mib), agent.fs.createWriteStream(p))
+      let sum = 0
+      for await (const chunk of agent.fs.createReadStream(p)) sum = checksum(sum, chunk as Buffer)
+      return sum
+    },
     close: async () => {
       for (const h of handles.values()) await h.close()
       await agent.close()
@@ -157,6 +183,12 @@ function nodeFs(dir: string): Impl {
     durability: 'page cache, no fsync',
     files: [],
     agentTools: () => createAgentTools({ fs: new HostFileSystem({ root, writable: true }) }),
+    streamInOut: async (p, mib) => {
+      await pipeline(megabytes(mib), createWriteStream(at(p)))
+      let sum = 0
+      for await (const chunk of createReadStream(at(p))) sum = checksum(sum, chunk as Buffer)
+      return sum
+    },
     mkdir: (p) => mkdirHost(at(p), { recursive: true }).then(() => undefined),
     writeFile: (p, d) => writeFile(at(p), d),
     readFile: (p) => readFile(at(p)),

@@ -68,7 +68,7 @@ const geomean = (xs: number[]) =>
   xs.length === 0 ? undefined : Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length)
 
 const rows: string[][] = [
-  ['impl', 'workload', 'ops/s', 'MiB/s', 'p50 µs', 'p99 µs', '× raw-sql', '× agentfs-sdk'],
+  ['impl', 'workload', 'ops/s', 'MiB/s', 'p50 µs', 'p99 µs', 'RSS MiB', '× raw-sql', '× agentfs-sdk'],
 ]
 const summary: Record<string, { vsRaw?: number; vsReference?: number }> = {}
 for (const report of reports) {
@@ -94,6 +94,7 @@ for (const report of reports) {
       fmt(r.mibPerSec, 1),
       fmt(r.p50us, 0),
       fmt(r.p99us, 0),
+      fmt(r.rssAfterMiB, 0),
       fmt(raw),
       fmt(ref),
     ])

@@ -1,4 +1,4 @@
-import type { Impl } from './impls.js'
+import { checksum, type Impl, megabytes } from './impls.js'
 
 export type Scale = 'small' | 'full'
 
@@ -16,6 +16,7 @@ export const SIZES = {
     readdirPasses: 10,
     sourceFiles: 2000,
     agentOps: 1000,
+    streamMiB: 1024,
   },
   small: {
     files: 1000,
@@ -29,6 +30,7 @@ export const SIZES = {
     readdirPasses: 3,
     sourceFiles: 300,
     agentOps: 200,
+    streamMiB: 64,
   },
 } as const
 
@@ -42,6 +44,8 @@ export interface WorkloadResult {
   readonly p50us: number
   readonly p99us: number
   readonly diskBytes?: number
+  /** Resident memory right after the workload. */
+  readonly rssAfterMiB?: number
 }
 
 /** Deterministic content so every read can be checked byte for byte. */
@@ -282,6 +286,22 @@ export const WORKLOADS: readonly Workload[] = [
     },
   },
 ]
+
+/** W13: the memory check: a large file streamed in and out must not grow RSS with its size. */
+export const STREAM: Workload = {
+  id: 'W13',
+  title: 'stream a large file in and out',
+  needs: (impl) => impl.streamInOut !== undefined,
+  async run(impl, scale) {
+    const mib = SIZES[scale].streamMiB
+    let expected = 0
+    for await (const chunk of megabytes(mib)) expected = checksum(expected, chunk as Buffer)
+    const r = await timed(1, async () => {
+      check((await impl.streamInOut!('/stream.bin', mib)) === expected, 'W13 checksum')
+    })
+    return { ...r, ops: 2, opsPerSec: 2 / r.seconds, mibPerSec: (2 * mib) / r.seconds }
+  },
+}
 
 const moduleOf = (p: number, m: number) => `/repo/pkg${p}/src/mod${m}.ts`
 function moduleSource(p: number, m: number): Buffer {

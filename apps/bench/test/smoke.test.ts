@@ -55,6 +55,7 @@ test('pnpm bench --scale small runs every workload on each implementation and wr
         results: { workload: string; opsPerSec: number }[]
       }[]
       summary: Record<string, { vsRaw?: number; vsReference?: number }>
+      w12?: { command: string; ratio: number }[] | { skipped: string }
     }
     expect(report.scale).toBe('small')
     const ids = (impl: string) =>
@@ -69,6 +70,10 @@ test('pnpm bench --scale small runs every workload on each implementation and wr
     expect(report.summary.agentfs?.vsRaw).toBeGreaterThan(0)
     expect(report.summary.agentfs?.vsReference).toBeGreaterThan(0)
     for (const r of report.reports) expect(r.peakRssMiB).toBeGreaterThan(0)
+    // W12 runs where FUSE and a built CLI are available, and says why not elsewhere.
+    if (Array.isArray(report.w12))
+      expect(report.w12.map((r) => r.command)).toEqual(['cp -r', 'ls -lR', 'grep -r', 'rm -r'])
+    else expect(report.w12?.skipped).toMatch(/.+/)
   } finally {
     await rm(outdir, { recursive: true, force: true })
     await rm(work, { recursive: true, force: true })
