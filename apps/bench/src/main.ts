@@ -68,7 +68,17 @@ const geomean = (xs: number[]) =>
   xs.length === 0 ? undefined : Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length)
 
 const rows: string[][] = [
-  ['impl', 'workload', 'ops/s', 'MiB/s', 'p50 µs', 'p99 µs', 'RSS MiB', '× raw-sql', '× agentfs-sdk'],
+  [
+    'impl',
+    'workload',
+    'ops/s',
+    'MiB/s',
+    'p50 µs',
+    'p99 µs',
+    'RSS MiB',
+    '× raw-sql',
+    '× agentfs-sdk',
+  ],
 ]
 const summary: Record<string, { vsRaw?: number; vsReference?: number }> = {}
 for (const report of reports) {

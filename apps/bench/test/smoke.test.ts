@@ -62,11 +62,12 @@ test('pnpm bench --scale small runs every workload on each implementation and wr
       report.reports.find((r) => r.impl === impl)!.results.map((r) => r.workload)
     const all = ['W1', 'W2', 'W3', 'W4', 'W5', 'W6', 'W7', 'W8', 'W9', 'W10']
     expect(ids('raw-sql')).toEqual(all)
-    // The agent tools (W11) run on AgentFS and, through HostFileSystem, on node:fs.
-    expect(ids('agentfs')).toEqual([...all, 'W11'])
+    // The agent tools (W11) and the stream (W13) run on AgentFS and, through
+    // HostFileSystem and node streams, on node:fs.
+    expect(ids('agentfs')).toEqual([...all, 'W11', 'W13'])
     expect(ids('agentfs-sdk-0.6.4')).toEqual(all)
     // node:fs has no key-value store or tool-call log.
-    expect(ids('node-fs')).toEqual([...all.filter((w) => w !== 'W7' && w !== 'W8'), 'W11'])
+    expect(ids('node-fs')).toEqual([...all.filter((w) => w !== 'W7' && w !== 'W8'), 'W11', 'W13'])
     expect(report.summary.agentfs?.vsRaw).toBeGreaterThan(0)
     expect(report.summary.agentfs?.vsReference).toBeGreaterThan(0)
     for (const r of report.reports) expect(r.peakRssMiB).toBeGreaterThan(0)
