@@ -68,6 +68,26 @@ export function checksum(sum: number, chunk: Buffer): number {
   return s
 }
 
+/** The operations whose names and meanings are the same on every filesystem-like API here. */
+interface BasicFs {
+  mkdir(path: string): Promise<unknown>
+  writeFile(path: string, data: Buffer): Promise<void>
+  readFile(path: string): Promise<Buffer>
+  stat(path: string): Promise<{ size: number }>
+  readdir(path: string): Promise<string[]>
+  rename(from: string, to: string): Promise<void>
+}
+const delegate = (fs: BasicFs) => ({
+  mkdir: async (p: string) => {
+    await fs.mkdir(p)
+  },
+  writeFile: (p: string, d: Buffer) => fs.writeFile(p, d),
+  readFile: (p: string) => fs.readFile(p),
+  stat: (p: string) => fs.stat(p),
+  readdir: (p: string) => fs.readdir(p),
+  rename: (a: string, b: string) => fs.rename(a, b),
+})
+
 const dbFiles = (path: string) => [path, `${path}-wal`, `${path}-shm`]
 
 function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL'): Impl {
@@ -102,17 +122,13 @@ async function agentfs(dir: string, variant: 'NORMAL' | 'FULL' | 'libsql'): Prom
     name: variant === 'libsql' ? 'agentfs-libsql' : variant === 'FULL' ? 'agentfs-full' : 'agentfs',
     durability: variant === 'libsql' ? 'WAL (libSQL defaults)' : `WAL, synchronous=${variant}`,
     files: dbFiles(path),
-    mkdir: async (p) => {
-      await agent.fs.mkdir(p)
-    },
-    writeFile: (p, d) => agent.fs.writeFile(p, d),
-    readFile: (p) => agent.fs.readFile(p),
-    stat: (p) => agent.fs.stat(p),
-    readdir: (p) => agent.fs.readdir(p),
-    rename: (a, b) => agent.fs.rename(a, b),
+    ...delegate(agent.fs),
     pread: async (p, o, l) => {
       let h = handles.get(p)
-      if (!h) handles.set(p, (h = await agent.fs.open(p, 'r')))
+      if (!h) {
+        h = await agent.fs.open(p, 'r')
+        handles.set(p, h)
+      }
       const buf = Buffer.alloc(l)
       const { bytesRead } = await h.read(buf, 0, l, o)
       return buf.subarray(0, bytesRead)
@@ -153,15 +169,13 @@ async function reference(dir: string): Promise<Impl> {
     name: 'agentfs-sdk-0.6.4',
     durability: 'its defaults (WAL)',
     files: dbFiles(path),
-    mkdir: (p) => agent.fs.mkdir(p),
-    writeFile: (p, d) => agent.fs.writeFile(p, d),
-    readFile: (p) => agent.fs.readFile(p),
-    stat: (p) => agent.fs.stat(p),
-    readdir: (p) => agent.fs.readdir(p),
-    rename: (a, b) => agent.fs.rename(a, b),
+    ...delegate(agent.fs),
     pread: async (p, o, l) => {
       let h = handles.get(p)
-      if (!h) handles.set(p, (h = await agent.fs.open(p)))
+      if (!h) {
+        h = await agent.fs.open(p)
+        handles.set(p, h)
+      }
       return h.pread(o, l)
     },
     kvSet: (k, v) => agent.kv.set(k, v),
@@ -197,7 +211,10 @@ function nodeFs(dir: string): Impl {
     rename: (a, b) => rename(at(a), at(b)),
     pread: async (p, o, l) => {
       let h = handles.get(p)
-      if (!h) handles.set(p, (h = await openHost(at(p), 'r')))
+      if (!h) {
+        h = await openHost(at(p), 'r')
+        handles.set(p, h)
+      }
       const buf = Buffer.alloc(l)
       const { bytesRead } = await h.read(buf, 0, l, o)
       return buf.subarray(0, bytesRead)

@@ -2,32 +2,21 @@ import {
   chmod,
   lstat,
   mkdir,
-  mkdtemp,
   readdir,
   readFile,
   readlink,
-  rm,
   symlink,
   utimes,
   writeFile,
 } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { bundleCli, runCli } from './helpers.js'
+import { describe, expect, test } from 'vitest'
+import { runCli, useCliSandbox } from './helpers.js'
 
 let cli: string
 let cwd: string
-let dispose: () => Promise<void>
-
-beforeAll(async () => {
-  ;({ cli, dispose } = await bundleCli())
-  cwd = await mkdtemp(join(tmpdir(), 'agentfs-cli-'))
-}, 60_000)
-
-afterAll(async () => {
-  await dispose()
-  await rm(cwd, { recursive: true, force: true })
+useCliSandbox('agentfs-cli-', (sandbox) => {
+  ;({ cli, cwd } = sandbox)
 })
 
 const agentfs = (args: string[], input?: string) =>

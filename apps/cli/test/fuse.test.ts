@@ -1,27 +1,18 @@
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { AgentFS } from '@agentfs/sdk'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { bundleCli, runCli, sh, snapshot } from './helpers.js'
+import { describe, expect, test } from 'vitest'
+import { runCli, sh, snapshot, useCliSandbox } from './helpers.js'
 
 const fuse = existsSync('/dev/fuse')
 if (!fuse) console.warn('FUSE tests skipped: /dev/fuse is not available on this machine')
 
 let cli: string
-let dispose: () => Promise<void>
 let cwd: string
-
-beforeAll(async () => {
-  ;({ cli, dispose } = await bundleCli())
-  cwd = await mkdtemp(join(tmpdir(), 'agentfs-fuse-'))
-}, 60_000)
-
-afterAll(async () => {
-  await dispose()
-  await rm(cwd, { recursive: true, force: true })
+useCliSandbox('agentfs-fuse-', (sandbox) => {
+  ;({ cli, cwd } = sandbox)
 })
 
 /** Starts `agentfs mount` and resolves once it reports the mount. */

@@ -1,9 +1,11 @@
 import { type SpawnSyncOptions, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { lstat, mkdir, readdir, readFile, readlink, rm } from 'node:fs/promises'
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
+import { afterAll, beforeAll } from 'vitest'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 
@@ -27,6 +29,29 @@ export async function bundleCli(): Promise<{ cli: string; dispose(): Promise<voi
     logLevel: 'silent',
   })
   return { cli, dispose: () => rm(cli, { force: true }) }
+}
+
+/**
+ * Test-file scaffolding: the CLI bundled once and a scratch working directory, both removed
+ * after the file's tests; `ready` receives them before the first test.
+ */
+export function useCliSandbox(
+  prefix: string,
+  ready: (sandbox: { cli: string; cwd: string }) => void,
+) {
+  let dispose: (() => Promise<void>) | undefined
+  let cwd: string | undefined
+  beforeAll(async () => {
+    const bundled = await bundleCli()
+    dispose = bundled.dispose
+    const dir = await mkdtemp(join(tmpdir(), prefix))
+    cwd = dir
+    ready({ cli: bundled.cli, cwd: dir })
+  }, 60_000)
+  afterAll(async () => {
+    await dispose?.()
+    if (cwd) await rm(cwd, { recursive: true, force: true })
+  })
 }
 
 /** Runs the bundled CLI synchronously: exit code, stdout, stderr. */

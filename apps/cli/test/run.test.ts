@@ -1,26 +1,17 @@
 import { existsSync, readdirSync } from 'node:fs'
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { bundleCli, runCli, sh, snapshot } from './helpers.js'
+import { describe, expect, test } from 'vitest'
+import { runCli, sh, snapshot, useCliSandbox } from './helpers.js'
 
 const fuse = existsSync('/dev/fuse')
 if (!fuse) console.warn('agentfs run tests skipped: /dev/fuse is not available on this machine')
 const root = process.getuid?.() === 0
 
 let cli: string
-let dispose: () => Promise<void>
 let cwd: string
-
-beforeAll(async () => {
-  ;({ cli, dispose } = await bundleCli())
-  cwd = await mkdtemp(join(tmpdir(), 'agentfs-run-'))
-}, 60_000)
-
-afterAll(async () => {
-  await dispose()
-  await rm(cwd, { recursive: true, force: true })
+useCliSandbox('agentfs-run-', (sandbox) => {
+  ;({ cli, cwd } = sandbox)
 })
 
 const PROJECT = String.raw`

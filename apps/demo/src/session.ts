@@ -15,7 +15,7 @@ export async function seedProject(agent: AgentFS): Promise<void> {
     await tx.fs.mkdir('/project/src', { recursive: true })
     await tx.fs.writeFile(
       '/project/src/greet.js',
-      'export function greet(name) {\n  return `Helo, ${name}!`\n}\n',
+      "export function greet(name) {\n  return 'Helo, ' + name + '!'\n}\n",
     )
     await tx.fs.writeFile(
       '/project/src/main.js',
@@ -55,17 +55,17 @@ export function scriptedModel(): MockLanguageModelV3 {
       step(1, 'list_directory', { path: '/project', depth: 2 }),
       step(2, 'kv_get', { key: 'user:prefs' }),
       step(3, 'grep', { pattern: 'Helo', path: '/project', output_mode: 'content' }),
-      // The mistake: it misremembers the line (quotes instead of a template literal).
+      // The mistake: it misremembers the line (a template literal instead of concatenation).
       step(4, 'edit_file', {
         path: '/project/src/greet.js',
-        old_string: "return 'Helo, ' + name",
-        new_string: "return 'Hello, ' + name",
+        old_string: 'return `Helo, `',
+        new_string: 'return `Hello, `',
       }),
       step(5, 'read_file', { path: '/project/src/greet.js' }),
       step(6, 'edit_file', {
         path: '/project/src/greet.js',
-        old_string: 'Helo, ${name}!',
-        new_string: 'Hello, ${name}!',
+        old_string: "'Helo, '",
+        new_string: "'Hello, '",
       }),
       step(7, 'edit_file', {
         path: '/project/CHANGELOG.md',

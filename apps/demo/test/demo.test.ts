@@ -20,7 +20,7 @@ test('the scripted session fixes the bug, recovers from its mistake, and leaves 
 
   // The real tools did the work on the real database.
   expect(await agent.fs.readFile('/project/src/greet.js', 'utf8')).toBe(
-    'export function greet(name) {\n  return `Hello, ${name}!`\n}\n',
+    "export function greet(name) {\n  return 'Hello, ' + name + '!'\n}\n",
   )
   expect(await agent.fs.readFile('/project/CHANGELOG.md', 'utf8')).toContain(
     'Fix the greeting typo',
@@ -50,7 +50,7 @@ test('the scripted session fixes the bug, recovers from its mistake, and leaves 
   ])
 
   expect(await drawTree(agent, '/project')).toBe(
-    '/project\n├── CHANGELOG.md  (70 B)\n└── src/\n    ├── greet.js  (59 B)\n    └── main.js  (64 B)',
+    '/project\n├── CHANGELOG.md  (70 B)\n└── src/\n    ├── greet.js  (64 B)\n    └── main.js  (64 B)',
   )
   expect(await drawTimeline(agent)).toMatch(
     /#4 edit_file +error \d+ ms\n +↳ String to replace not found in file\./,

@@ -1,12 +1,10 @@
-import { spawn } from 'node:child_process'
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { fsck } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
-import { build } from 'esbuild'
 import { expect, test } from 'vitest'
+import { bundleChild, runNode } from './helpers.js'
 
 /**
  * N processes × M read-modify-write edits of 3 shared files with version tokens: no update is
@@ -17,37 +15,9 @@ const LONG = process.env.AGENTFS_LONG === '1'
 const CHILDREN = LONG ? 8 : 4
 const EDITS = LONG ? 300 : 60
 const FILES = 3
-const here = fileURLToPath(new URL('.', import.meta.url))
-
-function run(script: string, args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    child.stdout.on('data', (d) => {
-      out += d
-    })
-    child.stderr.on('data', (d) => {
-      out += d
-    })
-    child.on('close', (code) => resolve({ code, out }))
-  })
-}
 
 test(`${CHILDREN} processes × ${EDITS} edits with ifMatch: no lost update, no BUSY`, async () => {
-  const outDir = join(here, '..', '.tmp')
-  await mkdir(outDir, { recursive: true })
-  const script = join(outDir, `editor-child-${process.pid}.mjs`)
-  await build({
-    entryPoints: [join(here, 'fixtures', 'editor-child.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outfile: script,
-    conditions: ['@agentfs/source'],
-    external: ['better-sqlite3', '@libsql/client'],
-    logLevel: 'silent',
-  })
+  const { script, dispose } = await bundleChild('editor-child')
   const dir = await mkdtemp(join(tmpdir(), 'agentfs-edits-'))
   const path = join(dir, 'shared.db')
   try {
@@ -59,7 +29,7 @@ test(`${CHILDREN} processes × ${EDITS} edits with ifMatch: no lost update, no B
     const startAt = String(Date.now() + 1500)
     const results = await Promise.all(
       Array.from({ length: CHILDREN }, (_, i) =>
-        run(script, [path, String(i), String(EDITS), String(FILES), startAt]),
+        runNode(script, [path, String(i), String(EDITS), String(FILES), startAt]),
       ),
     )
     let conflicts = 0
@@ -86,7 +56,7 @@ test(`${CHILDREN} processes × ${EDITS} edits with ifMatch: no lost update, no B
     // The processes really contended: some writes were refused as stale.
     expect(conflicts).toBeGreaterThan(0)
   } finally {
-    await rm(script, { force: true })
+    await dispose()
     await rm(dir, { recursive: true, force: true })
   }
 }, 600_000)

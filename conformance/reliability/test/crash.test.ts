@@ -1,14 +1,13 @@
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { fsck } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
-import { build } from 'esbuild'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { applyToModel, type CrashModel, type CrashOp } from './fixtures/crash-ops.js'
+import { bundleChild } from './helpers.js'
 
 /**
  * Crash safety: a writer is killed with SIGKILL at a random moment, again and again, on one
@@ -21,30 +20,17 @@ const LONG = process.env.AGENTFS_LONG === '1'
 const KILLS = Number(process.env.AGENTFS_CRASH_KILLS ?? (LONG ? 300 : 12))
 const BASE_SEED = Number(process.env.AGENTFS_FUZZ_SEED ?? Date.now() % 100_000)
 
-const here = fileURLToPath(new URL('.', import.meta.url))
 let child: string
+let disposeChild: () => Promise<void>
 let dir: string
 
 beforeAll(async () => {
-  const outDir = join(here, '..', '.tmp')
-  await mkdir(outDir, { recursive: true })
-  child = join(outDir, `crash-child-${process.pid}.mjs`)
-  await build({
-    entryPoints: [join(here, 'fixtures', 'crash-child.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outfile: child,
-    conditions: ['@agentfs/source'],
-    external: ['better-sqlite3', '@libsql/client'],
-    logLevel: 'silent',
-  })
+  ;({ script: child, dispose: disposeChild } = await bundleChild('crash-child'))
   dir = await mkdtemp(join(tmpdir(), 'agentfs-crash-'))
 }, 60_000)
 
 afterAll(async () => {
-  await rm(child, { force: true })
+  await disposeChild()
   await rm(dir, { recursive: true, force: true })
 })
 

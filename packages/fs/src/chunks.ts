@@ -77,10 +77,15 @@ export async function readAt(
   const head = rows[0]
   if (!head) return undefined
   const end = Math.min(head.size, offset + length)
-  if (end <= offset || head.data === null) return { mode: head.mode, size: head.size, bytes: new Uint8Array(0) }
+  if (end <= offset || head.data === null)
+    return { mode: head.mode, size: head.size, bytes: new Uint8Array(0) }
   if (rows.length === 1 && head.chunk_index === Math.floor((end - 1) / chunkSize)) {
     const start = offset - first * chunkSize
-    return { mode: head.mode, size: head.size, bytes: head.data.subarray(start, start + (end - offset)) }
+    return {
+      mode: head.mode,
+      size: head.size,
+      bytes: head.data.subarray(start, start + (end - offset)),
+    }
   }
   const out = new Uint8Array(end - offset)
   for (const { chunk_index, data } of rows) {

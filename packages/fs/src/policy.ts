@@ -176,19 +176,14 @@ export async function enforceLimits(
   }
   if (before && (policy.maxTotalBytes !== undefined || policy.maxInodes !== undefined)) {
     const after = await usage(q)
-    if (
-      policy.maxTotalBytes !== undefined &&
-      after.bytes > policy.maxTotalBytes &&
-      after.bytes > before.bytes
-    )
+    // A total may stay over its limit (set after the fact) as long as this change did not grow it.
+    const grew = (limit: number | undefined, key: keyof Usage) =>
+      limit !== undefined && after[key] > limit && after[key] > before[key]
+    if (grew(policy.maxTotalBytes, 'bytes'))
       throw fsError('EDQUOT', syscall, undefined, {
         hint: `the policy limits all files to ${policy.maxTotalBytes} bytes; this change needs ${after.bytes}`,
       })
-    if (
-      policy.maxInodes !== undefined &&
-      after.inodes > policy.maxInodes &&
-      after.inodes > before.inodes
-    )
+    if (grew(policy.maxInodes, 'inodes'))
       throw fsError('EDQUOT', syscall, undefined, {
         hint: `the policy limits the filesystem to ${policy.maxInodes} inodes; this change needs ${after.inodes}`,
       })

@@ -20,25 +20,33 @@ describe.each([
   ['better-sqlite3', () => betterSqlite3Driver({ path: ':memory:' })],
   ['libsql', () => libsqlDriver({ url: ':memory:' })],
 ] as const)('%s', (_name, makeDriver) => {
-  test(`differential: AgentFS agrees with node:fs over ${RUNS * OPS} random operations`, async () => {
-    await runDifferential({
-      runs: RUNS,
-      opsPerRun: OPS,
-      ...(SEED === undefined ? {} : { seed: SEED }),
-      shrink: process.env.AGENTFS_FUZZ_SHRINK === '1',
-      async create() {
-        const db = await openDatabase({ driver: makeDriver(), clock: fixedClock(), chunkSize: 64 })
-        const fs = createFileSystem(db, { umask: process.umask() })
-        return {
-          fs: fs as unknown as DifferentialFs,
-          async close() {
-            // After every random run the database must pass every consistency rule.
-            const report = await fsck(db)
-            await db.close()
-            expect(report.findings).toEqual([])
-          },
-        }
-      },
-    })
-  }, Math.max(600_000, RUNS * 3_000)) // long runs: about a second per 200-operation run
+  test(
+    `differential: AgentFS agrees with node:fs over ${RUNS * OPS} random operations`,
+    async () => {
+      await runDifferential({
+        runs: RUNS,
+        opsPerRun: OPS,
+        ...(SEED === undefined ? {} : { seed: SEED }),
+        shrink: process.env.AGENTFS_FUZZ_SHRINK === '1',
+        async create() {
+          const db = await openDatabase({
+            driver: makeDriver(),
+            clock: fixedClock(),
+            chunkSize: 64,
+          })
+          const fs = createFileSystem(db, { umask: process.umask() })
+          return {
+            fs: fs as unknown as DifferentialFs,
+            async close() {
+              // After every random run the database must pass every consistency rule.
+              const report = await fsck(db)
+              await db.close()
+              expect(report.findings).toEqual([])
+            },
+          }
+        },
+      })
+    },
+    Math.max(600_000, RUNS * 3_000),
+  ) // long runs: about a second per 200-operation run
 })

@@ -39,34 +39,42 @@ describe.each([
   ['better-sqlite3', () => betterSqlite3Driver({ path: ':memory:' })],
   ['libsql', () => libsqlDriver({ url: ':memory:' })],
 ] as const)('%s', (_name, makeDriver) => {
-  test(`differential over an overlay: agrees with node:fs over ${RUNS * OPS} operations, base untouched`, async () => {
-    await runDifferential({
-      runs: RUNS,
-      opsPerRun: OPS,
-      ...(SEED === undefined ? {} : { seed: SEED }),
-      shrink: process.env.AGENTFS_FUZZ_SHRINK === '1',
-      initialTree: TREE,
-      async create(tree) {
-        const dir = await mkdtemp(join(tmpdir(), 'agentfs-overlay-diff-'))
-        await writeTree(dir, tree)
-        const pristine = await snapshotTree(nodeFs as unknown as DifferentialFs, dir)
-        const db = await openDatabase({ driver: makeDriver(), clock: fixedClock(), chunkSize: 64 })
-        const overlay = await createOverlay({
-          base: new HostFileSystem({ root: dir }),
-          delta: createFileSystem(db, { umask: process.umask() }),
-        })
-        return {
-          fs: overlay as unknown as DifferentialFs,
-          async close() {
-            const report = await fsck(db)
-            await db.close()
-            expect(report.findings, 'the delta database is consistent').toEqual([])
-            const after = await snapshotTree(nodeFs as unknown as DifferentialFs, dir)
-            await rm(dir, { recursive: true, force: true })
-            expect(after, 'the host base changed').toEqual(pristine)
-          },
-        }
-      },
-    })
-  }, Math.max(600_000, RUNS * 3_000)) // long runs: about a second per 200-operation run
+  test(
+    `differential over an overlay: agrees with node:fs over ${RUNS * OPS} operations, base untouched`,
+    async () => {
+      await runDifferential({
+        runs: RUNS,
+        opsPerRun: OPS,
+        ...(SEED === undefined ? {} : { seed: SEED }),
+        shrink: process.env.AGENTFS_FUZZ_SHRINK === '1',
+        initialTree: TREE,
+        async create(tree) {
+          const dir = await mkdtemp(join(tmpdir(), 'agentfs-overlay-diff-'))
+          await writeTree(dir, tree)
+          const pristine = await snapshotTree(nodeFs as unknown as DifferentialFs, dir)
+          const db = await openDatabase({
+            driver: makeDriver(),
+            clock: fixedClock(),
+            chunkSize: 64,
+          })
+          const overlay = await createOverlay({
+            base: new HostFileSystem({ root: dir }),
+            delta: createFileSystem(db, { umask: process.umask() }),
+          })
+          return {
+            fs: overlay as unknown as DifferentialFs,
+            async close() {
+              const report = await fsck(db)
+              await db.close()
+              expect(report.findings, 'the delta database is consistent').toEqual([])
+              const after = await snapshotTree(nodeFs as unknown as DifferentialFs, dir)
+              await rm(dir, { recursive: true, force: true })
+              expect(after, 'the host base changed').toEqual(pristine)
+            },
+          }
+        },
+      })
+    },
+    Math.max(600_000, RUNS * 3_000),
+  ) // long runs: about a second per 200-operation run
 })

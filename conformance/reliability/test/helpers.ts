@@ -1,0 +1,46 @@
+import { spawn } from 'node:child_process'
+import { mkdir, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+
+const here = fileURLToPath(new URL('.', import.meta.url))
+
+/** Bundles a child script of fixtures/ from TypeScript source (workspace packages from source). */
+export async function bundleChild(
+  name: string,
+): Promise<{ script: string; dispose(): Promise<void> }> {
+  const outDir = join(here, '..', '.tmp')
+  await mkdir(outDir, { recursive: true })
+  const script = join(outDir, `${name}-${process.pid}.mjs`)
+  await build({
+    entryPoints: [join(here, 'fixtures', `${name}.ts`)],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    outfile: script,
+    conditions: ['@agentfs/source'],
+    external: ['better-sqlite3', '@libsql/client'],
+    logLevel: 'silent',
+  })
+  return { script, dispose: () => rm(script, { force: true }) }
+}
+
+/** Runs a Node script to its end: exit code and everything it printed. */
+export function runNode(
+  script: string,
+  args: string[],
+): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (d) => {
+      out += d
+    })
+    child.stderr.on('data', (d) => {
+      out += d
+    })
+    child.on('close', (code) => resolve({ code, out }))
+  })
+}
