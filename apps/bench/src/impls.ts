@@ -47,6 +47,7 @@ export const IMPLEMENTATIONS = [
   'raw-sql-full',
   'agentfs',
   'agentfs-full',
+  'agentfs-noatime',
   'agentfs-libsql',
   'agentfs-sdk-0.6.4',
   'node-fs',
@@ -111,16 +112,31 @@ function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL'): Impl {
   }
 }
 
-async function agentfs(dir: string, variant: 'NORMAL' | 'FULL' | 'libsql'): Promise<Impl> {
+async function agentfs(
+  dir: string,
+  variant: 'NORMAL' | 'FULL' | 'libsql' | 'noatime',
+): Promise<Impl> {
   const path = join(dir, 'agent.db')
   const agent =
     variant === 'libsql'
       ? await AgentFS.open({ driver: libsqlDriver({ url: `file:${path}` }) })
-      : await AgentFS.open({ path, synchronous: variant })
+      : variant === 'noatime'
+        ? await AgentFS.open({ path, fs: { atime: 'noatime' } })
+        : await AgentFS.open({ path, synchronous: variant })
   const handles = new Map<string, Awaited<ReturnType<typeof agent.fs.open>>>()
   return {
-    name: variant === 'libsql' ? 'agentfs-libsql' : variant === 'FULL' ? 'agentfs-full' : 'agentfs',
-    durability: variant === 'libsql' ? 'WAL (libSQL defaults)' : `WAL, synchronous=${variant}`,
+    name: {
+      NORMAL: 'agentfs',
+      FULL: 'agentfs-full',
+      libsql: 'agentfs-libsql',
+      noatime: 'agentfs-noatime',
+    }[variant],
+    durability: {
+      NORMAL: 'WAL, synchronous=NORMAL',
+      FULL: 'WAL, synchronous=FULL',
+      libsql: 'WAL (libSQL defaults)',
+      noatime: 'WAL, synchronous=NORMAL, noatime',
+    }[variant],
     files: dbFiles(path),
     ...delegate(agent.fs),
     pread: async (p, o, l) => {
@@ -234,6 +250,8 @@ export async function openImpl(name: ImplName, dir: string): Promise<Impl> {
       return rawSql(dir, 'FULL')
     case 'agentfs':
       return agentfs(dir, 'NORMAL')
+    case 'agentfs-noatime':
+      return agentfs(dir, 'noatime')
     case 'agentfs-full':
       return agentfs(dir, 'FULL')
     case 'agentfs-libsql':

@@ -33,7 +33,7 @@ import { type InodeRow, isDir, isLnk } from './inode.js'
 import { createNode, pathOf, touchContent, touchMeta } from './mutate.js'
 import * as ns from './namespace-ops.js'
 import { CompiledPolicy, type FsOperation } from './policy.js'
-import { lookup } from './resolver.js'
+import { lookup, readRegularFile } from './resolver.js'
 import {
   type GlobMatch,
   type GlobOptions,
@@ -189,9 +189,15 @@ export class AgentFs implements FileSystem {
   ): Promise<Buffer | string> {
     const encoding = typeof options === 'string' ? options : options?.encoding
     await this.#allowRead(path, 'open')
-    const { node } = await existing(this.#ctx.q, path, 'open')
-    if (isDir(node.mode)) throw fsError('EISDIR', 'read', path)
-    const bytes = node.size === 0 ? new Uint8Array(0) : await readAll(this.#ctx.q, node.ino)
+    let node: InodeRow
+    let bytes: Uint8Array
+    const direct = await readRegularFile(this.#ctx.q, path, 'open')
+    if (direct) ({ node, bytes } = direct)
+    else {
+      node = (await existing(this.#ctx.q, path, 'open')).node
+      if (isDir(node.mode)) throw fsError('EISDIR', 'read', path)
+      bytes = node.size === 0 ? new Uint8Array(0) : await readAll(this.#ctx.q, node.ino)
+    }
     await this.#maybeAtime(node)
     const buffer = Buffer.isBuffer(bytes)
       ? bytes

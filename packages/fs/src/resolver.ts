@@ -62,6 +62,32 @@ function chainSql(n: number): string {
   return sql
 }
 
+/**
+ * The common case of reading a whole file in one statement: a path without `..` of at most
+ * 8 components that resolves, without links, to a regular file — its inode row and chunks
+ * together. Undefined whenever anything else is the case (links, directories, missing entries,
+ * `..`, deep paths); the caller then takes the general path, which reports errors precisely.
+ */
+export async function readRegularFile(
+  q: Executor,
+  path: string,
+  syscall: string,
+): Promise<{ node: InodeRow; bytes: Uint8Array } | undefined> {
+  const parsed = parsePath(path, syscall)
+  const parts = parsed.parts
+  if (parts.length === 0 || parts.length > CHAIN_MAX || parsed.trailingSlash || parts.includes('..'))
+    return undefined
+  const { rows } = await q.execute<WalkRow & { data: Uint8Array | null }>({
+    sql: `SELECT r.*, d.data AS data FROM (${chainSql(parts.length)}) r LEFT JOIN fs_data d ON d.ino = r.ino ORDER BY d.chunk_index`,
+    params: [ROOT_INO, ...parts],
+  })
+  const head = rows[0]
+  if (!head || head.depth !== parts.length || (head.mode & 0o170000) !== 0o100000) return undefined
+  const { data: _data, depth: _depth, parent: _parent, ...node } = head
+  if (rows.length === 1) return { node, bytes: head.data ?? new Uint8Array(0) }
+  return { node, bytes: Buffer.concat(rows.map((r) => r.data ?? new Uint8Array(0))) }
+}
+
 async function walk(q: Executor, start: number, segment: readonly string[]): Promise<WalkRow> {
   const { rows } =
     segment.length > CHAIN_MAX
