@@ -75,7 +75,12 @@ export async function readRegularFile(
 ): Promise<{ node: InodeRow; bytes: Uint8Array } | undefined> {
   const parsed = parsePath(path, syscall)
   const parts = parsed.parts
-  if (parts.length === 0 || parts.length > CHAIN_MAX || parsed.trailingSlash || parts.includes('..'))
+  if (
+    parts.length === 0 ||
+    parts.length > CHAIN_MAX ||
+    parsed.trailingSlash ||
+    parts.includes('..')
+  )
     return undefined
   const { rows } = await q.execute<WalkRow & { data: Uint8Array | null }>({
     sql: `SELECT r.*, d.data AS data FROM (${chainSql(parts.length)}) r LEFT JOIN fs_data d ON d.ino = r.ino ORDER BY d.chunk_index`,
