@@ -124,14 +124,14 @@ export class FileHandle {
       at = position ?? null
     }
     if (at !== null && (!Number.isSafeInteger(at) || at < 0)) throw fsError('EINVAL', 'write')
-    const written = await write(this.#fs.context, async (q) => {
+    const written = await write(this.#fs.context, async (q, now) => {
       const node = await this.#inode(q, 'write')
       if (ifMatch !== undefined && versionOf(node) !== ifMatch) {
         throw new ConflictError(this.path, ifMatch, versionOf(node))
       }
       const where = this.#mode.append ? node.size : (at ?? this.#position)
       const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, where, bytes)
-      await touchContent(q, node.ino, size, this.#fs.context.clock.now())
+      await touchContent(q, node.ino, size, now)
       return where
     })
     if (at === null) this.#position = written + bytes.byteLength
@@ -169,19 +169,19 @@ export class FileHandle {
     this.#check('write', 'write')
     const opts = typeof options === 'string' ? { encoding: options } : options
     const bytes = typeof data === 'string' ? Buffer.from(data, opts.encoding ?? 'utf8') : data
-    await write(this.#fs.context, async (q) => {
+    await write(this.#fs.context, async (q, now) => {
       const node = await this.#inode(q, 'write')
       if (opts.ifMatch !== undefined && versionOf(node) !== opts.ifMatch) {
         throw new ConflictError(this.path, opts.ifMatch, versionOf(node))
       }
       if (this.#mode.append) {
         const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
-        await touchContent(q, node.ino, size, this.#fs.context.clock.now())
+        await touchContent(q, node.ino, size, now)
         return
       }
       await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
       const size = await writeRange(q, node.ino, 0, this.#fs.chunkSize, 0, bytes)
-      await touchContent(q, node.ino, size, this.#fs.context.clock.now())
+      await touchContent(q, node.ino, size, now)
     })
     this.#position = bytes.byteLength
   }
@@ -190,20 +190,20 @@ export class FileHandle {
   async appendFile(data: WriteData, encoding?: Encoding): Promise<void> {
     this.#check('write', 'write')
     const bytes = typeof data === 'string' ? Buffer.from(data, encoding ?? 'utf8') : data
-    await write(this.#fs.context, async (q) => {
+    await write(this.#fs.context, async (q, now) => {
       const node = await this.#inode(q, 'write')
       const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
-      await touchContent(q, node.ino, size, this.#fs.context.clock.now())
+      await touchContent(q, node.ino, size, now)
     })
   }
 
   async truncate(length = 0): Promise<void> {
     this.#check('ftruncate', 'write')
     if (!Number.isSafeInteger(length) || length < 0) throw fsError('EINVAL', 'ftruncate')
-    await write(this.#fs.context, async (q) => {
+    await write(this.#fs.context, async (q, now) => {
       const node = await this.#inode(q, 'ftruncate')
       await resize(q, node.ino, node.size, this.#fs.chunkSize, length)
-      await touchContent(q, node.ino, length, this.#fs.context.clock.now())
+      await touchContent(q, node.ino, length, now)
     })
   }
 
@@ -244,9 +244,9 @@ export class FileHandle {
   }
 
   async #meta(syscall: string, set: (node: InodeRow) => Record<string, number>): Promise<void> {
-    await write(this.#fs.context, async (q) => {
+    await write(this.#fs.context, async (q, now) => {
       const node = await this.#inode(q, syscall)
-      await touchMeta(q, node.ino, this.#fs.context.clock.now(), set(node))
+      await touchMeta(q, node.ino, now, set(node))
     })
   }
 
