@@ -1,5 +1,5 @@
 import { joinPath } from '@agentfs/core'
-import type { Dirent } from '@agentfs/fs'
+import type { Dirent, FileSystem } from '@agentfs/fs'
 import { z } from 'zod'
 import { ToolFailure } from './failure.js'
 import { dirnameOf } from './posix.js'
@@ -211,39 +211,43 @@ const del: AgentToolDefinition<{ path: string; recursive?: boolean | undefined }
   },
 }
 
-const move: AgentToolDefinition<{ from: string; to: string }> = {
-  name: 'move',
-  description:
-    "Move or rename a file or directory; the destination's parent directories are created. An existing destination file is replaced.",
-  inputSchema: z.object({ from: z.string(), to: z.string() }),
-  mutates: true,
-  needs: 'fs',
-  async handler(input, env) {
-    const from = await env.paths.resolve(input.from, env.fs)
-    const to = await env.paths.resolve(input.to, env.fs)
-    await env.fs.lstat(from)
-    await env.fs.mkdir(dirnameOf(to), { recursive: true })
-    await env.fs.rename(from, to)
-    return { text: `Moved ${env.paths.display(from)} to ${env.paths.display(to)}.` }
-  },
+/** move and copy: both paths resolved, the source must exist, the destination's parents are made. */
+function transferTool(
+  name: string,
+  description: string,
+  done: string,
+  act: (fs: FileSystem, from: string, to: string) => Promise<void>,
+): AgentToolDefinition<{ from: string; to: string }> {
+  return {
+    name,
+    description,
+    inputSchema: z.object({ from: z.string(), to: z.string() }),
+    mutates: true,
+    needs: 'fs',
+    async handler(input, env) {
+      const from = await env.paths.resolve(input.from, env.fs)
+      const to = await env.paths.resolve(input.to, env.fs)
+      await env.fs.lstat(from)
+      await env.fs.mkdir(dirnameOf(to), { recursive: true })
+      await act(env.fs, from, to)
+      return { text: `${done} ${env.paths.display(from)} to ${env.paths.display(to)}.` }
+    },
+  }
 }
 
-const copy: AgentToolDefinition<{ from: string; to: string }> = {
-  name: 'copy',
-  description:
-    "Copy a file or a whole directory tree; the destination's parent directories are created.",
-  inputSchema: z.object({ from: z.string(), to: z.string() }),
-  mutates: true,
-  needs: 'fs',
-  async handler(input, env) {
-    const from = await env.paths.resolve(input.from, env.fs)
-    const to = await env.paths.resolve(input.to, env.fs)
-    await env.fs.lstat(from)
-    await env.fs.mkdir(dirnameOf(to), { recursive: true })
-    await env.fs.cp(from, to, { recursive: true })
-    return { text: `Copied ${env.paths.display(from)} to ${env.paths.display(to)}.` }
-  },
-}
+const move = transferTool(
+  'move',
+  "Move or rename a file or directory; the destination's parent directories are created. An existing destination file is replaced.",
+  'Moved',
+  (fs, from, to) => fs.rename(from, to),
+)
+
+const copy = transferTool(
+  'copy',
+  "Copy a file or a whole directory tree; the destination's parent directories are created.",
+  'Copied',
+  (fs, from, to) => fs.cp(from, to, { recursive: true }),
+)
 
 const stat: AgentToolDefinition<{ path: string }> = {
   name: 'stat',

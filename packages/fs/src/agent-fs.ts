@@ -23,6 +23,7 @@ import {
   toBytes,
   toTimestamp,
   write,
+  writeFileOptions,
   X_OK,
 } from './context.js'
 import { copyTree } from './copy-tree.js'
@@ -210,18 +211,7 @@ export class AgentFs implements FileSystem {
     data: WriteData,
     options?: WriteFileOptions | Encoding,
   ): Promise<void> {
-    const opts: WriteFileOptions =
-      typeof options === 'string' ? { encoding: options } : (options ?? {})
-    const flag = opts.flag ?? 'w'
-    await this.#allowWrite(path, 'open', 'write', { create: 'create' })
-    await content.writeData(
-      this.#ctx,
-      path,
-      toBytes(data, opts.encoding, 'open'),
-      flag.startsWith('a'),
-      flag.includes('x'),
-      opts,
-    )
+    await this.#writeData(path, data, writeFileOptions(options), 'w')
   }
 
   async appendFile(
@@ -229,15 +219,18 @@ export class AgentFs implements FileSystem {
     data: WriteData,
     options?: WriteFileOptions | Encoding,
   ): Promise<void> {
-    const opts: WriteFileOptions =
-      typeof options === 'string' ? { encoding: options } : (options ?? {})
-    const flag = opts.flag ?? 'a'
+    await this.#writeData(path, data, writeFileOptions(options), 'a')
+  }
+
+  /** writeFile and appendFile: `a` always appends; with `w` the flag decides. */
+  async #writeData(path: string, data: WriteData, opts: WriteFileOptions, mode: 'w' | 'a') {
+    const flag = opts.flag ?? mode
     await this.#allowWrite(path, 'open', 'write', { create: 'create' })
     await content.writeData(
       this.#ctx,
       path,
       toBytes(data, opts.encoding, 'open'),
-      true,
+      mode === 'a' || flag.startsWith('a'),
       flag.includes('x'),
       opts,
     )

@@ -2,7 +2,7 @@ import { type Clock, FsError, fsError, type Queryable, type Timestamp } from '@a
 import type { InodeRow } from './inode.js'
 import { type CompiledPolicy, enforceLimits, type FsPolicy, usage } from './policy.js'
 import { type Lookup, lookup } from './resolver.js'
-import type { AtimeMode, Encoding, TimeLike, WriteData } from './types.js'
+import type { AtimeMode, Encoding, TimeLike, WriteData, WriteFileOptions } from './types.js'
 
 /** Options of {@link createFileSystem}. */
 export interface FileSystemOptions {
@@ -32,6 +32,11 @@ export interface FsContext {
 export const DAY = 86_400
 export const COPYFILE_EXCL = 1
 export const X_OK = 1
+
+/** `writeFile`/`appendFile` options as Node accepts them (an encoding alone, or an object). */
+export function writeFileOptions(options?: WriteFileOptions | Encoding): WriteFileOptions {
+  return typeof options === 'string' ? { encoding: options } : (options ?? {})
+}
 
 export function toBytes(
   data: WriteData,

@@ -1,6 +1,7 @@
 export type { FileSystemContext, FileSystemOptions } from './agent-fs.js'
 export { AgentFs, createFileSystem } from './agent-fs.js'
 export { ConflictError } from './conflict.js'
+export { writeFileOptions } from './context.js'
 export { copyTree } from './copy-tree.js'
 export { Dir } from './dir.js'
 export type { HandleWriteOptions } from './file-handle.js'

@@ -30,6 +30,7 @@ import {
   type WriteData,
   type WriteFileOptions,
   type WriteStreamOptions,
+  writeFileOptions,
 } from '@agentfs/fs'
 import { openListedDir, walkGlob, walkGrep } from './generic-search.js'
 
@@ -152,7 +153,7 @@ export class HostFileSystem implements FileSystem {
     options?: WriteFileOptions | Encoding,
   ): Promise<void> {
     this.#mutable('open', path)
-    const opts = typeof options === 'string' ? { encoding: options } : (options ?? {})
+    const opts = writeFileOptions(options)
     await this.#run('open', path, () =>
       fsp.writeFile(this.#host(path, 'open'), data, {
         ...(opts.flag ? { flag: opts.flag } : {}),
@@ -167,7 +168,7 @@ export class HostFileSystem implements FileSystem {
     data: WriteData,
     options?: WriteFileOptions | Encoding,
   ): Promise<void> {
-    const opts = typeof options === 'string' ? { encoding: options } : (options ?? {})
+    const opts = writeFileOptions(options)
     await this.writeFile(path, data, { ...opts, flag: 'a' })
   }
 

@@ -34,6 +34,7 @@ import {
   type WriteData,
   type WriteFileOptions,
   type WriteStreamOptions,
+  writeFileOptions,
 } from '@agentfs/fs'
 import {
   type CommitResult,
@@ -462,8 +463,7 @@ export class OverlayFs implements FileSystem {
     data: WriteData,
     options?: WriteFileOptions | Encoding,
   ): Promise<void> {
-    const opts: WriteFileOptions =
-      typeof options === 'string' ? { encoding: options } : (options ?? {})
+    const opts = writeFileOptions(options)
     const flag = opts.flag ?? 'w'
     await this.#write(async (o) =>
       o.#writeData(path, data, flag.startsWith('a'), flag.includes('x'), opts),
@@ -475,8 +475,7 @@ export class OverlayFs implements FileSystem {
     data: WriteData,
     options?: WriteFileOptions | Encoding,
   ): Promise<void> {
-    const opts: WriteFileOptions =
-      typeof options === 'string' ? { encoding: options } : (options ?? {})
+    const opts = writeFileOptions(options)
     await this.#write(async (o) =>
       o.#writeData(path, data, true, (opts.flag ?? 'a').includes('x'), opts),
     )
