@@ -190,8 +190,10 @@ export function fuseOperations(fs: FileSystem, options: FuseOperationsOptions = 
       change(cb, async () => handle(fd).truncate(size)),
     utimens: (path: string, atime: number, mtime: number, cb: Callback) =>
       change(cb, async () => {
-        const s = await fs.lstat(path)
-        await fs.lutimes(path, timeArg(atime, s.atimeMs), timeArg(mtime, s.mtimeMs))
+        // The current times are only needed for a time left as it is (UTIME_OMIT).
+        const s =
+          atime === UTIME_OMIT_MS || mtime === UTIME_OMIT_MS ? await fs.lstat(path) : undefined
+        await fs.lutimes(path, timeArg(atime, s?.atimeMs ?? 0), timeArg(mtime, s?.mtimeMs ?? 0))
       }),
     chmod: (path: string, mode: number, cb: Callback) =>
       change(cb, () => fs.chmod(path, mode & 0o7777)),

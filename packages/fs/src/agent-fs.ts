@@ -145,7 +145,7 @@ export class AgentFs implements FileSystem {
     policy.checkWrite(real.path, op, syscall, path, replaces)
     // Deleting or moving a directory takes everything under it along.
     if (replaces && (operation === 'delete' || operation === 'rename')) {
-      const stats = await this.lstat(path).catch(() => undefined)
+      const stats = await this.#unchecked.lstat(path).catch(() => undefined)
       if (stats?.isDirectory())
         for (const rel of await this.#unchecked.readdir(path, { recursive: true }))
           policy.checkWrite(`${real.path}/${rel}`, operation, syscall, path, true)
@@ -396,8 +396,8 @@ export class AgentFs implements FileSystem {
   async readdir(path: string, options: ReaddirOptions = {}): Promise<string[] | Dirent[]> {
     const policy = this.#ctx.policy
     if (policy) {
-      await this.#allowRead(path, 'scandir')
       const real = (await this.#real(path, true, 'scandir')).path
+      policy.checkRead(real, 'scandir', path)
       const entries = await this.#unchecked.readdir(path, options)
       const prefix = real === '/' ? '' : real
       return (entries as (string | Dirent)[]).filter((e) => {
@@ -521,8 +521,8 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
     const policy = this.#ctx.policy
     if (!policy) return glob(this.#ctx.q, pattern, options)
     const cwd = options?.cwd ?? '/'
-    await this.#allowRead(cwd, 'glob')
     const real = (await this.#real(cwd, true, 'glob')).path
+    policy.checkRead(real, 'glob', cwd)
     const prefix = real === '/' ? '' : real
     return (await glob(this.#ctx.q, pattern, options)).filter((m) =>
       policy.readable(`${prefix}/${m.path}`),

@@ -37,12 +37,31 @@ export async function readRange(
     sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index >= ? AND chunk_index <= ? ORDER BY chunk_index',
     params: [ino, first, last],
   })
-  if (rows.length === 1 && first === last) {
-    const start = offset - first * chunkSize
-    return rows[0]!.data.subarray(start, start + (end - offset))
+  return assemble(rows, chunkSize, offset, end)
+}
+
+/**
+ * The bytes `[offset, end)` from the chunks covering them (in order): a view of the chunk when
+ * one covers it all, otherwise one copy.
+ */
+function assemble(
+  rows: readonly { chunk_index: number | null; data: Uint8Array | null }[],
+  chunkSize: number,
+  offset: number,
+  end: number,
+): Uint8Array {
+  const only = rows.length === 1 ? rows[0] : undefined
+  if (
+    only?.data &&
+    only.chunk_index === Math.floor(offset / chunkSize) &&
+    only.chunk_index === Math.floor((end - 1) / chunkSize)
+  ) {
+    const start = offset - only.chunk_index * chunkSize
+    return only.data.subarray(start, start + (end - offset))
   }
   const out = new Uint8Array(end - offset)
   for (const { chunk_index, data } of rows) {
+    if (data === null || chunk_index === null) continue
     const chunkStart = chunk_index * chunkSize
     const from = Math.max(offset, chunkStart)
     const to = Math.min(end, chunkStart + data.byteLength)
@@ -79,23 +98,7 @@ export async function readAt(
   const end = Math.min(head.size, offset + length)
   if (end <= offset || head.data === null)
     return { mode: head.mode, size: head.size, bytes: new Uint8Array(0) }
-  if (rows.length === 1 && head.chunk_index === Math.floor((end - 1) / chunkSize)) {
-    const start = offset - first * chunkSize
-    return {
-      mode: head.mode,
-      size: head.size,
-      bytes: head.data.subarray(start, start + (end - offset)),
-    }
-  }
-  const out = new Uint8Array(end - offset)
-  for (const { chunk_index, data } of rows) {
-    if (data === null || chunk_index === null) continue
-    const chunkStart = chunk_index * chunkSize
-    const from = Math.max(offset, chunkStart)
-    const to = Math.min(end, chunkStart + data.byteLength)
-    if (to > from) out.set(data.subarray(from - chunkStart, to - chunkStart), from - offset)
-  }
-  return { mode: head.mode, size: head.size, bytes: out }
+  return { mode: head.mode, size: head.size, bytes: assemble(rows, chunkSize, offset, end) }
 }
 
 /** Reads a whole file. */
