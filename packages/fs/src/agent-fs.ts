@@ -34,6 +34,7 @@ import { type InodeRow, isDir, isLnk } from './inode.js'
 import { createNode, pathOf, touchContent, touchMeta } from './mutate.js'
 import * as ns from './namespace-ops.js'
 import { CompiledPolicy, type FsOperation } from './policy.js'
+import { PolicyGate } from './policy-gate.js'
 import { lookup, readRegularFile } from './resolver.js'
 import {
   type GlobMatch,
@@ -62,12 +63,6 @@ import type {
   WriteData,
   WriteFileOptions,
 } from './types.js'
-
-/** A path as the policy sees it. */
-interface Resolved {
-  readonly path: string
-  readonly exists: boolean
-}
 
 /**
  * The AgentFS filesystem: POSIX semantics over the spec's inode, dentry and chunk tables, with
@@ -107,55 +102,26 @@ export class AgentFs implements FileSystem {
     return new Stats(row, { blksize: this.#ctx.chunkSize })
   }
 
-  /**
-   * Where `path` really is for the policy: symlinks and `..` resolved (the last component too
-   * when `follow`); a missing last component is its parent's real path plus the name.
-   */
-  async #real(path: string, follow: boolean, syscall: string): Promise<Resolved> {
-    const q = this.#ctx.q
-    try {
-      const found = await lookup(q, path, { followLast: follow, syscall, allowMissing: true })
-      if (found.name === undefined) return { path: '/', exists: true }
-      const dir = found.dirIno === ROOT_INO ? '' : await pathOf(q, found.dirIno)
-      return { path: `${dir}/${found.name}`, exists: found.node !== undefined }
-    } catch (error) {
-      // The operation itself will fail on this path (ENOENT, ELOOP, …); judge it lexically.
-      if (error instanceof FsError) return { path: normalizePath(path, syscall), exists: false }
-      throw error
-    }
+  /** The policy's checks, when there is a policy. */
+  get #gate(): PolicyGate | undefined {
+    const { policy, ...ctx } = this.#ctx
+    if (!policy) return undefined
+    this.#gateCache ??= new PolicyGate(policy, ctx.q, new AgentFs(ctx))
+    return this.#gateCache
   }
+  #gateCache: PolicyGate | undefined
 
   async #allowRead(path: string, syscall: string, follow = true): Promise<void> {
-    const policy = this.#ctx.policy
-    if (policy) policy.checkRead((await this.#real(path, follow, syscall)).path, syscall, path)
+    await this.#gate?.read(path, syscall, follow)
   }
 
-  /** Refuses a change the policy forbids; `create` names the operation when `path` is new. */
   async #allowWrite(
     path: string,
     syscall: string,
     operation: FsOperation,
     options: { follow?: boolean; replaces?: boolean; create?: FsOperation } = {},
   ): Promise<void> {
-    const policy = this.#ctx.policy
-    if (!policy) return
-    const real = await this.#real(path, options.follow ?? true, syscall)
-    const op = !real.exists && options.create ? options.create : operation
-    const replaces = options.replaces === true && real.exists
-    policy.checkWrite(real.path, op, syscall, path, replaces)
-    // Deleting or moving a directory takes everything under it along.
-    if (replaces && (operation === 'delete' || operation === 'rename')) {
-      const stats = await this.#unchecked.lstat(path).catch(() => undefined)
-      if (stats?.isDirectory())
-        for (const rel of await this.#unchecked.readdir(path, { recursive: true }))
-          policy.checkWrite(`${real.path}/${rel}`, operation, syscall, path, true)
-    }
-  }
-
-  /** The same filesystem without the policy, for the policy's own look-ups. */
-  get #unchecked(): AgentFs {
-    const { policy: _policy, ...ctx } = this.#ctx
-    return new AgentFs(ctx)
+    await this.#gate?.write(path, syscall, operation, options)
   }
 
   async #maybeAtime(node: InodeRow): Promise<void> {
@@ -394,17 +360,11 @@ export class AgentFs implements FileSystem {
   readdir(path: string, options: ReaddirOptions & { withFileTypes: true }): Promise<Dirent[]>
   readdir(path: string, options: ReaddirOptions): Promise<string[] | Dirent[]>
   async readdir(path: string, options: ReaddirOptions = {}): Promise<string[] | Dirent[]> {
-    const policy = this.#ctx.policy
-    if (policy) {
-      const real = (await this.#real(path, true, 'scandir')).path
-      policy.checkRead(real, 'scandir', path)
-      const entries = await this.#unchecked.readdir(path, options)
-      const prefix = real === '/' ? '' : real
-      return (entries as (string | Dirent)[]).filter((e) => {
-        if (typeof e === 'string') return policy.readable(`${prefix}/${e}`)
-        const rel = e.parentPath.slice(normalizePath(path).length).replace(/^\//, '')
-        return policy.readable(`${prefix}/${rel ? `${rel}/` : ''}${e.name}`)
-      }) as string[] | Dirent[]
+    const gate = this.#gate
+    if (gate) {
+      const real = await gate.read(path, 'scandir')
+      const entries = (await gate.unchecked.readdir(path, options)) as (string | Dirent)[]
+      return gate.readableEntries(path, real, entries) as string[] | Dirent[]
     }
     const q = this.#ctx.q
     const { node } = await existing(q, path, 'scandir')
@@ -518,34 +478,23 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
 
   /** Paths matching a glob pattern, listed with one query below the pattern's static prefix. */
   async glob(pattern: string, options?: GlobOptions): Promise<GlobMatch[]> {
-    const policy = this.#ctx.policy
-    if (!policy) return glob(this.#ctx.q, pattern, options)
+    const gate = this.#gate
+    if (!gate) return glob(this.#ctx.q, pattern, options)
     const cwd = options?.cwd ?? '/'
-    const real = (await this.#real(cwd, true, 'glob')).path
-    policy.checkRead(real, 'glob', cwd)
+    const real = await gate.read(cwd, 'glob')
     const prefix = real === '/' ? '' : real
     return (await glob(this.#ctx.q, pattern, options)).filter((m) =>
-      policy.readable(`${prefix}/${m.path}`),
+      gate.policy.readable(`${prefix}/${m.path}`),
     )
   }
 
   /** Lines matching a pattern in files below `options.path`, like `grep -rn`. */
   async grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
-    const policy = this.#ctx.policy
-    if (!policy) return grep(this.#ctx.q, this.#ctx.chunkSize, pattern, options)
-    await this.#allowRead(options?.path ?? '/', 'grep')
-    const matches = await grep(this.#ctx.q, this.#ctx.chunkSize, pattern, options)
-    const readable = new Map<string, boolean>()
-    const out: GrepMatch[] = []
-    for (const m of matches) {
-      let ok = readable.get(m.path)
-      if (ok === undefined) {
-        ok = policy.readable((await this.#real(m.path, true, 'grep')).path)
-        readable.set(m.path, ok)
-      }
-      if (ok) out.push(m)
-    }
-    return out
+    const gate = this.#gate
+    const matches = async () => grep(this.#ctx.q, this.#ctx.chunkSize, pattern, options)
+    if (!gate) return matches()
+    await gate.read(options?.path ?? '/', 'grep')
+    return gate.readablePaths(await matches(), 'grep')
   }
 
   /**
