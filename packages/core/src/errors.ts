@@ -116,6 +116,7 @@ export const POSIX_ERRORS = {
   ENOTEMPTY: [39, 'directory not empty'],
   ELOOP: [40, 'too many symbolic links encountered'],
   ENOTSUP: [95, 'operation not supported'],
+  ETIMEDOUT: [110, 'operation timed out'],
   EDQUOT: [122, 'disk quota exceeded'],
 } as const satisfies Record<string, readonly [number, string]>
 
@@ -184,4 +185,20 @@ export function undefinedIfAbsent(error: unknown): undefined {
   const code = (error as { code?: unknown } | null)?.code
   if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
   throw error
+}
+
+/**
+ * The error for damage found in a database while reading it (a cycle of directories, a chunk of
+ * the wrong type, a name that cannot be a path component, …): EIO naming the inode, with advice.
+ */
+export function corruptError(
+  syscall: string,
+  path: string | undefined,
+  what: string,
+  extra: Omit<FsErrorInit, 'code' | 'syscall' | 'path' | 'hint'> = {},
+): FsError {
+  return fsError('EIO', syscall, path, {
+    ...extra,
+    hint: `the database is damaged: ${what}; run \`agentfs fsck\` to find and repair it`,
+  })
 }

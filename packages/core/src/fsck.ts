@@ -89,21 +89,65 @@ const CHECKS: readonly Check[] = [
   },
   {
     rule: 'size',
+    repairable: false,
+    find: `SELECT ino, size AS detail FROM fs_inode WHERE typeof(size) != 'integer' OR size < 0 OR size > ${2 ** 44}`,
+    message: (r) => `inode ${r.ino} has the impossible size ${r.detail}`,
+  },
+  {
+    rule: 'chunk-type',
     repairable: true,
-    find: `SELECT i.ino AS ino, i.size || ' recorded, ' || COALESCE((SELECT SUM(length(data)) FROM fs_data f WHERE f.ino = i.ino), 0) || ' in chunks' AS detail
-      FROM fs_inode i WHERE (i.mode & ${S_IFMT}) = ${S_IFREG} AND i.size != COALESCE((SELECT SUM(length(data)) FROM fs_data f WHERE f.ino = i.ino), 0)`,
-    message: (r) => `file inode ${r.ino}: size ${r.detail}`,
-    repair: `UPDATE fs_inode AS i SET size = COALESCE((SELECT SUM(length(data)) FROM fs_data f WHERE f.ino = i.ino), 0)
-      WHERE (i.mode & ${S_IFMT}) = ${S_IFREG} AND i.size != COALESCE((SELECT SUM(length(data)) FROM fs_data f WHERE f.ino = i.ino), 0)`,
+    find: "SELECT ino, chunk_index || ' holds ' || upper(typeof(data)) AS detail FROM fs_data WHERE typeof(data) != 'blob'",
+    message: (r) => `inode ${r.ino}, chunk ${r.detail} instead of a BLOB`,
+    // Text keeps its bytes as a BLOB; numbers and NULL have no bytes to keep and stay findings.
+    repair: "UPDATE fs_data SET data = CAST(data AS BLOB) WHERE typeof(data) = 'text'",
+  },
+  {
+    rule: 'chunk-past-eof',
+    repairable: true,
+    find: `SELECT f.ino AS ino, f.chunk_index AS detail FROM fs_data f JOIN fs_inode i ON i.ino = f.ino
+      WHERE typeof(f.data) = 'blob' AND f.chunk_index * ${CHUNK} + length(f.data) > i.size`,
+    message: (r) =>
+      `inode ${r.ino}, chunk ${r.detail}: holds bytes past the end of the file (reads ignore them)`,
+    // Reads already stop at the size: dropping what lies past it changes nothing readable.
+    repair: `DELETE FROM fs_data AS f WHERE f.chunk_index * ${CHUNK} >= (SELECT i.size FROM fs_inode i WHERE i.ino = f.ino);
+UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i WHERE i.ino = f.ino) - f.chunk_index * ${CHUNK})
+      WHERE typeof(f.data) = 'blob' AND f.chunk_index * ${CHUNK} + length(f.data) > (SELECT i.size FROM fs_inode i WHERE i.ino = f.ino)`,
   },
   {
     rule: 'chunk-size',
-    repairable: false,
-    find: `SELECT f.ino AS ino, f.chunk_index AS detail FROM fs_data f
-      WHERE (length(f.data) != ${CHUNK} AND f.chunk_index != (SELECT MAX(chunk_index) FROM fs_data g WHERE g.ino = f.ino))
-         OR length(f.data) > ${CHUNK} OR f.chunk_index >= (SELECT COUNT(*) FROM fs_data g WHERE g.ino = f.ino)`,
+    repairable: true,
+    find: `SELECT f.ino AS ino, f.chunk_index AS detail FROM fs_data f JOIN fs_inode i ON i.ino = f.ino
+      WHERE typeof(f.data) = 'blob' AND (length(f.data) > ${CHUNK}
+         OR (length(f.data) < ${CHUNK} AND (f.chunk_index + 1) * ${CHUNK} < i.size))`,
     message: (r) =>
-      `inode ${r.ino}, chunk ${r.detail}: not a full chunk before the last, or a gap in the chunk indexes`,
+      `inode ${r.ino}, chunk ${r.detail}: not exactly chunk_size bytes, yet not the last chunk`,
+    // A short chunk reads as if zero-padded: padding it stores what readers already see.
+    repair: `UPDATE fs_data AS f SET data = f.data || zeroblob(${CHUNK} - length(f.data))
+      WHERE typeof(f.data) = 'blob' AND length(f.data) < ${CHUNK} AND (f.chunk_index + 1) * ${CHUNK} < (SELECT i.size FROM fs_inode i WHERE i.ino = f.ino)`,
+  },
+  {
+    rule: 'dentry-name',
+    repairable: false,
+    find: `SELECT ino, quote(name) AS detail FROM fs_dentry
+      WHERE typeof(name) != 'text' OR name IN ('', '.', '..') OR instr(name, '/') > 0 OR instr(CAST(name AS BLOB), X'00') > 0`,
+    message: (r) =>
+      `entry ${r.detail} (inode ${r.ino}) has a name that cannot be a path component (empty, ".", "..", "/" or NUL)`,
+  },
+  {
+    rule: 'dir-hardlink',
+    repairable: false,
+    find: `SELECT i.ino AS ino, COUNT(d.id) AS detail FROM fs_inode i JOIN fs_dentry d ON d.ino = i.ino
+      WHERE (i.mode & ${S_IFMT}) = ${S_IFDIR} GROUP BY i.ino HAVING COUNT(d.id) > 1 OR i.ino = ${ROOT_INO}`,
+    message: (r) =>
+      `directory inode ${r.ino} has ${r.detail} entries (a directory has exactly one; the root none): a directory hard link or a cycle`,
+  },
+  {
+    rule: 'unreachable',
+    repairable: false,
+    find: `WITH RECURSIVE reach(ino) AS (SELECT ${ROOT_INO} UNION SELECT d.ino FROM fs_dentry d JOIN reach ON d.parent_ino = reach.ino)
+      SELECT DISTINCT d.ino AS ino, NULL AS detail FROM fs_dentry d WHERE d.ino NOT IN (SELECT ino FROM reach)`,
+    message: (r) =>
+      `inode ${r.ino} has entries but cannot be reached from the root (its directories form a cycle or hang off a missing parent)`,
   },
   {
     rule: 'orphan-chunk',
@@ -184,9 +228,14 @@ const CHECKS: readonly Check[] = [
 
 /**
  * Checks every consistency rule of the spec (root, entries, mode bits, nlink, orphans, sizes,
- * chunks, symlinks, whiteout parents, tool-call and kv JSON) and our extension tables. With
- * `repair`, applies the safe fixes (recount links and sizes, drop rows that point at nothing,
- * re-derive whiteout parents) in one transaction, then checks again.
+ * chunks, symlinks, whiteout parents, tool-call and kv JSON), our extension tables, and the
+ * damage a crafted database can hold: names that cannot be path components, directory hard
+ * links and cycles, entries unreachable from the root, chunks that are not BLOBs or lie past
+ * the end of their file. Every check is one set-based query (cycles cannot make it loop). A
+ * file may be sparse: absent chunks are holes that read as zeros. With `repair`, applies the
+ * safe fixes (recount links, drop rows that point at nothing or lie past the end, pad short
+ * chunks, store text chunks as BLOBs, re-derive whiteout parents) in one transaction, then
+ * checks again.
  */
 export async function fsck(q: Queryable, options: { repair?: boolean } = {}): Promise<FsckReport> {
   const run = async (target: Queryable) => {
@@ -212,13 +261,12 @@ export async function fsck(q: Queryable, options: { repair?: boolean } = {}): Pr
   await q.transaction(async (tx) => {
     const rules = new Set(findings.filter((f) => f.repairable).map((f) => f.rule))
     // Order matters: drop dangling rows first, then recount.
-    for (const check of CHECKS.filter((c) => c.repair && c.rule !== 'nlink' && c.rule !== 'size')) {
-      if (rules.has(check.rule)) await tx.execute({ sql: check.repair! })
+    for (const check of CHECKS.filter((c) => c.repair && c.rule !== 'nlink')) {
+      if (!rules.has(check.rule)) continue
+      for (const sql of check.repair!.split(';\n')) await tx.execute({ sql })
     }
-    for (const rule of ['size', 'nlink']) {
-      const check = CHECKS.find((c) => c.rule === rule)!
-      await tx.execute({ sql: check.repair! })
-    }
+    const nlink = CHECKS.find((c) => c.rule === 'nlink')!
+    await tx.execute({ sql: nlink.repair! })
   })
   const remaining = await run(q)
   const left = new Set(remaining.map((f) => `${f.rule}:${f.ino}:${f.message}`))

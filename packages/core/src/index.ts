@@ -17,6 +17,7 @@ export { fromSqlInteger } from './driver.js'
 export type { AgentFsErrorOptions, FsErrorInit, PosixCode } from './errors.js'
 export {
   AgentFsError,
+  corruptError,
   ErrorCode,
   FsError,
   fsError,
@@ -38,6 +39,7 @@ export { checkChunkSize, migrate, planFromReport, planMigration } from './migrat
 export { Mutex, sharedMutex } from './mutex.js'
 export type { ParsedPath, PathLike } from './path.js'
 export {
+  badEntryName,
   baseName,
   hasLoneSurrogate,
   isWithin,

@@ -114,3 +114,18 @@ export function joinPath(dir: string, name: string): string {
 export function isWithin(path: string, ancestor: string): boolean {
   return ancestor === '/' || path === ancestor || path.startsWith(`${ancestor}/`)
 }
+
+/**
+ * Why `name` cannot be a directory entry, or undefined when it can: an entry name is never
+ * empty, `.` or `..`, and holds no `/` or NUL. Names read from a database are checked before
+ * they are joined into a path that reaches the host (export, commit, mount), because a crafted
+ * database can hold any text in `fs_dentry.name`.
+ */
+export function badEntryName(name: unknown): string | undefined {
+  if (typeof name !== 'string') return 'it is not text'
+  if (name === '') return 'it is empty'
+  if (name === '.' || name === '..') return `it is "${name}"`
+  if (name.includes('/')) return 'it contains "/"'
+  if (name.includes('\0')) return 'it contains NUL'
+  return undefined
+}
