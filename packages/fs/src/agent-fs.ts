@@ -9,7 +9,6 @@ import {
   normalizePath,
   type Queryable,
   ROOT_INO,
-  S_IFDIR,
   S_IFMT,
   S_IFREG,
 } from '@agentfs/core'
@@ -34,7 +33,7 @@ import { type InodeRow, isDir, isLnk } from './inode.js'
 import { createNode, pathOf, touchContent, touchMeta } from './mutate.js'
 import * as ns from './namespace-ops.js'
 import { CompiledPolicy, type FsOperation } from './policy.js'
-import { PolicyGate } from './policy-gate.js'
+import { PolicyGate, type WriteCheck } from './policy-gate.js'
 import { lookup, readRegularFile } from './resolver.js'
 import {
   type GlobMatch,
@@ -63,6 +62,10 @@ import type {
   WriteData,
   WriteFileOptions,
 } from './types.js'
+import { sortByRel, walkTree } from './walk.js'
+
+/** Files up to this size report `blocks` from their size without counting chunks. */
+const SPARSE_STAT_THRESHOLD = 64 * 1024
 
 /**
  * The AgentFS filesystem: POSIX semantics over the spec's inode, dentry and chunk tables, with
@@ -98,30 +101,71 @@ export class AgentFs implements FileSystem {
     return this.#ctx.q.transaction((tx) => fn(new AgentFs({ ...this.#ctx, q: tx })))
   }
 
-  #stats(row: InodeRow): Stats {
-    return new Stats(row, { blksize: this.#ctx.chunkSize })
+  #stats(row: InodeRow, blocks?: number): Stats {
+    return new Stats(row, {
+      blksize: this.#ctx.chunkSize,
+      ...(blocks === undefined ? {} : { blocks }),
+    })
   }
 
-  /** The policy's checks, when there is a policy. */
-  get #gate(): PolicyGate | undefined {
+  /**
+   * Stats with honest `blocks` for files that may have holes: above 64 KiB the stored chunks are
+   * counted (an index-only scan); smaller files report their size in 512-byte blocks.
+   */
+  async #statsOf(row: InodeRow): Promise<Stats> {
+    if ((row.mode & S_IFMT) !== S_IFREG || row.size <= SPARSE_STAT_THRESHOLD)
+      return this.#stats(row)
+    const { rows } = await this.#ctx.q.execute<{ n: number }>({
+      sql: 'SELECT COUNT(*) AS n FROM fs_data WHERE ino = ?',
+      params: [row.ino],
+    })
+    const stored = Math.min(row.size, (rows[0]?.n ?? 0) * this.#ctx.chunkSize)
+    return this.#stats(row, Math.ceil(stored / 512))
+  }
+
+  /** The policy's checks on `q` (the transaction of the change they guard). */
+  #gateOn(q: Queryable): PolicyGate | undefined {
     const { policy, ...ctx } = this.#ctx
     if (!policy) return undefined
-    this.#gateCache ??= new PolicyGate(policy, ctx.q, new AgentFs(ctx))
-    return this.#gateCache
-  }
-  #gateCache: PolicyGate | undefined
-
-  async #allowRead(path: string, syscall: string, follow = true): Promise<void> {
-    await this.#gate?.read(path, syscall, follow)
+    return new PolicyGate(policy, q, new AgentFs({ ...ctx, q }))
   }
 
-  async #allowWrite(
+  /**
+   * Runs `op`; with a policy, after `check` and in the same transaction, so nothing — another
+   * call of this process, another process — can change what was checked before `op` runs on
+   * it (a symlink swapped in between, say).
+   */
+  #guarded<T>(
+    check: (gate: PolicyGate) => Promise<unknown>,
+    op: (ctx: FsContext, fs: AgentFs) => Promise<T>,
+  ): Promise<T> {
+    if (!this.#ctx.policy) return op(this.#ctx, this)
+    return this.#ctx.q.transaction(async (tx) => {
+      const ctx = { ...this.#ctx, q: tx }
+      await check(this.#gateOn(tx)!)
+      return op(ctx, new AgentFs(ctx))
+    })
+  }
+
+  /** {@link #guarded} for a read of `path`. */
+  #reading<T>(
+    path: string,
+    syscall: string,
+    op: (ctx: FsContext, fs: AgentFs) => Promise<T>,
+    follow = true,
+  ): Promise<T> {
+    return this.#guarded((gate) => gate.read(path, syscall, follow), op)
+  }
+
+  /** {@link #guarded} for a change of `path`. */
+  #writing<T>(
     path: string,
     syscall: string,
     operation: FsOperation,
-    options: { follow?: boolean; replaces?: boolean; create?: FsOperation } = {},
-  ): Promise<void> {
-    await this.#gate?.write(path, syscall, operation, options)
+    check: WriteCheck,
+    op: (ctx: FsContext, fs: AgentFs) => Promise<T>,
+  ): Promise<T> {
+    return this.#guarded((gate) => gate.write(path, syscall, operation, check), op)
   }
 
   async #maybeAtime(node: InodeRow): Promise<void> {
@@ -155,20 +199,21 @@ export class AgentFs implements FileSystem {
     options?: Encoding | { encoding?: Encoding },
   ): Promise<Buffer | string> {
     const encoding = typeof options === 'string' ? options : options?.encoding
-    await this.#allowRead(path, 'open')
-    let node: InodeRow
-    let bytes: Uint8Array
-    const direct = await readRegularFile(this.#ctx.q, path, 'open')
-    if (direct) ({ node, bytes } = direct)
-    else {
-      node = (await existing(this.#ctx.q, path, 'open')).node
-      if (isDir(node.mode)) throw fsError('EISDIR', 'read', path)
-      bytes = node.size === 0 ? new Uint8Array(0) : await readAll(this.#ctx.q, node.ino)
-    }
-    await this.#maybeAtime(node)
-    const buffer = Buffer.isBuffer(bytes)
-      ? bytes
-      : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    const buffer = await this.#reading(path, 'open', async (ctx, fs) => {
+      let node: InodeRow
+      let bytes: Uint8Array
+      const direct = await readRegularFile(ctx.q, path, 'open', ctx.chunkSize)
+      if (direct) ({ node, bytes } = direct)
+      else {
+        node = (await existing(ctx.q, path, 'open')).node
+        if (isDir(node.mode)) throw fsError('EISDIR', 'read', path)
+        bytes = await readAll(ctx.q, node.ino, node.size, ctx.chunkSize, 'read', path)
+      }
+      await fs.#maybeAtime(node)
+      return Buffer.isBuffer(bytes)
+        ? bytes
+        : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    })
     return encoding ? buffer.toString(encoding) : buffer
   }
 
@@ -191,80 +236,102 @@ export class AgentFs implements FileSystem {
   /** writeFile and appendFile: `a` always appends; with `w` the flag decides. */
   async #writeData(path: string, data: WriteData, opts: WriteFileOptions, mode: 'w' | 'a') {
     const flag = opts.flag ?? mode
-    await this.#allowWrite(path, 'open', 'write', { create: 'create' })
-    await content.writeData(
-      this.#ctx,
+    const append = mode === 'a' || flag.startsWith('a')
+    const bytes = toBytes(data, opts.encoding, 'open')
+    await this.#writing(
       path,
-      toBytes(data, opts.encoding, 'open'),
-      mode === 'a' || flag.startsWith('a'),
-      flag.includes('x'),
-      opts,
+      'open',
+      'write',
+      { create: 'create', destroys: (node) => !append && node.size > 0 },
+      (ctx) => content.writeData(ctx, path, bytes, append, flag.includes('x'), opts),
     )
   }
 
   async truncate(path: string, length = 0): Promise<void> {
-    await this.#allowWrite(path, 'truncate', 'write')
-    await content.truncate(this.#ctx, path, length)
+    await this.#writing(
+      path,
+      'truncate',
+      'write',
+      { destroys: (node) => length < node.size },
+      (ctx) => content.truncate(ctx, path, length),
+    )
   }
 
   async unlink(path: string): Promise<void> {
-    await this.#allowWrite(path, 'unlink', 'delete', { follow: false, replaces: true })
-    await ns.unlink(this.#ctx, path)
+    await this.#writing(path, 'unlink', 'delete', { follow: false, replaces: true }, (ctx) =>
+      ns.unlink(ctx, path),
+    )
   }
 
   async rmdir(path: string): Promise<void> {
-    await this.#allowWrite(path, 'rmdir', 'delete', { follow: false, replaces: true })
-    await ns.rmdir(this.#ctx, path)
+    await this.#writing(path, 'rmdir', 'delete', { follow: false, replaces: true }, (ctx) =>
+      ns.rmdir(ctx, path),
+    )
   }
 
   async mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined> {
-    await this.#allowWrite(path, 'mkdir', 'create')
-    return ns.mkdir(this.#ctx, path, options)
+    return this.#writing(path, 'mkdir', 'create', {}, (ctx) => ns.mkdir(ctx, path, options))
   }
 
   async rm(path: string, options: RmOptions = {}): Promise<void> {
-    await this.#allowWrite(path, 'rm', 'delete', { follow: false, replaces: true })
-    await ns.rm(this.#ctx, path, options)
+    await this.#writing(path, 'rm', 'delete', { follow: false, replaces: true }, (ctx) =>
+      ns.rm(ctx, path, options),
+    )
   }
 
   async rename(from: string, to: string): Promise<void> {
-    await this.#allowWrite(from, 'rename', 'rename', { follow: false, replaces: true })
-    await this.#allowWrite(to, 'rename', 'rename', { follow: false, replaces: true })
-    await ns.rename(this.#ctx, from, to)
+    await this.#guarded(
+      async (gate) => {
+        await gate.write(from, 'rename', 'rename', { follow: false, replaces: true })
+        await gate.write(to, 'rename', 'rename', { follow: false, replaces: true })
+      },
+      (ctx) => ns.rename(ctx, from, to),
+    )
   }
 
   async link(existing: string, newPath: string): Promise<void> {
-    await this.#allowRead(existing, 'link', false)
-    await this.#allowWrite(newPath, 'link', 'link', { follow: false })
-    await ns.link(this.#ctx, existing, newPath)
+    await this.#guarded(
+      async (gate) => {
+        await gate.link(existing, 'link')
+        await gate.write(newPath, 'link', 'link', { follow: false })
+      },
+      (ctx) => ns.link(ctx, existing, newPath),
+    )
   }
 
   async symlink(target: string, path: string): Promise<void> {
-    await this.#allowWrite(path, 'symlink', 'symlink', { follow: false })
-    await ns.symlink(this.#ctx, target, path)
+    await this.#writing(path, 'symlink', 'symlink', { follow: false }, (ctx) =>
+      ns.symlink(ctx, target, path),
+    )
   }
 
   async readlink(path: string): Promise<string> {
-    await this.#allowRead(path, 'readlink', false)
-    const { node } = await existing(this.#ctx.q, path, 'readlink', false)
-    if (!isLnk(node.mode)) throw fsError('EINVAL', 'readlink', path)
-    const { rows } = await this.#ctx.q.execute<{ target: string }>({
-      sql: 'SELECT target FROM fs_symlink WHERE ino = ?',
-      params: [node.ino],
-    })
-    return rows[0]?.target ?? ''
+    return this.#reading(
+      path,
+      'readlink',
+      async ({ q }) => {
+        const { node } = await existing(q, path, 'readlink', false)
+        if (!isLnk(node.mode)) throw fsError('EINVAL', 'readlink', path)
+        const { rows } = await q.execute<{ target: string }>({
+          sql: 'SELECT target FROM fs_symlink WHERE ino = ?',
+          params: [node.ino],
+        })
+        return rows[0]?.target ?? ''
+      },
+      false,
+    )
   }
 
   async realpath(path: string): Promise<string> {
-    await this.#allowRead(path, 'realpath')
-    const { node } = await existing(this.#ctx.q, path, 'realpath')
-    return node.ino === ROOT_INO ? '/' : pathOf(this.#ctx.q, node.ino)
+    return this.#reading(path, 'realpath', async ({ q }) => {
+      const { node } = await existing(q, path, 'realpath')
+      return node.ino === ROOT_INO ? '/' : pathOf(q, node.ino)
+    })
   }
 
   async exists(path: string): Promise<boolean> {
     try {
-      await this.#allowRead(path, 'access')
-      await existing(this.#ctx.q, path, 'access')
+      await this.#reading(path, 'access', ({ q }) => existing(q, path, 'access'))
       return true
     } catch (error) {
       if (error instanceof FsError) return false
@@ -273,32 +340,44 @@ export class AgentFs implements FileSystem {
   }
 
   async access(path: string, mode = 0): Promise<void> {
-    await this.#allowRead(path, 'access')
-    if (mode & 2) await this.#allowWrite(path, 'access', 'write')
-    const { node } = await existing(this.#ctx.q, path, 'access')
-    if (mode & X_OK && !isDir(node.mode) && (node.mode & 0o111) === 0)
-      throw fsError('EACCES', 'access', path)
+    await this.#guarded(
+      async (gate) => {
+        await gate.read(path, 'access')
+        if (mode & 2) await gate.write(path, 'access', 'write')
+      },
+      async ({ q }) => {
+        const { node } = await existing(q, path, 'access')
+        if (mode & X_OK && !isDir(node.mode) && (node.mode & 0o111) === 0)
+          throw fsError('EACCES', 'access', path)
+      },
+    )
   }
 
   async stat(path: string): Promise<Stats> {
-    await this.#allowRead(path, 'stat')
-    return this.#stats((await existing(this.#ctx.q, path, 'stat')).node)
+    return this.#reading(path, 'stat', async ({ q }, fs) =>
+      fs.#statsOf((await existing(q, path, 'stat')).node),
+    )
   }
 
   async lstat(path: string): Promise<Stats> {
-    await this.#allowRead(path, 'lstat', false)
-    return this.#stats((await existing(this.#ctx.q, path, 'lstat', false)).node)
+    return this.#reading(
+      path,
+      'lstat',
+      async ({ q }, fs) => fs.#statsOf((await existing(q, path, 'lstat', false)).node),
+      false,
+    )
   }
 
   async chmod(path: string, mode: number): Promise<void> {
     if (!Number.isInteger(mode) || mode < 0) throw fsError('EINVAL', 'chmod', path)
-    await this.#allowWrite(path, 'chmod', 'chmod')
-    await write(this.#ctx, async (q, now) => {
-      const { node } = await existing(q, path, 'chmod')
-      await touchMeta(q, node.ino, now, {
-        mode: (node.mode & S_IFMT) | (mode & MODE_PERMISSION_MASK),
-      })
-    })
+    await this.#writing(path, 'chmod', 'chmod', {}, (ctx) =>
+      write(ctx, async (q, now) => {
+        const { node } = await existing(q, path, 'chmod')
+        await touchMeta(q, node.ino, now, {
+          mode: (node.mode & S_IFMT) | (mode & MODE_PERMISSION_MASK),
+        })
+      }),
+    )
   }
 
   async chown(path: string, uid: number, gid: number): Promise<void> {
@@ -312,14 +391,15 @@ export class AgentFs implements FileSystem {
   async #chown(path: string, uid: number, gid: number, follow: boolean, syscall: string) {
     for (const id of [uid, gid])
       if (!Number.isInteger(id) || id < -1) throw fsError('EINVAL', syscall, path)
-    await this.#allowWrite(path, syscall, 'chown', { follow })
-    await write(this.#ctx, async (q, now) => {
-      const { node } = await existing(q, path, syscall, follow)
-      await touchMeta(q, node.ino, now, {
-        uid: uid === -1 ? node.uid : uid,
-        gid: gid === -1 ? node.gid : gid,
-      })
-    })
+    await this.#writing(path, syscall, 'chown', { follow }, (ctx) =>
+      write(ctx, async (q, now) => {
+        const { node } = await existing(q, path, syscall, follow)
+        await touchMeta(q, node.ino, now, {
+          uid: uid === -1 ? node.uid : uid,
+          gid: gid === -1 ? node.gid : gid,
+        })
+      }),
+    )
   }
 
   async utimes(path: string, atime: TimeLike, mtime: TimeLike): Promise<void> {
@@ -333,39 +413,50 @@ export class AgentFs implements FileSystem {
   async #utimes(path: string, atime: TimeLike, mtime: TimeLike, follow: boolean, syscall: string) {
     const a = toTimestamp(atime, syscall)
     const m = toTimestamp(mtime, syscall)
-    await this.#allowWrite(path, syscall, 'utimes', { follow })
-    await write(this.#ctx, async (q, now) => {
-      const { node } = await existing(q, path, syscall, follow)
-      await touchMeta(q, node.ino, now, {
-        atime: a.sec,
-        atime_nsec: a.nsec,
-        mtime: m.sec,
-        mtime_nsec: m.nsec,
-      })
-    })
+    await this.#writing(path, syscall, 'utimes', { follow }, (ctx) =>
+      write(ctx, async (q, now) => {
+        const { node } = await existing(q, path, syscall, follow)
+        await touchMeta(q, node.ino, now, {
+          atime: a.sec,
+          atime_nsec: a.nsec,
+          mtime: m.sec,
+          mtime_nsec: m.nsec,
+        })
+      }),
+    )
   }
 
   async copyFile(src: string, dest: string, mode = 0): Promise<void> {
-    await this.#allowRead(src, 'copyfile')
-    await this.#allowWrite(dest, 'copyfile', 'write', { create: 'create' })
-    await content.copyFile(this.#ctx, src, dest, mode)
+    await this.#guarded(
+      async (gate) => {
+        await gate.read(src, 'copyfile')
+        await gate.write(dest, 'copyfile', 'write', {
+          create: 'create',
+          destroys: (node) => node.size > 0,
+        })
+      },
+      (ctx) => content.copyFile(ctx, src, dest, mode),
+    )
   }
 
   async mknod(path: string, mode: number, rdev = 0): Promise<void> {
-    await this.#allowWrite(path, 'mknod', 'create')
-    await ns.mknod(this.#ctx, path, mode, rdev)
+    await this.#writing(path, 'mknod', 'create', {}, (ctx) => ns.mknod(ctx, path, mode, rdev))
   }
 
   readdir(path: string): Promise<string[]>
   readdir(path: string, options: ReaddirOptions & { withFileTypes: true }): Promise<Dirent[]>
   readdir(path: string, options: ReaddirOptions): Promise<string[] | Dirent[]>
   async readdir(path: string, options: ReaddirOptions = {}): Promise<string[] | Dirent[]> {
-    const gate = this.#gate
-    if (gate) {
-      const real = await gate.read(path, 'scandir')
-      const entries = (await gate.unchecked.readdir(path, options)) as (string | Dirent)[]
-      return gate.readableEntries(path, real, entries) as string[] | Dirent[]
-    }
+    if (this.#ctx.policy)
+      return this.#guarded(
+        async () => undefined,
+        async ({ q }) => {
+          const gate = this.#gateOn(q)!
+          const real = await gate.read(path, 'scandir')
+          const entries = (await gate.unchecked.readdir(path, options)) as (string | Dirent)[]
+          return gate.readableEntries(path, real, entries) as string[] | Dirent[]
+        },
+      )
     const q = this.#ctx.q
     const { node } = await existing(q, path, 'scandir')
     if (!isDir(node.mode)) throw fsError('ENOTDIR', 'scandir', path)
@@ -385,19 +476,11 @@ export class AgentFs implements FileSystem {
       })
       return rows.map((r) => new Dirent(r.name, base, r.mode))
     }
-    const { rows } = await q.execute<{ rel: string; name: string; parent: string; mode: number }>({
-      sql: `WITH RECURSIVE tree(ino, rel, name, parent, mode) AS (
-  SELECT d.ino, d.name, d.name, '', i.mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ?
-  UNION ALL
-  SELECT d.ino, tree.rel || '/' || d.name, d.name, tree.rel, i.mode
-  FROM tree JOIN fs_dentry d ON d.parent_ino = tree.ino JOIN fs_inode i ON i.ino = d.ino
-  WHERE (tree.mode & ${S_IFMT}) = ${S_IFDIR}
-)
-SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
-      params: [node.ino],
-    })
+    const rows = sortByRel(await walkTree(q, node.ino, { syscall: 'scandir', path }))
     if (!options.withFileTypes) return rows.map((r) => r.rel)
-    return rows.map((r) => new Dirent(r.name, r.parent ? joinPath(base, r.parent) : base, r.mode))
+    return rows.map(
+      (r) => new Dirent(r.name, r.parentRel ? joinPath(base, r.parentRel) : base, r.mode),
+    )
   }
 
   async statfs(_path: string): Promise<StatFs> {
@@ -425,32 +508,46 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
    */
   async open(path: string, flags: string | number = 'r', mode = 0o666): Promise<FileHandle> {
     const want = parseFlags(flags, path)
-    if (want.read) await this.#allowRead(path, 'open')
-    if (want.write || want.truncate)
-      await this.#allowWrite(path, 'open', 'write', { create: 'create' })
-    return openHandle(this, path, want, async (q, now) => {
-      const found = await lookup(q, path, {
-        followLast: true,
-        syscall: 'open',
-        allowMissing: want.create,
-      })
-      if (found.node) {
-        if (want.create && want.exclusive) throw fsError('EEXIST', 'open', path)
-        if (isDir(found.node.mode) && want.write) throw fsError('EISDIR', 'open', path)
-        if (want.truncate && want.write && found.node.size > 0) {
-          await resize(q, found.node.ino, found.node.size, this.#ctx.chunkSize, 0)
-          await touchContent(q, found.node.ino, 0, now)
+    const policy = this.#ctx.policy
+    return openHandle(
+      this,
+      path,
+      want,
+      async (q, now) => {
+        // With a policy the check runs in the transaction that creates or truncates the file.
+        if (policy) {
+          const gate = this.#gateOn(q)!
+          if (want.read) await gate.read(path, 'open')
+          if (want.write || want.truncate)
+            await gate.write(path, 'open', 'write', {
+              create: 'create',
+              destroys: (node) => want.truncate && want.write && node.size > 0,
+            })
         }
-        return found.node.ino
-      }
-      if (!want.create || found.name === undefined) return undefined
-      return createNode(q, found.dirIno, found.name, {
-        mode: S_IFREG | (mode & ~this.#ctx.umask & MODE_PERMISSION_MASK),
-        uid: this.#ctx.uid,
-        gid: this.#ctx.gid,
-        now,
-      })
-    })
+        const found = await lookup(q, path, {
+          followLast: true,
+          syscall: 'open',
+          allowMissing: want.create,
+        })
+        if (found.node) {
+          if (want.create && want.exclusive) throw fsError('EEXIST', 'open', path)
+          if (isDir(found.node.mode) && want.write) throw fsError('EISDIR', 'open', path)
+          if (want.truncate && want.write && found.node.size > 0) {
+            await resize(q, found.node.ino, found.node.size, this.#ctx.chunkSize, 0)
+            await touchContent(q, found.node.ino, 0, now)
+          }
+          return found.node.ino
+        }
+        if (!want.create || found.name === undefined) return undefined
+        return createNode(q, found.dirIno, found.name, {
+          mode: S_IFREG | (mode & ~this.#ctx.umask & MODE_PERMISSION_MASK),
+          uid: this.#ctx.uid,
+          gid: this.#ctx.gid,
+          now,
+        })
+      },
+      policy !== undefined,
+    )
   }
 
   /** A readable stream of the file (bounded memory; `start`/`end` inclusive like Node). */
@@ -465,36 +562,59 @@ SELECT rel, name, parent, mode FROM tree ORDER BY rel`,
 
   /** Iterates a directory in pages of `bufferSize` entries (default 256). */
   async opendir(path: string, options: { bufferSize?: number } = {}): Promise<Dir> {
-    await this.#allowRead(path, 'opendir')
-    const { node } = await existing(this.#ctx.q, path, 'opendir')
-    if (!isDir(node.mode)) throw fsError('ENOTDIR', 'opendir', path)
+    const { node, filter } = await this.#guarded(
+      async () => undefined,
+      async ({ q }) => {
+        const gate = this.#gateOn(q)
+        const real = gate ? await gate.read(path, 'opendir') : undefined
+        const { node } = await existing(q, path, 'opendir')
+        if (!isDir(node.mode)) throw fsError('ENOTDIR', 'opendir', path)
+        // Entries the policy does not let the caller read are never listed.
+        const filter =
+          gate && real !== undefined ? (name: string) => gate.listable(real, name) : undefined
+        return { node, filter }
+      },
+    )
     return new Dir(
       this.#ctx.q,
       node.ino,
       normalizePath(path),
       Math.max(1, options.bufferSize ?? 256),
+      filter,
     )
   }
 
   /** Paths matching a glob pattern, listed with one query below the pattern's static prefix. */
   async glob(pattern: string, options?: GlobOptions): Promise<GlobMatch[]> {
-    const gate = this.#gate
-    if (!gate) return glob(this.#ctx.q, pattern, options)
-    const cwd = options?.cwd ?? '/'
-    const real = await gate.read(cwd, 'glob')
-    const prefix = real === '/' ? '' : real
-    return (await glob(this.#ctx.q, pattern, options)).filter((m) =>
-      gate.policy.readable(`${prefix}/${m.path}`),
+    if (!this.#ctx.policy) return glob(this.#ctx.q, pattern, options)
+    return this.#guarded(
+      async () => undefined,
+      async ({ q }) => {
+        const gate = this.#gateOn(q)!
+        const cwd = normalizePath(options?.cwd ?? '/', 'glob')
+        await gate.read(cwd, 'glob')
+        const matches = await glob(q, pattern, options)
+        // Each match is judged where it really is: the pattern's static part may pass links.
+        const withAbsolute = matches.map((m) => ({
+          match: m,
+          path: m.path.startsWith('/') ? m.path : joinPath(cwd, m.path),
+        }))
+        return (await gate.readablePaths(withAbsolute, 'glob', false)).map((m) => m.match)
+      },
     )
   }
 
   /** Lines matching a pattern in files below `options.path`, like `grep -rn`. */
   async grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
-    const gate = this.#gate
-    const matches = async () => grep(this.#ctx.q, this.#ctx.chunkSize, pattern, options)
-    if (!gate) return matches()
-    await gate.read(options?.path ?? '/', 'grep')
-    return gate.readablePaths(await matches(), 'grep')
+    if (!this.#ctx.policy) return grep(this.#ctx.q, this.#ctx.chunkSize, pattern, options)
+    return this.#guarded(
+      async () => undefined,
+      async ({ q }) => {
+        const gate = this.#gateOn(q)!
+        await gate.read(options?.path ?? '/', 'grep')
+        return gate.readablePaths(await grep(q, this.#ctx.chunkSize, pattern, options), 'grep')
+      },
+    )
   }
 
   /**

@@ -1,4 +1,37 @@
-import type { Executor } from '@agentfs/core'
+import { corruptError, type Executor, fsError } from '@agentfs/core'
+
+/**
+ * Largest file size, in bytes: 16 TiB (ext4's limit with 4 KiB blocks). Writes, truncates and
+ * handle positions beyond it are EFBIG; a stored size beyond it is damage (EIO).
+ */
+export const MAX_FILE_SIZE = 2 ** 44
+
+/** Largest file `readFile` returns in one buffer (Node's limit); stream anything larger. */
+export const MAX_READ_FILE = 2 ** 31 - 1
+
+/** EFBIG unless `end` (a file size) is within {@link MAX_FILE_SIZE}. */
+export function checkFileEnd(end: number, syscall: string, path?: string): void {
+  if (!(end <= MAX_FILE_SIZE))
+    throw fsError('EFBIG', syscall, path, {
+      hint: `files are limited to ${MAX_FILE_SIZE} bytes (16 TiB)`,
+    })
+}
+
+/** EIO when a stored size cannot be a file's (damage or a crafted row). */
+export function checkStoredSize(size: unknown, ino: number, syscall: string, path?: string): void {
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || size > MAX_FILE_SIZE)
+    throw corruptError(syscall, path, `inode ${ino} has the impossible size ${String(size)}`)
+}
+
+/** The chunk's bytes, or EIO when the row holds something other than a BLOB. */
+export function chunkBytes(data: unknown, ino: number, syscall: string, path?: string): Uint8Array {
+  if (data instanceof Uint8Array) return data
+  throw corruptError(
+    syscall,
+    path,
+    `a chunk of inode ${ino} holds ${data === null ? 'NULL' : typeof data === 'string' ? 'TEXT' : typeof data} instead of a BLOB`,
+  )
+}
 
 /** Chunks inserted per statement when writing many (bounded statement size, few round trips). */
 const BATCH = 32
@@ -33,39 +66,46 @@ export async function readRange(
   if (end <= offset) return new Uint8Array(0)
   const first = Math.floor(offset / chunkSize)
   const last = Math.floor((end - 1) / chunkSize)
-  const { rows } = await q.execute<{ chunk_index: number; data: Uint8Array }>({
+  const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
     sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index >= ? AND chunk_index <= ? ORDER BY chunk_index',
     params: [ino, first, last],
   })
-  return assemble(rows, chunkSize, offset, end)
+  return assemble(rows, chunkSize, offset, end, ino)
 }
 
 /**
  * The bytes `[offset, end)` from the chunks covering them (in order): a view of the chunk when
- * one covers it all, otherwise one copy.
+ * one covers it all, otherwise one copy. Absent chunks (holes) and the missing tail of a short
+ * chunk read as zeros; bytes a damaged chunk holds beyond `chunkSize` are ignored, so a read
+ * always agrees with the size. A chunk that is not a BLOB is EIO.
  */
-function assemble(
-  rows: readonly { chunk_index: number | null; data: Uint8Array | null }[],
+export function assemble(
+  rows: readonly { chunk_index: number | null; data: unknown }[],
   chunkSize: number,
   offset: number,
   end: number,
+  ino: number,
+  syscall = 'read',
+  path?: string,
 ): Uint8Array {
   const only = rows.length === 1 ? rows[0] : undefined
   if (
-    only?.data &&
+    only?.data instanceof Uint8Array &&
     only.chunk_index === Math.floor(offset / chunkSize) &&
     only.chunk_index === Math.floor((end - 1) / chunkSize)
   ) {
     const start = offset - only.chunk_index * chunkSize
-    return only.data.subarray(start, start + (end - offset))
+    if (start + (end - offset) <= Math.min(only.data.byteLength, chunkSize))
+      return only.data.subarray(start, start + (end - offset))
   }
   const out = new Uint8Array(end - offset)
   for (const { chunk_index, data } of rows) {
-    if (data === null || chunk_index === null) continue
+    if (chunk_index === null) continue
+    const bytes = chunkBytes(data, ino, syscall, path)
     const chunkStart = chunk_index * chunkSize
     const from = Math.max(offset, chunkStart)
-    const to = Math.min(end, chunkStart + data.byteLength)
-    if (to > from) out.set(data.subarray(from - chunkStart, to - chunkStart), from - offset)
+    const to = Math.min(end, chunkStart + Math.min(bytes.byteLength, chunkSize))
+    if (to > from) out.set(bytes.subarray(from - chunkStart, to - chunkStart), from - offset)
   }
   return out
 }
@@ -88,34 +128,65 @@ export async function readAt(
     mode: number
     size: number
     chunk_index: number | null
-    data: Uint8Array | null
+    data: unknown
   }>({
     sql: 'SELECT i.mode AS mode, i.size AS size, d.chunk_index AS chunk_index, d.data AS data FROM fs_inode i LEFT JOIN fs_data d ON d.ino = i.ino AND d.chunk_index >= ? AND d.chunk_index <= ? WHERE i.ino = ? ORDER BY d.chunk_index',
     params: [first, last, ino],
   })
   const head = rows[0]
   if (!head) return undefined
+  checkStoredSize(head.size, ino, 'read')
   const end = Math.min(head.size, offset + length)
-  if (end <= offset || head.data === null)
-    return { mode: head.mode, size: head.size, bytes: new Uint8Array(0) }
-  return { mode: head.mode, size: head.size, bytes: assemble(rows, chunkSize, offset, end) }
-}
-
-/** Reads a whole file. */
-export async function readAll(q: Executor, ino: number): Promise<Uint8Array> {
-  const { rows } = await q.execute<{ data: Uint8Array }>({
-    sql: 'SELECT data FROM fs_data WHERE ino = ? ORDER BY chunk_index',
-    params: [ino],
-  })
-  if (rows.length === 1) return rows[0]!.data
-  return Buffer.concat(rows.map((r) => r.data))
+  if (end <= offset) return { mode: head.mode, size: head.size, bytes: new Uint8Array(0) }
+  return { mode: head.mode, size: head.size, bytes: assemble(rows, chunkSize, offset, end, ino) }
 }
 
 /**
- * Writes `data` at `offset` into a file of `oldSize` bytes and returns the new size. Keeps the
- * spec's rule (every chunk but the last exactly `chunkSize`): a gap past the old end is filled
- * with zero bytes. Chunks covered completely are written from views of `data` (no copies);
- * partially covered ones are merged with their stored bytes.
+ * Reads a whole file of `size` bytes: exactly `size` bytes, holes as zeros. EFBIG past what one
+ * buffer can hold (stream it instead); EIO for an impossible size or a damaged chunk.
+ */
+export async function readAll(
+  q: Executor,
+  ino: number,
+  size: number,
+  chunkSize: number,
+  syscall = 'read',
+  path?: string,
+): Promise<Uint8Array> {
+  checkStoredSize(size, ino, syscall, path)
+  if (size > MAX_READ_FILE)
+    throw fsError('EFBIG', syscall, path, {
+      hint: `the file is ${size} bytes, more than one buffer holds; read it with a stream or a handle`,
+    })
+  if (size === 0) return new Uint8Array(0)
+  const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
+    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index <= ? ORDER BY chunk_index',
+    params: [ino, Math.floor((size - 1) / chunkSize)],
+  })
+  return assembleWhole(rows, chunkSize, size, ino, syscall, path)
+}
+
+/** A whole file from all its chunks: one view when a single chunk is the whole file. */
+export function assembleWhole(
+  rows: readonly { chunk_index: number | null; data: unknown }[],
+  chunkSize: number,
+  size: number,
+  ino: number,
+  syscall: string,
+  path?: string,
+): Uint8Array {
+  const only = rows.length === 1 ? rows[0] : undefined
+  if (only?.chunk_index === 0 && only.data instanceof Uint8Array && only.data.byteLength === size)
+    return only.data
+  return assemble(rows, chunkSize, 0, size, ino, syscall, path)
+}
+
+/**
+ * Writes `data` at `offset` into a file of `oldSize` bytes and returns the new size. A gap past
+ * the old end becomes a hole: whole chunks inside it are not stored (they read as zeros), and
+ * only the old last chunk is padded to full size, so every stored chunk but the last is exactly
+ * `chunkSize`. Chunks covered completely are written from views of `data` (no copies);
+ * partially covered ones are merged with their stored bytes. EFBIG past {@link MAX_FILE_SIZE}.
  */
 export async function writeRange(
   q: Executor,
@@ -126,34 +197,37 @@ export async function writeRange(
   data: Uint8Array,
 ): Promise<number> {
   const writeEnd = offset + data.byteLength
+  checkFileEnd(writeEnd, 'write')
   const newSize = Math.max(oldSize, writeEnd)
-  // Region that changes: the write itself, plus zero fill from the old end up to the write.
-  const start = Math.min(offset, oldSize)
-  const end = Math.max(writeEnd, offset > oldSize ? offset : writeEnd)
-  if (end <= start) return newSize
-  const first = Math.floor(start / chunkSize)
-  const last = Math.floor((Math.max(end, start + 1) - 1) / chunkSize)
+  const indices: number[] = []
+  // The old last chunk, when it is partial and the file grows past it, is padded with zeros.
+  const oldLast = oldSize > 0 && oldSize % chunkSize !== 0 ? Math.floor(oldSize / chunkSize) : -1
+  const first = data.byteLength > 0 ? Math.floor(offset / chunkSize) : -1
+  const last = data.byteLength > 0 ? Math.floor((writeEnd - 1) / chunkSize) : -2
+  if (oldLast !== -1 && newSize > oldSize && (oldLast < first || oldLast > last))
+    indices.push(oldLast)
+  for (let index = first; index >= 0 && index <= last; index++) indices.push(index)
+  if (indices.length === 0) return newSize
   // Chunks that keep some old bytes must be read first.
   const needOld: number[] = []
-  for (let index = first; index <= last; index++) {
+  for (const index of indices) {
     const chunkStart = index * chunkSize
     const chunkLen = Math.min(chunkSize, newSize - chunkStart)
-    const oldLen = Math.max(0, Math.min(chunkSize, oldSize - chunkStart))
     const coveredFrom = Math.max(chunkStart, offset)
     const coveredTo = Math.min(chunkStart + chunkLen, writeEnd)
     const fullyCovered = coveredFrom <= chunkStart && coveredTo >= chunkStart + chunkLen
-    if (!fullyCovered && oldLen > 0) needOld.push(index)
+    if (!fullyCovered && chunkStart < oldSize) needOld.push(index)
   }
   const old = new Map<number, Uint8Array>()
   if (needOld.length > 0) {
-    const { rows } = await q.execute<{ chunk_index: number; data: Uint8Array }>({
+    const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
       sql: `SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index IN (${needOld.map(() => '?').join(', ')})`,
       params: [ino, ...needOld],
     })
-    for (const row of rows) old.set(row.chunk_index, row.data)
+    for (const row of rows) old.set(row.chunk_index, chunkBytes(row.data, ino, 'write'))
   }
   let pending: Array<[number, Uint8Array]> = []
-  for (let index = first; index <= last; index++) {
+  for (const index of indices) {
     const chunkStart = index * chunkSize
     const chunkLen = Math.min(chunkSize, newSize - chunkStart)
     const coveredFrom = Math.max(chunkStart, offset)
@@ -164,7 +238,11 @@ export async function writeRange(
     } else {
       chunk = new Uint8Array(chunkLen)
       const previous = old.get(index)
-      if (previous) chunk.set(previous.subarray(0, Math.min(previous.byteLength, chunkLen)))
+      if (previous) {
+        // Only the bytes that were inside the old size count (a damaged chunk may hold more).
+        const keep = Math.max(0, Math.min(previous.byteLength, chunkLen, oldSize - chunkStart))
+        chunk.set(previous.subarray(0, keep))
+      }
       if (coveredTo > coveredFrom) {
         chunk.set(data.subarray(coveredFrom - offset, coveredTo - offset), coveredFrom - chunkStart)
       }
@@ -188,6 +266,7 @@ export async function resize(
   newSize: number,
 ): Promise<void> {
   if (newSize === oldSize) return
+  checkFileEnd(newSize, 'truncate')
   if (newSize > oldSize) {
     await writeRange(q, ino, oldSize, chunkSize, newSize, new Uint8Array(0))
     return

@@ -11,13 +11,21 @@ export class Dir {
   readonly #q: Queryable
   readonly #ino: number
   readonly #bufferSize: number
+  readonly #filter: ((name: string) => boolean) | undefined
   #buffer: Dirent[] = []
   #after: string | undefined
   #done = false
   #closed = false
 
   /** @internal Use `fs.opendir()`. */
-  constructor(q: Queryable, ino: number, path: string, bufferSize: number) {
+  constructor(
+    q: Queryable,
+    ino: number,
+    path: string,
+    bufferSize: number,
+    filter?: (name: string) => boolean,
+  ) {
+    this.#filter = filter
     this.#q = q
     this.#ino = ino
     this.path = path
@@ -28,7 +36,7 @@ export class Dir {
   async read(): Promise<Dirent | null> {
     if (this.#closed)
       throw fsError('EBADF', 'opendir', this.path, { hint: 'the directory handle is closed' })
-    if (this.#buffer.length === 0 && !this.#done) await this.#fill()
+    while (this.#buffer.length === 0 && !this.#done) await this.#fill()
     return this.#buffer.shift() ?? null
   }
 
@@ -41,7 +49,10 @@ WHERE d.parent_ino = ? AND d.name > ? ORDER BY d.name LIMIT ?`,
     if (rows.length < this.#bufferSize) this.#done = true
     const last = rows.at(-1)
     if (last) this.#after = last.name
-    this.#buffer = rows.map((r) => new Dirent(r.name, this.path, r.mode))
+    const filter = this.#filter
+    this.#buffer = rows
+      .filter((r) => !filter || filter(r.name))
+      .map((r) => new Dirent(r.name, this.path, r.mode))
   }
 
   async close(): Promise<void> {

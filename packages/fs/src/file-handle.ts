@@ -60,6 +60,14 @@ export class FileHandle {
       throw fsError('EBADF', syscall, undefined, { hint: 'the handle was not opened for writing' })
   }
 
+  /** `deny: ['delete']` refuses a change that destroys existing bytes through a handle too. */
+  #refuseDestroying(syscall: string): void {
+    if (this.#fs.context.policy?.denies('delete'))
+      throw fsError('EPERM', syscall, this.path, {
+        hint: 'the policy denies delete, and this change would destroy existing content; append instead',
+      })
+  }
+
   async #inode(q: Queryable, syscall: string): Promise<InodeRow> {
     const row = await loadInode(q, this.#ino)
     if (!row) throw fsError('EBADF', syscall, undefined, { hint: 'the file was deleted' })
@@ -130,6 +138,7 @@ export class FileHandle {
         throw new ConflictError(this.path, ifMatch, versionOf(node))
       }
       const where = this.#mode.append ? node.size : (at ?? this.#position)
+      if (where < node.size) this.#refuseDestroying('write')
       const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, where, bytes)
       await touchContent(q, node.ino, size, now)
       return where
@@ -147,7 +156,7 @@ export class FileHandle {
     const node = await this.#inode(this.#q, 'read')
     const bytes =
       this.#position === 0
-        ? await readAll(this.#q, node.ino)
+        ? await readAll(this.#q, node.ino, node.size, this.#fs.chunkSize, 'read', this.path)
         : await readRange(
             this.#q,
             node.ino,
@@ -179,6 +188,7 @@ export class FileHandle {
         await touchContent(q, node.ino, size, now)
         return
       }
+      if (node.size > 0) this.#refuseDestroying('write')
       await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
       const size = await writeRange(q, node.ino, 0, this.#fs.chunkSize, 0, bytes)
       await touchContent(q, node.ino, size, now)
@@ -202,6 +212,7 @@ export class FileHandle {
     if (!Number.isSafeInteger(length) || length < 0) throw fsError('EINVAL', 'ftruncate')
     await write(this.#fs.context, async (q, now) => {
       const node = await this.#inode(q, 'ftruncate')
+      if (length < node.size) this.#refuseDestroying('ftruncate')
       await resize(q, node.ino, node.size, this.#fs.chunkSize, length)
       await touchContent(q, node.ino, length, now)
     })
@@ -274,12 +285,16 @@ export async function openHandle(
   path: string,
   mode: OpenMode,
   create: (q: Queryable, now: Timestamp) => Promise<number | undefined>,
+  inTransaction = false,
 ): Promise<FileHandle> {
-  // Opening without creating or truncating only reads: no write transaction for it.
+  // Opening without creating or truncating only reads: no write transaction for it, unless
+  // the caller's checks must share one transaction with the look-up (a policy).
   const ino =
     mode.create || mode.truncate
       ? await write(fs.context, (q, now) => create(q, now))
-      : await create(fs.context.q, fs.context.clock.now())
+      : inTransaction
+        ? await fs.context.q.transaction((tx) => create(tx, fs.context.clock.now()))
+        : await create(fs.context.q, fs.context.clock.now())
   if (ino === undefined) throw new FsError({ code: 'ENOENT', syscall: 'open', path })
   return new FileHandle(fs, ino, normalizePath(path), mode)
 }

@@ -1,5 +1,6 @@
 export type { FileSystemContext, FileSystemOptions } from './agent-fs.js'
 export { AgentFs, createFileSystem } from './agent-fs.js'
+export { MAX_FILE_SIZE, MAX_READ_FILE } from './chunks.js'
 export { ConflictError } from './conflict.js'
 export { writeFileOptions } from './context.js'
 export { copyTree } from './copy-tree.js'
@@ -8,8 +9,17 @@ export type { HandleWriteOptions } from './file-handle.js'
 export { FileHandle } from './file-handle.js'
 export type { InodeRow } from './inode.js'
 export { versionOf } from './inode.js'
+export type { GlobMatchOptions, LineMatcher, RegexOptions } from './matchers.js'
+export {
+  compileGlob,
+  compileRegex,
+  MAX_GLOB_ALTERNATIVES,
+  MAX_GLOB_LENGTH,
+  MAX_REGEX_LENGTH,
+} from './matchers.js'
 export type { FsOperation, FsPolicy } from './policy.js'
 export type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
+export { GREP_MAX_BYTES, GREP_TIMEOUT_MS, LineSplitter, SearchBudget } from './search.js'
 export { Dirent, Stats } from './stats.js'
 export type { ReadStreamOptions, WriteStreamOptions } from './streams.js'
 export type {
@@ -27,3 +37,5 @@ export type {
   WriteData,
   WriteFileOptions,
 } from './types.js'
+export type { TreeEntry, WalkOptions } from './walk.js'
+export { compareCodePoints, MAX_TREE_DEPTH, walkTree } from './walk.js'

@@ -19,9 +19,18 @@ import {
 import { existing, type FsContext, write } from './context.js'
 import type { InodeRow } from './inode.js'
 import { isDir, isLnk } from './inode.js'
-import { createNode, dropLink, isInside, removeEntry, touchDir, touchMeta } from './mutate.js'
+import {
+  createNode,
+  dropLink,
+  isInside,
+  pathOf,
+  removeEntry,
+  touchDir,
+  touchMeta,
+} from './mutate.js'
 import { type Lookup, lookup } from './resolver.js'
 import type { MkdirOptions, RmOptions } from './types.js'
+import { walkTree } from './walk.js'
 
 // Operations that change the namespace: entries, links, directories.
 
@@ -98,6 +107,11 @@ export async function mkdir(
         continue
       }
       if (found.name === undefined) continue
+      // Each directory is judged where it is really created (links in the path followed).
+      if (ctx.policy) {
+        const dir = found.dirIno === ROOT_INO ? '' : await pathOf(q, found.dirIno)
+        ctx.policy.checkWrite(`${dir}/${found.name}`, 'create', 'mkdir', path)
+      }
       await create(found.dirIno, found.name)
       first ??= normalizePath(prefix)
     }
@@ -135,15 +149,7 @@ export async function rm(ctx: FsContext, path: string, options: RmOptions = {}):
 
 /** Removes everything below directory `ino` (not the directory itself). */
 export async function removeTree(q: Queryable, ino: number, now: Timestamp): Promise<void> {
-  const { rows } = await q.execute<{ id: number; ino: number }>({
-    sql: `WITH RECURSIVE sub(id, ino) AS (
-SELECT id, ino FROM fs_dentry WHERE parent_ino = ?
-UNION ALL
-SELECT d.id, d.ino FROM fs_dentry d JOIN sub ON d.parent_ino = sub.ino
-)
-SELECT id, ino FROM sub`,
-    params: [ino],
-  })
+  const rows = await walkTree(q, ino, { syscall: 'rm' })
   const links = new Map<number, number>()
   for (const row of rows) links.set(row.ino, (links.get(row.ino) ?? 0) + 1)
   for (let i = 0; i < rows.length; i += 500) {

@@ -1,4 +1,5 @@
-import { FsError, normalizePath, type Queryable, ROOT_INO } from '@agentfs/core'
+import { FsError, fsError, normalizePath, parsePath, type Queryable, ROOT_INO } from '@agentfs/core'
+import { type InodeRow, isDir } from './inode.js'
 import { pathOf } from './mutate.js'
 import type { CompiledPolicy, FsOperation } from './policy.js'
 import { lookup } from './resolver.js'
@@ -9,12 +10,36 @@ import type { FileSystem } from './types.js'
 interface Resolved {
   readonly path: string
   readonly exists: boolean
+  /** The entry there, when it exists. */
+  readonly node?: InodeRow
 }
+
+/** Options of {@link PolicyGate.write}. */
+export interface WriteCheck {
+  /** Follow a symlink in the last component (default true). */
+  readonly follow?: boolean
+  /** The change removes or replaces an existing entry (delete, rename, overwrite by rename). */
+  readonly replaces?: boolean
+  /** The operation to check instead when the path does not exist yet. */
+  readonly create?: FsOperation
+  /**
+   * Whether the change destroys content of the existing entry (an overwrite, a truncate to a
+   * shorter length): `deny: ['delete']` refuses that too.
+   */
+  readonly destroys?: (node: InodeRow) => boolean
+}
+
+/** Operations that change an inode's content or metadata, seen through every name it has. */
+const INODE_OPERATIONS: ReadonlySet<FsOperation> = new Set(['write', 'chmod', 'chown', 'utimes'])
+
+/** Most names of one inode the gate checks before refusing a change as too ambiguous. */
+const MAX_NAMES = 1000
 
 /**
  * Applies a {@link CompiledPolicy} to one filesystem: resolves paths the way the operations
- * will (symlinks, `..`), checks them, and filters listings. `unchecked` is the same filesystem
- * without the policy, for the gate's own look-ups.
+ * will (symlinks, `..`), checks them, and filters listings. It runs on the transaction of the
+ * change it guards (see `AgentFs`), so nothing can change between the check and the change.
+ * `unchecked` is the same filesystem without the policy, for the gate's own look-ups.
  */
 export class PolicyGate {
   constructor(
@@ -23,21 +48,56 @@ export class PolicyGate {
     readonly unchecked: FileSystem,
   ) {}
 
+  /** The absolute path of directory `ino`. */
+  async #dirPath(ino: number): Promise<string> {
+    return ino === ROOT_INO ? '' : pathOf(this.q, ino)
+  }
+
   /**
-   * Where `path` really is: symlinks and `..` resolved (the last component too when `follow`);
-   * a missing last component is its parent's real path plus the name.
+   * Where `path` really is: symlinks and `..` resolved (the last component too when `follow`).
+   * Missing components are appended to the real path of the deepest existing ancestor, itself
+   * resolved through links, so `mkdir -p link/x/y` is judged where it will land.
    */
   async real(path: string, follow: boolean, syscall: string): Promise<Resolved> {
     try {
       const found = await lookup(this.q, path, { followLast: follow, syscall, allowMissing: true })
-      if (found.name === undefined) return { path: '/', exists: true }
-      const dir = found.dirIno === ROOT_INO ? '' : await pathOf(this.q, found.dirIno)
-      return { path: `${dir}/${found.name}`, exists: found.node !== undefined }
+      if (found.name === undefined) return { path: '/', exists: true, ...nodeOf(found.node) }
+      const dir = await this.#dirPath(found.dirIno)
+      return {
+        path: `${dir}/${found.name}`,
+        exists: found.node !== undefined,
+        ...nodeOf(found.node),
+      }
     } catch (error) {
-      // The operation itself will fail on this path (ENOENT, ELOOP, …); judge it lexically.
-      if (error instanceof FsError) return { path: normalizePath(path, syscall), exists: false }
-      throw error
+      if (!(error instanceof FsError)) throw error
+      // Two or more components are missing (or the path is broken): judge it where it lands.
+      return { path: await this.#deepest(path, syscall), exists: false }
     }
+  }
+
+  /** The real path of the deepest existing ancestor of `path`, plus the missing rest. */
+  async #deepest(path: string, syscall: string, pass = 0): Promise<string> {
+    const parts = parsePath(path, syscall).parts
+    for (let k = parts.length - 1; k >= 0; k--) {
+      const prefix = `/${parts.slice(0, k).join('/')}`
+      const found = await lookup(this.q, prefix, { followLast: true, syscall }).catch(
+        (error: unknown) => {
+          if (error instanceof FsError) return undefined
+          throw error
+        },
+      )
+      if (!found?.node) continue
+      // A non-directory ancestor: the operation fails with ENOTDIR; judge the text.
+      if (!isDir(found.node.mode)) return normalizePath(path, syscall)
+      const base = await this.#dirPath(found.node.ino)
+      const rest = parts.slice(k)
+      const joined = normalizePath(`${base}/${rest.join('/')}`, syscall)
+      // The rest does not exist, so its `..` steps are lexical once the names are created; but
+      // after a `..` the path may re-enter existing entries (links): resolve once more.
+      if (!rest.includes('..') || pass > 0) return joined
+      return this.#deepest(joined, syscall, pass + 1)
+    }
+    return normalizePath(path, syscall)
   }
 
   /** Refuses reading `path` unless the policy allows it; returns the real path. */
@@ -52,12 +112,22 @@ export class PolicyGate {
     path: string,
     syscall: string,
     operation: FsOperation,
-    options: { follow?: boolean; replaces?: boolean; create?: FsOperation } = {},
+    options: WriteCheck = {},
   ): Promise<void> {
     const real = await this.real(path, options.follow ?? true, syscall)
     const op = !real.exists && options.create ? options.create : operation
     const replaces = options.replaces === true && real.exists
     this.policy.checkWrite(real.path, op, syscall, path, replaces)
+    const node = real.node
+    if (node && op !== 'delete' && this.policy.denies('delete')) {
+      if (replaces || options.destroys?.(node))
+        throw fsError('EPERM', syscall, path, {
+          hint: `the policy denies delete, and this change would destroy the existing content of ${real.path}`,
+        })
+    }
+    // A change to an inode shows through every name it has: each must allow it.
+    if (node && !isDir(node.mode) && node.nlink > 1 && INODE_OPERATIONS.has(op))
+      await this.#checkEveryName(node.ino, op, syscall, path)
     // Deleting or moving a directory takes everything under it along.
     if (replaces && (operation === 'delete' || operation === 'rename')) {
       const stats = await this.unchecked.lstat(path).catch(() => undefined)
@@ -65,6 +135,39 @@ export class PolicyGate {
         for (const rel of await this.unchecked.readdir(path, { recursive: true }))
           this.policy.checkWrite(`${real.path}/${rel}`, operation, syscall, path, true)
     }
+  }
+
+  async #checkEveryName(ino: number, op: FsOperation, syscall: string, path: string) {
+    const { rows } = await this.q.execute<{ parent_ino: number; name: string }>({
+      sql: 'SELECT parent_ino, name FROM fs_dentry WHERE ino = ? LIMIT ?',
+      params: [ino, MAX_NAMES + 1],
+    })
+    if (rows.length > MAX_NAMES)
+      throw fsError('EPERM', syscall, path, {
+        hint: `the file has more than ${MAX_NAMES} names; the policy cannot check them all`,
+      })
+    for (const row of rows)
+      this.policy.checkWrite(
+        `${await this.#dirPath(row.parent_ino)}/${row.name}`,
+        op,
+        syscall,
+        path,
+      )
+  }
+
+  /**
+   * Refuses linking to `existing` unless the policy would let the caller change it: a new name
+   * must not become a way to write a file the policy protects (like Linux's protected_hardlinks).
+   */
+  async link(existing: string, syscall: string): Promise<void> {
+    const real = await this.real(existing, false, syscall)
+    this.policy.checkRead(real.path, syscall, existing)
+    if (real.exists) this.policy.checkWrite(real.path, 'write', syscall, existing)
+  }
+
+  /** Whether a name inside directory `real` may be listed. */
+  listable(real: string, name: string): boolean {
+    return this.policy.readable(`${real === '/' ? '' : real}/${name}`)
   }
 
   /** `entries` of the directory `path` (really at `real`) that may be read. */
@@ -78,14 +181,21 @@ export class PolicyGate {
     })
   }
 
-  /** The items whose `path` (absolute, links followed) may be read; one check per distinct path. */
-  async readablePaths<T extends { path: string }>(items: T[], syscall: string): Promise<T[]> {
+  /**
+   * The items whose `path` (absolute) may be read: with `follow`, where the path leads (content
+   * read through a link); without, the entry itself (a listing). One check per distinct path.
+   */
+  async readablePaths<T extends { path: string }>(
+    items: T[],
+    syscall: string,
+    follow = true,
+  ): Promise<T[]> {
     const readable = new Map<string, boolean>()
     const out: T[] = []
     for (const item of items) {
       let ok = readable.get(item.path)
       if (ok === undefined) {
-        ok = this.policy.readable((await this.real(item.path, true, syscall)).path)
+        ok = this.policy.readable((await this.real(item.path, follow, syscall)).path)
         readable.set(item.path, ok)
       }
       if (ok) out.push(item)
@@ -93,3 +203,5 @@ export class PolicyGate {
     return out
   }
 }
+
+const nodeOf = (node: InodeRow | undefined) => (node ? { node } : {})

@@ -1,5 +1,5 @@
 import { fsError, type Queryable, type Timestamp } from '@agentfs/core'
-import picomatch from 'picomatch'
+import { compileGlob } from './matchers.js'
 
 /** Operations a policy can refuse everywhere with `deny`. */
 export type FsOperation =
@@ -15,7 +15,7 @@ export type FsOperation =
 
 /**
  * What an agent may do with a filesystem, enforced inside it — below every tool, adapter and
- * mount, inside transactions, on handles and streams. Globs (picomatch, dotfiles included) are
+ * mount, inside transactions, on handles and streams. Globs (see `compileGlob`; dotfiles included) are
  * matched against the **resolved** absolute path: symlinks and `..` are followed first, so
  * neither can step outside an allowed root.
  *
@@ -35,7 +35,12 @@ export interface FsPolicy {
   readonly readOnly?: readonly string[]
   /** Paths that cannot be deleted, renamed or replaced; their content can be edited. EPERM. */
   readonly protected?: readonly string[]
-  /** Operations refused everywhere, e.g. `['delete']` for a memory that only grows. EPERM. */
+  /**
+   * Operations refused everywhere (EPERM). `delete` covers destroying content by any means:
+   * unlink, rmdir, rm, a rename or copy over an existing entry, an overwrite of a non-empty
+   * file (`writeFile`, `open` with `w`), a truncate to a shorter length, and a handle write
+   * over existing bytes — so `['delete']` gives a memory that only grows (appends, new files).
+   */
   readonly deny?: readonly FsOperation[]
   /** Largest file size in bytes; a change that makes a file larger is refused with EFBIG. */
   readonly maxFileSize?: number
@@ -49,7 +54,7 @@ type Matcher = (path: string) => boolean
 
 const matcher = (globs: readonly string[] | undefined): Matcher | undefined => {
   if (!globs) return undefined
-  const tests = globs.map((g) => picomatch(g, { dot: true }))
+  const tests = globs.map((g) => compileGlob(g, { dot: true }))
   return (path) => tests.some((t) => t(path))
 }
 
@@ -131,6 +136,11 @@ export class CompiledPolicy {
       throw fsError('EPERM', syscall, path, {
         hint: `${resolved} is protected by policy: it cannot be deleted, moved or replaced`,
       })
+  }
+
+  /** Whether the policy refuses `operation` everywhere. */
+  denies(operation: FsOperation): boolean {
+    return this.#deny.has(operation)
   }
 
   /** Whether `resolved` may be read (for filtering search results). */

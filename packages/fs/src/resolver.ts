@@ -1,4 +1,5 @@
 import { type Executor, fsError, parsePath, ROOT_INO } from '@agentfs/core'
+import { assembleWhole, MAX_READ_FILE } from './chunks.js'
 import { INODE_COLUMNS, type InodeRow, isDir, isLnk } from './inode.js'
 
 /** Linux's limit on symlinks followed while resolving one path. */
@@ -72,6 +73,7 @@ export async function readRegularFile(
   q: Executor,
   path: string,
   syscall: string,
+  chunkSize: number,
 ): Promise<{ node: InodeRow; bytes: Uint8Array } | undefined> {
   const parsed = parsePath(path, syscall)
   const parts = parsed.parts
@@ -82,15 +84,18 @@ export async function readRegularFile(
     parts.includes('..')
   )
     return undefined
-  const { rows } = await q.execute<WalkRow & { data: Uint8Array | null }>({
-    sql: `SELECT r.*, d.data AS data FROM (${chainSql(parts.length)}) r LEFT JOIN fs_data d ON d.ino = r.ino ORDER BY d.chunk_index`,
+  const { rows } = await q.execute<WalkRow & { data: unknown; chunk_index: number | null }>({
+    sql: `SELECT r.*, d.chunk_index AS chunk_index, d.data AS data FROM (${chainSql(parts.length)}) r LEFT JOIN fs_data d ON d.ino = r.ino ORDER BY d.chunk_index`,
     params: [ROOT_INO, ...parts],
   })
   const head = rows[0]
   if (!head || head.depth !== parts.length || (head.mode & 0o170000) !== 0o100000) return undefined
-  const { data: _data, depth: _depth, parent: _parent, ...node } = head
-  if (rows.length === 1) return { node, bytes: head.data ?? new Uint8Array(0) }
-  return { node, bytes: Buffer.concat(rows.map((r) => r.data ?? new Uint8Array(0))) }
+  const { data: _data, depth: _depth, parent: _parent, chunk_index: _index, ...node } = head
+  // Huge or impossible sizes take the general path, which reports them precisely.
+  if (!(node.size >= 0 && node.size <= MAX_READ_FILE)) return undefined
+  // A LEFT JOIN row without a chunk means the file has none (empty, or all one hole).
+  const chunks = rows.length === 1 && head.chunk_index === null ? [] : rows
+  return { node, bytes: assembleWhole(chunks, chunkSize, node.size, node.ino, 'read', path) }
 }
 
 async function walk(q: Executor, start: number, segment: readonly string[]): Promise<WalkRow> {

@@ -1,7 +1,18 @@
-import { joinPath, normalizePath, type Queryable, S_IFDIR, S_IFMT, S_IFREG } from '@agentfs/core'
+import {
+  corruptError,
+  fsError,
+  joinPath,
+  normalizePath,
+  type Queryable,
+  S_IFDIR,
+  S_IFMT,
+  S_IFREG,
+} from '@agentfs/core'
 import picomatch from 'picomatch'
 import { isDir } from './inode.js'
+import { compileGlob, compileRegex } from './matchers.js'
 import { lookup } from './resolver.js'
+import { compareCodePoints, type TreeEntry, walkTree } from './walk.js'
 
 /** Options of `glob`. */
 export interface GlobOptions {
@@ -34,7 +45,19 @@ export interface GrepOptions {
   readonly fixedStrings?: boolean
   /** Stop after this many matching lines (default unlimited). */
   readonly maxMatches?: number
+  /**
+   * Give up with ETIMEDOUT after this many milliseconds (default 30,000), checked between
+   * chunks: a search over a huge tree cannot hold the caller forever.
+   */
+  readonly timeoutMs?: number
+  /** Give up with EFBIG after scanning this many bytes (default 1 GiB). */
+  readonly maxBytes?: number
 }
+
+/** Default time budget of one grep call, in milliseconds. */
+export const GREP_TIMEOUT_MS = 30_000
+/** Default byte budget of one grep call. */
+export const GREP_MAX_BYTES = 1 << 30
 
 /** One matching line. */
 export interface GrepMatch {
@@ -45,30 +68,14 @@ export interface GrepMatch {
   readonly text: string
 }
 
-interface TreeRow {
-  rel: string
-  ino: number
-  mode: number
-  size: number
-  mtime: number
-  mtime_nsec: number
-}
-
-/** Every entry below directory `ino` in one recursive query, optionally depth-limited. */
-async function listTree(q: Queryable, ino: number, maxDepth: number): Promise<TreeRow[]> {
-  const { rows } = await q.execute<TreeRow>({
-    sql: `WITH RECURSIVE tree(rel, ino, mode, size, mtime, mtime_nsec, depth) AS (
-  SELECT d.name, d.ino, i.mode, i.size, i.mtime, i.mtime_nsec, 1
-  FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ?
-  UNION ALL
-  SELECT tree.rel || '/' || d.name, d.ino, i.mode, i.size, i.mtime, i.mtime_nsec, tree.depth + 1
-  FROM tree JOIN fs_dentry d ON d.parent_ino = tree.ino JOIN fs_inode i ON i.ino = d.ino
-  WHERE (tree.mode & ${S_IFMT}) = ${S_IFDIR} AND tree.depth < ?
-)
-SELECT rel, ino, mode, size, mtime, mtime_nsec FROM tree`,
-    params: [ino, maxDepth],
-  })
-  return rows
+async function listTree(
+  q: Queryable,
+  ino: number,
+  maxDepth: number | undefined,
+  syscall: string,
+  path: string,
+): Promise<TreeEntry[]> {
+  return walkTree(q, ino, { ...(maxDepth === undefined ? {} : { maxDepth }), syscall, path })
 }
 
 const typeOf = (mode: number): GlobMatch['type'] => {
@@ -80,16 +87,24 @@ const typeOf = (mode: number): GlobMatch['type'] => {
 }
 
 /**
- * Matches `pattern` (`*`, `**`, `?`, `{a,b}`, `[...]`, via picomatch) below `cwd`. The static
- * prefix of the pattern is resolved first and the rest of the tree is listed in one query, with
- * its depth limited when the pattern has no `**`.
+ * Matches `pattern` (`*`, `**`, `?`, `{a,b}`, `[...]`) below `cwd`. The static prefix of the
+ * pattern is resolved first and the rest of the tree is walked level by level, to the
+ * pattern's depth when it has no `**`. Matching cannot backtrack (see `compileGlob`).
  */
 export async function glob(
   q: Queryable,
   pattern: string,
   options: GlobOptions = {},
 ): Promise<GlobMatch[]> {
+  if (typeof pattern !== 'string' || pattern.length === 0)
+    throw fsError('EINVAL', 'glob', String(pattern), {
+      hint: 'the pattern must be a non-empty string',
+    })
   const cwd = normalizePath(options.cwd ?? '/', 'glob')
+  // Compiling first refuses a bad pattern before anything is read.
+  const matcher = compileGlob(pattern.startsWith('/') ? pattern.slice(1) : pattern, {
+    dot: options.dot ?? false,
+  })
   const scan = picomatch.scan(pattern)
   if (!scan.isGlob) {
     // A plain path: it matches itself if it exists.
@@ -114,13 +129,15 @@ export async function glob(
   const root = await lookup(q, start, { followLast: true, syscall: 'glob' }).catch(() => undefined)
   if (!root?.node || !isDir(root.node.mode)) return []
   const rest = scan.glob || '*'
-  const maxDepth = rest.includes('**') ? 4096 : rest.split('/').length
-  const matcher = picomatch(pattern.startsWith('/') ? pattern.slice(1) : pattern, {
-    dot: options.dot ?? false,
-  })
+  const maxDepth = rest.includes('**') ? undefined : rest.split('/').length
   const prefix = normalizePath(start, 'glob')
   const out: GlobMatch[] = []
-  for (const row of await listTree(q, root.node.ino, maxDepth)) {
+  const rows = await walkTree(q, root.node.ino, {
+    ...(maxDepth === undefined ? {} : { maxDepth }),
+    syscall: 'glob',
+    path: pattern,
+  })
+  for (const row of rows) {
     if (options.onlyFiles && (row.mode & S_IFMT) !== S_IFREG) continue
     const absolute = joinPath(prefix, row.rel)
     const relative = pattern.startsWith('/') ? absolute.slice(1) : relativeTo(cwd, absolute)
@@ -132,20 +149,81 @@ export async function glob(
       mtimeMs: row.mtime * 1000 + row.mtime_nsec / 1e6,
     })
   }
-  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  return out.sort((a, b) => compareCodePoints(a.path, b.path))
 }
 
 function relativeTo(dir: string, path: string): string {
   return dir === '/' ? path.slice(1) : path.slice(dir.length + 1)
 }
 
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+/** Splits a stream of text into lines in time linear in its length, however long a line is. */
+export class LineSplitter {
+  readonly #decoder = new TextDecoder()
+  #pending: string[] = []
+
+  /** The complete lines in `bytes` (a partial last line is kept for the next call). */
+  push(bytes: Uint8Array): string[] {
+    const text = this.#decoder.decode(bytes, { stream: true })
+    const lines: string[] = []
+    let from = 0
+    for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', from)) {
+      const piece = text.slice(from, nl)
+      if (this.#pending.length > 0) {
+        this.#pending.push(piece)
+        lines.push(this.#pending.join(''))
+        this.#pending = []
+      } else lines.push(piece)
+      from = nl + 1
+    }
+    if (from < text.length) this.#pending.push(text.slice(from))
+    return lines
+  }
+
+  /** The last line, when the text did not end with a newline. */
+  end(): string | undefined {
+    const tail = this.#decoder.decode()
+    if (tail) this.#pending.push(tail)
+    if (this.#pending.length === 0) return undefined
+    const last = this.#pending.join('')
+    this.#pending = []
+    return last
+  }
+}
+
+/** The time and byte budget of one search call. */
+export class SearchBudget {
+  readonly #deadline: number
+  readonly #maxBytes: number
+  #bytes = 0
+
+  constructor(
+    readonly syscall: string,
+    options: { timeoutMs?: number; maxBytes?: number },
+  ) {
+    this.#deadline = Date.now() + (options.timeoutMs ?? GREP_TIMEOUT_MS)
+    this.#maxBytes = options.maxBytes ?? GREP_MAX_BYTES
+  }
+
+  /** Counts `bytes` scanned; throws when the budget is spent. */
+  spend(bytes: number, path: string): void {
+    this.#bytes += bytes
+    if (this.#bytes > this.#maxBytes)
+      throw fsError('EFBIG', this.syscall, path, {
+        hint: `the search read more than ${this.#maxBytes} bytes; narrow it with a path or a glob`,
+      })
+    if (Date.now() > this.#deadline)
+      throw fsError('ETIMEDOUT', this.syscall, path, {
+        hint: 'the search ran out of time; narrow it with a path or a glob',
+      })
+  }
+}
 
 /**
  * Searches file contents line by line, like `grep -rn`. Binary files (a NUL byte in their
- * first chunk) are skipped. For a case-sensitive literal, candidate files are found inside the
- * engine first (`instr` over each chunk joined with the head of the next, so matches across
- * chunk boundaries count) and only those are read.
+ * first chunk) are skipped. Regular expressions use RE2 syntax and run in linear time. For a
+ * case-sensitive literal, candidate files are found inside the engine first (`instr` over each
+ * chunk joined with the head of the next, so matches across chunk boundaries count) and only
+ * those are read.
  */
 export async function grep(
   q: Queryable,
@@ -154,17 +232,23 @@ export async function grep(
   options: GrepOptions = {},
 ): Promise<GrepMatch[]> {
   const base = normalizePath(options.path ?? '/', 'grep')
+  const regex = compileRegex(pattern, {
+    ...(options.ignoreCase === undefined ? {} : { ignoreCase: options.ignoreCase }),
+    ...(options.fixedStrings === undefined ? {} : { fixedStrings: options.fixedStrings }),
+  })
+  const fileFilter = options.glob
+    ? compileGlob(options.glob, { dot: true, matchBase: !options.glob.includes('/') })
+    : undefined
+  const budget = new SearchBudget('grep', options)
   const found = await lookup(q, base, { followLast: true, syscall: 'grep' })
-  const node = found.node!
+  const node = found.node
+  if (!node) throw corruptError('grep', base, 'the directory has no inode row')
   let files: Array<{ path: string; ino: number; size: number }>
   if (isDir(node.mode)) {
-    const matcher = options.glob
-      ? picomatch(options.glob, { dot: true, matchBase: !options.glob.includes('/') })
-      : undefined
-    files = (await listTree(q, node.ino, 4096))
-      .filter((row) => (row.mode & S_IFMT) === S_IFREG && (!matcher || matcher(row.rel)))
+    files = (await listTree(q, node.ino, undefined, 'grep', base))
+      .filter((row) => (row.mode & S_IFMT) === S_IFREG && (!fileFilter || fileFilter(row.rel)))
       .map((row) => ({ path: joinPath(base, row.rel), ino: row.ino, size: row.size }))
-      .sort((a, b) => (a.path < b.path ? -1 : 1))
+      .sort((a, b) => compareCodePoints(a.path, b.path))
   } else {
     files = [{ path: base, ino: node.ino, size: node.size }]
   }
@@ -172,18 +256,6 @@ export async function grep(
     typeof pattern === 'string' && (options.fixedStrings || !/[.*+?^${}()|[\]\\]/.test(pattern))
       ? pattern
       : undefined
-  const regex =
-    typeof pattern === 'string'
-      ? new RegExp(
-          literal !== undefined ? escapeRegExp(literal) : pattern,
-          options.ignoreCase ? 'i' : '',
-        )
-      : new RegExp(
-          pattern.source,
-          options.ignoreCase && !pattern.flags.includes('i')
-            ? `${pattern.flags}i`
-            : pattern.flags.replace('g', ''),
-        )
   if (literal !== undefined && !options.ignoreCase && literal.length > 0 && files.length > 0) {
     const needle = Buffer.from(literal)
     const candidates = new Set<number>()
@@ -197,23 +269,26 @@ WHERE a.ino IN (${batch.map(() => '?').join(', ')})
         params: [...batch.map((f) => f.ino), Math.max(0, needle.length - 1), needle],
       })
       for (const row of rows) candidates.add(row.ino)
+      budget.spend(0, base)
     }
     files = files.filter((f) => candidates.has(f.ino))
   }
   const out: GrepMatch[] = []
   const limit = options.maxMatches ?? Number.POSITIVE_INFINITY
-  const decoder = new TextDecoder()
   for (const file of files) {
-    let carry = ''
+    const lines = new LineSplitter()
     let line = 0
     let first = true
     let binary = false
     for (let index = 0; index * chunkSize < file.size && !binary; index += 64) {
-      const { rows } = await q.execute<{ data: Uint8Array }>({
+      const { rows } = await q.execute<{ data: unknown }>({
         sql: 'SELECT data FROM fs_data WHERE ino = ? AND chunk_index >= ? AND chunk_index < ? ORDER BY chunk_index',
         params: [file.ino, index, index + 64],
       })
       for (const { data } of rows) {
+        if (!(data instanceof Uint8Array))
+          throw corruptError('grep', file.path, `a chunk of inode ${file.ino} is not a BLOB`)
+        budget.spend(data.byteLength, file.path)
         if (first) {
           first = false
           if (data.includes(0)) {
@@ -221,10 +296,7 @@ WHERE a.ino IN (${batch.map(() => '?').join(', ')})
             break
           }
         }
-        const text = carry + decoder.decode(data, { stream: true })
-        const lines = text.split('\n')
-        carry = lines.pop() ?? ''
-        for (const content of lines) {
+        for (const content of lines.push(data)) {
           line++
           if (regex.test(content)) {
             out.push({ path: file.path, line, text: content })
@@ -234,11 +306,11 @@ WHERE a.ino IN (${batch.map(() => '?').join(', ')})
       }
     }
     if (binary) continue
-    carry += decoder.decode()
-    if (carry.length > 0) {
+    const last = lines.end()
+    if (last !== undefined && last.length > 0) {
       line++
-      if (regex.test(carry)) {
-        out.push({ path: file.path, line, text: carry })
+      if (regex.test(last)) {
+        out.push({ path: file.path, line, text: last })
         if (out.length >= limit) return out
       }
     }

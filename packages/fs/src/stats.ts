@@ -43,7 +43,10 @@ export class Stats {
   /** Changes on every content or metadata modification; pass it back as `ifMatch`. */
   readonly version: string
 
-  constructor(row: InodeRow, options: { blksize: number; dev?: number; ino?: number }) {
+  constructor(
+    row: InodeRow,
+    options: { blksize: number; dev?: number; ino?: number; blocks?: number },
+  ) {
     this.dev = options.dev ?? 0
     this.ino = options.ino ?? row.ino
     this.mode = row.mode
@@ -53,7 +56,7 @@ export class Stats {
     this.rdev = row.rdev
     this.size = row.size
     this.blksize = options.blksize
-    this.blocks = Math.ceil(row.size / 512)
+    this.blocks = options.blocks ?? Math.ceil(row.size / 512)
     this.atimeMs = ms(row.atime, row.atime_nsec)
     this.mtimeMs = ms(row.mtime, row.mtime_nsec)
     this.ctimeMs = ms(row.ctime, row.ctime_nsec)
