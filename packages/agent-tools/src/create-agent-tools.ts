@@ -28,6 +28,22 @@ const DEFAULT_LIMITS: OutputLimits = {
 }
 
 /**
+ * Where tools run: the path mapping (`root`, `allowedRoots`) and the filesystem, narrowed to the
+ * allowed roots when it can enforce a policy itself. Every front end (the tools, MCP resources)
+ * builds on this one environment, so all of them apply the same check.
+ */
+export function createToolEnvironment(
+  options: Pick<AgentToolsOptions, 'fs' | 'kv' | 'root' | 'allowedRoots' | 'readOnly'>,
+): ToolEnvironment {
+  const paths = createPathPolicy({
+    ...(options.root === undefined ? {} : { root: options.root }),
+    ...(options.allowedRoots === undefined ? {} : { allowedRoots: options.allowedRoots }),
+    ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
+  })
+  return { fs: paths.confine(options.fs), ...(options.kv ? { kv: options.kv } : {}), paths }
+}
+
+/**
  * The agent tools over a filesystem (and optionally a key-value store), ready for any adapter:
  * each validates its input, runs, returns text (errors as values, never thrown) and records the
  * call exactly once in `tool_calls` when `audit` is given.
@@ -38,11 +54,8 @@ const DEFAULT_LIMITS: OutputLimits = {
  */
 export function createAgentTools(options: AgentToolsOptions): Map<string, AgentTool> {
   const limits = { ...DEFAULT_LIMITS, ...options.limits }
-  const paths = createPathPolicy({
-    ...(options.root === undefined ? {} : { root: options.root }),
-    ...(options.allowedRoots === undefined ? {} : { allowedRoots: options.allowedRoots }),
-  })
-  const env: ToolEnvironment = { fs: options.fs, ...(options.kv ? { kv: options.kv } : {}), paths }
+  const env = createToolEnvironment(options)
+  const paths = env.paths
   const known = new Set(TOOL_DEFINITIONS.map((d) => d.name))
   for (const name of [
     ...(options.include ?? []),

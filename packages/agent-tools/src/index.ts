@@ -1,6 +1,6 @@
-export { createAgentTools, TOOL_DEFINITIONS } from './create-agent-tools.js'
+export { createAgentTools, createToolEnvironment, TOOL_DEFINITIONS } from './create-agent-tools.js'
 export { failureOutput, ToolFailure } from './failure.js'
-export { createPathPolicy } from './paths.js'
+export { createPathPolicy, landing } from './paths.js'
 export { isText } from './text.js'
 export type {
   AgentTool,

@@ -1,22 +1,72 @@
-import { isWithin, normalizePath } from '@agentfs/core'
-import type { FileSystem } from '@agentfs/fs'
+import { FsError, isWithin, normalizePath } from '@agentfs/core'
+import type { FileSystem, FsPolicy } from '@agentfs/fs'
 import { ToolFailure } from './failure.js'
 import type { PathPolicy } from './types.js'
+
+/** Links followed while finding where a path lands (Linux's limit). */
+const MAX_HOPS = 40
+
+/**
+ * Where `path` lands on `fs`: every existing component resolved through symlinks (absolute
+ * targets from `/`, relative ones from the link's directory, `..` physically), the missing rest
+ * appended. Works on any {@link FileSystem} from `lstat` and `readlink` alone, so a dangling
+ * link or a link in the middle of a path that does not exist yet is judged where it leads.
+ */
+export async function landing(fs: FileSystem, path: string): Promise<string> {
+  const queue = normalizePath(path).split('/').filter(Boolean)
+  const at: string[] = []
+  let hops = 0
+  while (queue.length > 0) {
+    const name = queue.shift()!
+    if (name === '.' || name === '') continue
+    if (name === '..') {
+      at.pop()
+      continue
+    }
+    const candidate = `/${[...at, name].join('/')}`
+    const stats = await fs.lstat(candidate).catch((error: unknown) => {
+      if (error instanceof FsError || (error as { code?: unknown }).code !== undefined)
+        return undefined
+      throw error
+    })
+    if (!stats) return normalizePath(`/${[...at, name, ...queue].join('/')}`)
+    if (stats.isSymbolicLink()) {
+      if (++hops > MAX_HOPS) throw new FsError({ code: 'ELOOP', syscall: 'open', path })
+      const target = await fs.readlink(candidate)
+      if (target.startsWith('/')) at.length = 0
+      queue.unshift(...target.split('/').filter(Boolean))
+      continue
+    }
+    at.push(name)
+  }
+  return `/${at.join('/')}`
+}
+
+/** A filesystem that can narrow itself by a policy inside its own transactions (AgentFs). */
+interface Restrictable {
+  restrict(policy: FsPolicy): FileSystem
+}
+
+const canRestrict = (fs: FileSystem): fs is FileSystem & Restrictable =>
+  typeof (fs as Partial<Restrictable>).restrict === 'function'
 
 /**
  * The model's paths: absolute POSIX paths, relative ones taken from `/`, `..` never above `/`.
  * With `root`, the model's `/` is that directory; with `allowedRoots`, anything else is refused —
- * also when a symlink would lead out (checked on the real path of what exists).
+ * judged where the path really lands, through symlinks (dangling ones too) and for paths that
+ * do not exist yet. On a filesystem that enforces policies itself (AgentFs), {@link confine}
+ * also narrows it to the roots, so every check runs again inside the change's transaction.
  */
 export function createPathPolicy(options: {
   root?: string
   allowedRoots?: readonly string[]
-}): PathPolicy {
+  readOnly?: boolean
+}): PathPolicy & { confine(fs: FileSystem): FileSystem } {
   const root = options.root === undefined ? '/' : normalizePath(options.root)
   const allowed = (options.allowedRoots ?? ['/']).map((p) => normalizePath(p))
+  const fsRoots = allowed.map((a) => (root === '/' ? a : joinRoot(root, a)))
   const inRoot = (fsPath: string) => isWithin(fsPath, root)
-  const inAllowed = (fsPath: string) =>
-    allowed.some((a) => isWithin(fsPath, root === '/' ? a : joinRoot(root, a)))
+  const inAllowed = (fsPath: string) => fsRoots.some((a) => isWithin(fsPath, a))
   const display = (fsPath: string) =>
     root === '/' ? fsPath : fsPath === root ? '/' : fsPath.slice(root.length)
   const refuse = (modelPath: string) =>
@@ -24,6 +74,7 @@ export function createPathPolicy(options: {
       'EACCES',
       `Error: ${modelPath} is outside the allowed directories (${allowed.join(', ')}). Use a path inside them.`,
     )
+  const confined = root !== '/' || options.allowedRoots !== undefined
   return {
     display,
     async resolve(modelPath: string, fs: FileSystem): Promise<string> {
@@ -40,10 +91,26 @@ export function createPathPolicy(options: {
       }
       const fsPath = joinRoot(root, normal)
       if (!inRoot(fsPath) || !inAllowed(fsPath)) throw refuse(modelPath)
-      // A symlink may point elsewhere: check where existing paths really lead.
-      const real = await fs.realpath(fsPath).catch(() => undefined)
-      if (real !== undefined && (!inRoot(real) || !inAllowed(real))) throw refuse(modelPath)
+      if (confined) {
+        // A symlink may lead elsewhere, also one that dangles or sits above a missing name.
+        const real = await landing(fs, fsPath).catch(() => undefined)
+        if (real === undefined || !inRoot(real) || !inAllowed(real)) throw refuse(modelPath)
+      }
       return fsPath
+    },
+    async visible(fsPath: string, fs: FileSystem): Promise<boolean> {
+      if (!inRoot(fsPath) || !inAllowed(fsPath)) return false
+      if (!confined) return true
+      const slash = fsPath.lastIndexOf('/')
+      const parent = await landing(fs, fsPath.slice(0, slash) || '/').catch(() => undefined)
+      if (parent === undefined) return false
+      const real = `${parent === '/' ? '' : parent}${fsPath.slice(slash)}`
+      return inRoot(real) && inAllowed(real)
+    },
+    confine(fs: FileSystem): FileSystem {
+      if (!confined || !canRestrict(fs)) return fs
+      const globs = fsRoots.flatMap((r) => (r === '/' ? ['/', '/**'] : [r, `${r}/**`]))
+      return fs.restrict({ read: globs, write: options.readOnly ? [] : globs })
     },
   }
 }

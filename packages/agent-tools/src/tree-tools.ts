@@ -1,5 +1,5 @@
 import { joinPath } from '@agentfs/core'
-import type { Dirent, FileSystem } from '@agentfs/fs'
+import { compileRegex, type Dirent, type FileSystem } from '@agentfs/fs'
 import { z } from 'zod'
 import { ToolFailure } from './failure.js'
 import { dirnameOf } from './posix.js'
@@ -76,10 +76,17 @@ const glob: AgentToolDefinition<{ pattern: string; path?: string | undefined }> 
   mutates: false,
   needs: 'fs',
   async handler(input, env, limits) {
-    const cwd = await env.paths.resolve(input.path ?? '/', env.fs)
-    const matches = (await env.fs.glob(input.pattern, { cwd, onlyFiles: true })).sort(
-      (a, b) => b.mtimeMs - a.mtimeMs || (a.path < b.path ? -1 : 1),
-    )
+    // An absolute pattern is the model's: relative to its `/`, which may be a root directory.
+    const absolute = input.pattern.startsWith('/')
+    const cwd = await env.paths.resolve(absolute ? '/' : (input.path ?? '/'), env.fs)
+    const pattern = absolute ? input.pattern.replace(/^\/+/, '') || '*' : input.pattern
+    const found = await env.fs.glob(pattern, { cwd, onlyFiles: true })
+    // An absolute pattern or a link in its static part can reach outside: show only what may be seen.
+    const matches: typeof found = []
+    for (const m of found)
+      if (await env.paths.visible(m.path.startsWith('/') ? m.path : joinPath(cwd, m.path), env.fs))
+        matches.push(m)
+    matches.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.path < b.path ? -1 : 1))
     if (matches.length === 0)
       return {
         text: `No files match ${input.pattern} in ${env.paths.display(cwd)}.`,
@@ -87,7 +94,9 @@ const glob: AgentToolDefinition<{ pattern: string; path?: string | undefined }> 
       }
     const shown = matches.slice(0, limits.maxResults)
     const truncated = matches.length > shown.length
-    const lines = shown.map((m) => env.paths.display(joinPath(cwd, m.path)))
+    const lines = shown.map((m) =>
+      env.paths.display(m.path.startsWith('/') ? m.path : joinPath(cwd, m.path)),
+    )
     return {
       text: `${lines.join('\n')}${truncated ? `\n… [${matches.length - shown.length} more — narrow the pattern or path]` : ''}`,
       data: { truncated, count: matches.length },
@@ -121,18 +130,27 @@ const grep: AgentToolDefinition<z.infer<typeof grepSchema>> = {
   async handler(input, env, limits) {
     const base = await env.paths.resolve(input.path ?? '/', env.fs)
     try {
-      new RegExp(input.pattern)
+      compileRegex(input.pattern)
     } catch (error) {
       throw new ToolFailure(
         'EINVAL',
-        `Error: invalid regular expression: ${(error as Error).message}`,
+        `Error: invalid regular expression (RE2 syntax, no backreferences or lookaround): ${(error as Error).message}`,
       )
     }
-    const matches = await env.fs.grep(input.pattern, {
+    const matches = []
+    const seen = new Map<string, boolean>()
+    for (const m of await env.fs.grep(input.pattern, {
       path: base,
       ...(input.glob === undefined ? {} : { glob: input.glob }),
       ignoreCase: input['-i'] ?? false,
-    })
+    })) {
+      let ok = seen.get(m.path)
+      if (ok === undefined) {
+        ok = await env.paths.visible(m.path, env.fs)
+        seen.set(m.path, ok)
+      }
+      if (ok) matches.push(m)
+    }
     const mode = input.output_mode ?? 'files_with_matches'
     const limit = input.head_limit ?? Number.POSITIVE_INFINITY
     let lines: string[]

@@ -21,6 +21,8 @@ export interface PathPolicy {
   resolve(modelPath: string, fs: FileSystem): Promise<string>
   /** The model's view of a filesystem path. */
   display(fsPath: string): string
+  /** Whether a filesystem path (a search result, say) may be shown to the model. */
+  visible(fsPath: string, fs: FileSystem): Promise<boolean>
 }
 
 /** Where tools run. */

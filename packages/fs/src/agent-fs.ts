@@ -32,7 +32,7 @@ import { parseFlags } from './flags.js'
 import { type InodeRow, isDir, isLnk } from './inode.js'
 import { createNode, pathOf, touchContent, touchMeta } from './mutate.js'
 import * as ns from './namespace-ops.js'
-import { CompiledPolicy, type FsOperation } from './policy.js'
+import { CompiledPolicy, type FsOperation, type FsPolicy } from './policy.js'
 import { PolicyGate, type WriteCheck } from './policy-gate.js'
 import { lookup, readRegularFile } from './resolver.js'
 import {
@@ -95,6 +95,17 @@ export class AgentFs implements FileSystem {
    */
   bind(q: Queryable): AgentFs {
     return new AgentFs({ ...this.#ctx, q })
+  }
+
+  /**
+   * This filesystem narrowed by `policy`: what it refuses is refused on top of this one's own
+   * policy (both must allow). The way to confine tools, servers and mounts to part of a tree.
+   *
+   * @example
+   * const workspace = agent.fs.restrict({ read: ['/ws', '/ws/**'], write: ['/ws/**'] })
+   */
+  restrict(policy: FsPolicy): AgentFs {
+    return new AgentFs({ ...this.#ctx, policy: new CompiledPolicy(policy, this.#ctx.policy) })
   }
 
   transaction<T>(fn: (fs: AgentFs) => Promise<T>): Promise<T> {

@@ -1,5 +1,13 @@
-import { FsError, joinPath, normalizePath, undefinedIfAbsent } from '@agentfs/core'
+import {
+  badEntryName,
+  corruptError,
+  FsError,
+  joinPath,
+  normalizePath,
+  undefinedIfAbsent,
+} from '@agentfs/core'
 import type { CpOptions, FileSystem } from './types.js'
+import { MAX_TREE_DEPTH } from './walk.js'
 
 /**
  * `cp` for any {@link FileSystem}, on its public operations: a file, a symlink (copied as a
@@ -12,6 +20,18 @@ export async function copyTree(
   src: string,
   dest: string,
   options: CpOptions = {},
+): Promise<void> {
+  await copyNode(fs, src, dest, options, new Set(), 0)
+}
+
+/** One level of {@link copyTree}; `entered` holds the directories being copied (by inode). */
+async function copyNode(
+  fs: FileSystem,
+  src: string,
+  dest: string,
+  options: CpOptions,
+  entered: Set<string>,
+  depth: number,
 ): Promise<void> {
   const from = normalizePath(src, 'cp')
   const to = normalizePath(dest, 'cp')
@@ -38,9 +58,24 @@ export async function copyTree(
     }
     if (existing && !existing.isDirectory())
       throw new FsError({ code: 'ENOTDIR', syscall: 'cp', path: from, dest: to })
+    // A damaged database can make a directory its own descendant: never enter one twice.
+    const key = `${stats.dev}:${stats.ino}`
+    if (entered.has(key) || depth >= MAX_TREE_DEPTH)
+      throw new FsError({
+        code: 'ELOOP',
+        syscall: 'cp',
+        path: from,
+        dest: to,
+        hint: 'the directory contains itself (a cycle in a damaged database); run `agentfs fsck`',
+      })
     if (!existing) await fs.mkdir(to, { mode: stats.mode & 0o7777 })
-    for (const name of await fs.readdir(from))
-      await copyTree(fs, joinPath(from, name), joinPath(to, name), options)
+    entered.add(key)
+    for (const name of await fs.readdir(from)) {
+      const bad = badEntryName(name)
+      if (bad !== undefined) throw corruptError('cp', from, `an entry name ${bad}`)
+      await copyNode(fs, joinPath(from, name), joinPath(to, name), options, entered, depth + 1)
+    }
+    entered.delete(key)
     return
   }
   if (existing) {

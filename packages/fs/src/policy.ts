@@ -73,8 +73,12 @@ export class CompiledPolicy {
   readonly maxFileSize: number | undefined
   readonly maxTotalBytes: number | undefined
   readonly maxInodes: number | undefined
+  /** A policy this one narrows: both must allow everything. */
+  readonly #outer: CompiledPolicy | undefined
 
-  constructor(policy: FsPolicy) {
+  /** `outer`, when given, must allow everything too (see `AgentFs.restrict`). */
+  constructor(policy: FsPolicy, outer?: CompiledPolicy) {
+    this.#outer = outer
     for (const key of ['read', 'write', 'readOnly', 'protected'] as const) {
       const globs = policy[key]
       if (
@@ -91,9 +95,11 @@ export class CompiledPolicy {
     this.#readOnly = matcher(policy.readOnly)
     this.#protected = matcher(policy.protected)
     this.#deny = new Set(policy.deny ?? [])
-    this.maxFileSize = policy.maxFileSize
-    this.maxTotalBytes = policy.maxTotalBytes
-    this.maxInodes = policy.maxInodes
+    const min = (a: number | undefined, b: number | undefined) =>
+      a === undefined ? b : b === undefined ? a : Math.min(a, b)
+    this.maxFileSize = min(policy.maxFileSize, outer?.maxFileSize)
+    this.maxTotalBytes = min(policy.maxTotalBytes, outer?.maxTotalBytes)
+    this.maxInodes = min(policy.maxInodes, outer?.maxInodes)
   }
 
   /** Whether any limit needs a check after each change. */
@@ -107,6 +113,7 @@ export class CompiledPolicy {
 
   /** Refuses reading `resolved` (the path after symlinks) unless `read` allows it. */
   checkRead(resolved: string, syscall: string, path: string): void {
+    this.#outer?.checkRead(resolved, syscall, path)
     if (this.#read && !this.#read(resolved))
       throw fsError('EACCES', syscall, path, {
         hint: `the policy does not allow reading ${resolved}`,
@@ -124,6 +131,7 @@ export class CompiledPolicy {
     path: string,
     replaces = false,
   ): void {
+    this.#outer?.checkWrite(resolved, operation, syscall, path, replaces)
     if (this.#deny.has(operation))
       throw fsError('EPERM', syscall, path, { hint: `the policy denies ${operation}` })
     if (this.#write && !this.#write(resolved))
@@ -140,12 +148,12 @@ export class CompiledPolicy {
 
   /** Whether the policy refuses `operation` everywhere. */
   denies(operation: FsOperation): boolean {
-    return this.#deny.has(operation)
+    return this.#deny.has(operation) || this.#outer?.denies(operation) === true
   }
 
   /** Whether `resolved` may be read (for filtering search results). */
   readable(resolved: string): boolean {
-    return !this.#read || this.#read(resolved)
+    return (!this.#read || this.#read(resolved)) && this.#outer?.readable(resolved) !== false
   }
 }
 

@@ -1,4 +1,9 @@
-import { type AgentToolsOptions, createAgentTools, isText } from '@agentfs/agent-tools'
+import {
+  type AgentToolsOptions,
+  createAgentTools,
+  createToolEnvironment,
+  isText,
+} from '@agentfs/agent-tools'
 import type { Dirent } from '@agentfs/fs'
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
@@ -46,31 +51,36 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     )
   }
   if (options.resources !== false) {
-    const fs = options.fs
+    // Resources go through the same path mapping and roots as the tools: the same check.
+    const { fs, paths } = createToolEnvironment(options)
     const limit = options.maxResources ?? 1000
     server.registerResource(
       'files',
       new ResourceTemplate('agentfs:///{+path}', {
         list: async () => {
-          const entries = (await fs.readdir('/', {
-            recursive: true,
-            withFileTypes: true,
-          })) as Dirent[]
-          return {
-            resources: entries
-              .filter((d) => d.isFile())
-              .slice(0, limit)
-              .map((d) => {
-                const path = `${d.parentPath === '/' ? '' : d.parentPath}/${d.name}`
-                return { uri: `agentfs://${path}`, name: path }
-              }),
+          const entries: Dirent[] = []
+          for (const top of options.allowedRoots ?? ['/']) {
+            const fsTop = await paths.resolve(top, fs).catch(() => undefined)
+            if (fsTop === undefined) continue
+            const listed = await fs.readdir(fsTop, { recursive: true, withFileTypes: true })
+            entries.push(...(listed as Dirent[]))
           }
+          const resources = []
+          for (const d of entries) {
+            if (resources.length >= limit) break
+            if (!d.isFile()) continue
+            const fsPath = `${d.parentPath === '/' ? '' : d.parentPath}/${d.name}`
+            if (!(await paths.visible(fsPath, fs))) continue
+            const path = paths.display(fsPath)
+            resources.push({ uri: `agentfs://${path}`, name: path })
+          }
+          return { resources }
         },
       }),
       { description: 'Files of the agent filesystem' },
       async (uri, variables) => {
-        const path = `/${String(variables.path ?? '')}`
-        const bytes = await fs.readFile(path)
+        const fsPath = await paths.resolve(`/${String(variables.path ?? '')}`, fs)
+        const bytes = await fs.readFile(fsPath)
         return {
           contents: [
             isText(bytes)

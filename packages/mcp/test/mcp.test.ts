@@ -107,3 +107,31 @@ test('every advertised tool works over MCP, and files are resources', async () =
   const read = await client.readResource({ uri: 'agentfs:///src/a.ts' })
   expect((read.contents[0] as { text: string }).text).toBe('export const b = 2\n')
 })
+
+test('resources obey root and allowedRoots like the tools: nothing outside is listed or read', async () => {
+  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
+  agents.push(agent)
+  await agent.fs.mkdir('/workspace', { recursive: true })
+  await agent.fs.mkdir('/secret')
+  await agent.fs.writeFile('/secret/key', 'sk-123')
+  await agent.fs.writeFile('/workspace/ok.md', 'fine')
+  await agent.fs.symlink('/secret/key', '/workspace/key-link')
+  for (const options of [{ allowedRoots: ['/workspace'] }, { root: '/workspace' }]) {
+    const server = createMcpServer({ fs: agent.fs, readOnly: true, ...options })
+    const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair()
+    const client = new Client({ name: 'test-client', version: '1.0.0' })
+    await Promise.all([client.connect(clientTransport), server.connect(serverTransport)])
+    const listed = (await client.listResources()).resources.map((r) => r.uri)
+    expect(listed.join(' ')).not.toContain('secret')
+    expect(listed.some((uri) => uri.endsWith('/ok.md'))).toBe(true)
+    for (const uri of [
+      'agentfs:///secret/key',
+      'agentfs:///workspace/key-link',
+      'agentfs:///key-link',
+    ])
+      await expect(client.readResource({ uri })).rejects.toThrow()
+    const ok = options.root ? 'agentfs:///ok.md' : 'agentfs:///workspace/ok.md'
+    expect(JSON.stringify((await client.readResource({ uri: ok })).contents)).toContain('fine')
+    await client.close()
+  }
+})

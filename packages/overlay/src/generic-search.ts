@@ -1,14 +1,17 @@
 import { fsError, joinPath, normalizePath } from '@agentfs/core'
-import type {
-  Dirent,
-  FileSystem,
-  FsDir,
-  GlobMatch,
-  GlobOptions,
-  GrepMatch,
-  GrepOptions,
+import {
+  compareCodePoints,
+  compileGlob,
+  compileRegex,
+  type Dirent,
+  type FileSystem,
+  type FsDir,
+  type GlobMatch,
+  type GlobOptions,
+  type GrepMatch,
+  type GrepOptions,
+  SearchBudget,
 } from '@agentfs/fs'
-import picomatch from 'picomatch'
 
 /**
  * `opendir` for any filesystem, from one `readdir`: entries in listing order, `EBADF` after
@@ -49,7 +52,7 @@ export async function walkGlob(
   const absolute = pattern.startsWith('/')
   const cwd = normalizePath(options.cwd ?? '/', 'glob')
   const root = absolute ? '/' : cwd
-  const matcher = picomatch(absolute ? pattern.slice(1) : pattern, { dot: options.dot ?? false })
+  const matcher = compileGlob(absolute ? pattern.slice(1) : pattern, { dot: options.dot ?? false })
   const entries = (await fs
     .readdir(root, { recursive: true, withFileTypes: true })
     .catch(() => [])) as Dirent[]
@@ -73,7 +76,7 @@ export async function walkGlob(
       mtimeMs: stats.mtimeMs,
     })
   }
-  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  return out.sort((a, b) => compareCodePoints(a.path, b.path))
 }
 
 /** `grep` for any filesystem: regular files below `path`, line by line, binary files skipped. */
@@ -83,30 +86,28 @@ export async function walkGrep(
   options: GrepOptions = {},
 ): Promise<GrepMatch[]> {
   const base = normalizePath(options.path ?? '/', 'grep')
-  const source = typeof pattern === 'string' ? pattern : pattern.source
-  const literal = typeof pattern === 'string' && options.fixedStrings
-  const flags =
-    (typeof pattern === 'string' ? '' : pattern.flags.replace('g', '')) +
-    (options.ignoreCase ? 'i' : '')
-  const regex = new RegExp(
-    literal ? source.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : source,
-    [...new Set(flags)].join(''),
-  )
+  // Linear-time matching (RE2) and a time/byte budget, as in the database filesystem.
+  const regex = compileRegex(pattern, {
+    ...(options.ignoreCase === undefined ? {} : { ignoreCase: options.ignoreCase }),
+    ...(options.fixedStrings === undefined ? {} : { fixedStrings: options.fixedStrings }),
+  })
   const matcher = options.glob
-    ? picomatch(options.glob, { dot: true, matchBase: !options.glob.includes('/') })
+    ? compileGlob(options.glob, { dot: true, matchBase: !options.glob.includes('/') })
     : undefined
+  const budget = new SearchBudget('grep', options)
   const top = await fs.stat(base)
   const files = top.isDirectory()
     ? ((await fs.readdir(base, { recursive: true, withFileTypes: true })) as Dirent[])
         .filter((d) => d.isFile())
         .map((d) => joinPath(d.parentPath, d.name))
         .filter((p) => !matcher || matcher(base === '/' ? p.slice(1) : p.slice(base.length + 1)))
-        .sort()
+        .sort(compareCodePoints)
     : [base]
   const out: GrepMatch[] = []
   const limit = options.maxMatches ?? Number.POSITIVE_INFINITY
   for (const file of files) {
     const bytes = await fs.readFile(file)
+    budget.spend(bytes.byteLength, file)
     if (bytes.subarray(0, 4096).includes(0)) continue
     const lines = bytes.toString('utf8').split('\n')
     if (lines.at(-1) === '') lines.pop()

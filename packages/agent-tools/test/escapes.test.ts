@@ -1,0 +1,74 @@
+import { fixedClock } from '@agentfs/core'
+import type { FileSystem } from '@agentfs/fs'
+import { AgentFS } from '@agentfs/sdk'
+import { afterEach, describe, expect, test } from 'vitest'
+import { createAgentTools } from '../src/index.js'
+
+// Escape attempts through the tools' root / allowedRoots: each one landed outside before.
+
+const agents: AgentFS[] = []
+afterEach(async () => {
+  for (const a of agents.splice(0)) await a.close()
+})
+
+/** The same filesystem without `restrict`: the tools must hold on any FileSystem. */
+function plain(fs: FileSystem): FileSystem {
+  return new Proxy(fs, {
+    get(target, key) {
+      if (key === 'restrict') return undefined
+      const value = Reflect.get(target, key, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
+async function setup() {
+  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
+  agents.push(agent)
+  await agent.fs.mkdir('/workspace/project', { recursive: true })
+  await agent.fs.mkdir('/secret')
+  await agent.fs.writeFile('/secret/key', 'sk-123')
+  await agent.fs.writeFile('/workspace/project/a.txt', 'inside')
+  await agent.fs.symlink('/secret', '/workspace/project/out')
+  await agent.fs.symlink('/secret/new-file', '/workspace/project/dangling')
+  return agent
+}
+
+describe.each([
+  ['an AgentFS filesystem', (fs: FileSystem) => fs],
+  ['any FileSystem', plain],
+])('tools confined to a root, on %s', (_name, wrap) => {
+  for (const [label, options] of [
+    ['root', { root: '/workspace' }],
+    ['allowedRoots', { allowedRoots: ['/workspace'] }],
+  ] as const) {
+    test(`${label}: new paths through links, dangling links, move, copy and glob stay inside`, async () => {
+      const agent = await setup()
+      const tools = createAgentTools({ fs: wrap(agent.fs), ...options })
+      const base = label === 'root' ? '' : '/workspace'
+      const run = (name: string, input: Record<string, unknown>) => tools.get(name)!.execute(input)
+      const attempts = [
+        run('write_file', { path: `${base}/project/out/planted.txt`, content: 'x' }),
+        run('write_file', { path: `${base}/project/dangling`, content: 'x' }),
+        run('mkdir', { path: `${base}/project/out/a/b` }),
+        run('move', { from: `${base}/project/a.txt`, to: `${base}/project/out/moved` }),
+        run('copy', { from: `${base}/project/a.txt`, to: `${base}/project/out/copied` }),
+        run('copy', { from: `${base}/project/out/key`, to: `${base}/project/stolen` }),
+        run('read_file', { path: `${base}/project/out/key` }),
+      ]
+      for (const result of await Promise.all(attempts)) {
+        expect(result.isError, result.text).toBe(true)
+      }
+      expect(await agent.fs.readdir('/secret')).toEqual(['key'])
+      const listed = await run('glob', { pattern: '**/*', path: `${base}/project/out` })
+      expect(listed.text).not.toContain('key')
+      const viaLink = await run('glob', { pattern: 'project/out/*', path: base || '/' })
+      expect(viaLink.text).not.toContain('key')
+      const absolute = await run('glob', { pattern: '/secret/*' })
+      expect(absolute.text).not.toContain('key')
+      const grep = await run('grep', { pattern: 'sk-', path: base || '/' })
+      expect(grep.text).not.toContain('key')
+      expect(await agent.fs.readFile('/workspace/project/a.txt', 'utf8')).toBe('inside')
+    })
+  }
+})
