@@ -2,14 +2,17 @@ import { randomBytes } from 'node:crypto'
 import { pipeline } from 'node:stream/promises'
 import {
   AgentFsError,
+  badEntryName,
+  corruptError,
   joinPath,
   parentPath,
   type Queryable,
   ROOT_INO,
   undefinedIfAbsent,
 } from '@agentfs/core'
-import type { Dirent, FileSystem, Stats } from '@agentfs/fs'
+import { compareCodePoints, type Dirent, type FileSystem, type Stats } from '@agentfs/fs'
 import { createTwoFilesPatch } from 'diff'
+import { HostFileSystem } from './host-fs.js'
 import type { OverlayFs } from './overlay-fs.js'
 
 /** One difference between the overlay and its base. */
@@ -164,6 +167,7 @@ export async function discardOverlay(q: Queryable): Promise<void> {
       'DELETE FROM fs_whiteout',
       'DELETE FROM fs_origin',
       'DELETE FROM agentfs_overlay_base_state',
+      `DROP TABLE IF EXISTS ${JOURNAL}`,
     ]) {
       await tx.execute({ sql })
     }
@@ -173,69 +177,267 @@ export async function discardOverlay(q: Queryable): Promise<void> {
 /** Result of a commit. */
 export interface CommitResult {
   readonly applied: readonly OverlayChange[]
+  /** True when this call finished a commit that an earlier, interrupted one had begun. */
+  readonly resumed?: boolean
+}
+
+/** A commit that was planned and begun but not finished (the process died mid-way). */
+export interface PendingCommit {
+  readonly steps: number
+  readonly done: number
+  /** The paths whose steps have not run yet. */
+  readonly pending: readonly string[]
+}
+
+/** One step of a commit plan, as the journal stores it. */
+interface Step {
+  readonly step: number
+  readonly op: 'rm' | 'mkdir' | 'symlink' | 'file'
+  readonly path: string
+  readonly arg: string | null
+  readonly mode: number | null
+  readonly atime: number | null
+  readonly mtime: number | null
+  readonly done?: number
+}
+
+const JOURNAL = 'agentfs_overlay_commit'
+const JOURNAL_DDL = `CREATE TABLE IF NOT EXISTS ${JOURNAL} (
+  step INTEGER PRIMARY KEY,
+  op TEXT NOT NULL,
+  path TEXT NOT NULL,
+  arg TEXT,
+  mode INTEGER,
+  atime REAL,
+  mtime REAL,
+  done INTEGER NOT NULL DEFAULT 0
+)`
+const TEMP_PREFIX = '.agentfs-commit-'
+
+async function journalSteps(q: Queryable): Promise<Step[] | undefined> {
+  const table = await q.execute({
+    sql: `SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '${JOURNAL}'`,
+  })
+  if (table.rows.length === 0) return undefined
+  const { rows } = await q.execute<Step & { done: number }>({
+    sql: `SELECT step, op, path, arg, mode, atime, mtime, done FROM ${JOURNAL} ORDER BY step`,
+  })
+  return rows
+}
+
+/** The commit an interrupted process left half-applied, if any (the next commit finishes it). */
+export async function pendingCommit(q: Queryable): Promise<PendingCommit | undefined> {
+  const steps = await journalSteps(q)
+  if (!steps) return undefined
+  const left = steps.filter((s) => !s.done)
+  return { steps: steps.length, done: steps.length - left.length, pending: left.map((s) => s.path) }
+}
+
+/** A path from the delta database that may reach the host: absolute, normalized, sane names. */
+function checkHostPath(path: string): void {
+  const parts = path.split('/').slice(1)
+  const bad =
+    !path.startsWith('/') || path === '/'
+      ? 'it is not an absolute path below the root'
+      : parts.map((part) => badEntryName(part)).find((reason) => reason !== undefined)
+  if (bad !== undefined)
+    throw corruptError(
+      'commit',
+      JSON.stringify(path),
+      `an overlay path cannot be applied to the host: a component ${bad}`,
+    )
 }
 
 /**
- * Applies the delta to a writable target (by default the base itself): deletions first, then
- * directories, links and files — each file written to a temporary name and renamed into place,
- * so every file is replaced atomically. Refuses everything, applying nothing, when the base
- * changed since an entry was copied up or hidden. Afterwards the delta is discarded.
+ * A writable target that never follows a link while applying changes: a host directory is
+ * reopened with `noFollow`, so a link in the base (or planted by a crafted database) can make
+ * a step fail but never redirect it outside.
+ */
+function strictTarget(target: FileSystem): FileSystem {
+  if (target instanceof HostFileSystem && !target.noFollow)
+    return new HostFileSystem({ root: target.root, writable: target.writable, noFollow: true })
+  return target
+}
+
+/**
+ * Applies the delta to a writable target (by default the base itself), then discards it.
+ *
+ * Guarantees: nothing is touched when the base changed since the overlay saw it — a copied-up
+ * or hidden entry, or **anything below a directory the commit removes or replaces** (a file
+ * the user added or edited there meanwhile) — or when a path is unsafe (a name that cannot be
+ * a component, a link on the way): `OverlayConflictError` or EIO/ELOOP name the paths. Then the
+ * plan is written to a journal in the delta database before the first host change; every file
+ * is replaced atomically (written to a temporary name, then renamed); a commit killed midway is
+ * finished by the next `commit` (and reported by `pendingCommit`), and leaves no temporary
+ * file behind once finished. Per file atomic, whole commit resumable — not atomic as a whole.
  */
 export async function commitOverlay(
   overlay: OverlayFs,
   q: Queryable,
-  target: FileSystem,
+  baseTarget: FileSystem,
 ): Promise<CommitResult> {
+  const target = strictTarget(baseTarget)
+  const journal = await journalSteps(q)
+  if (journal) {
+    await runSteps(overlay, q, target, journal)
+    return { applied: [], resumed: true }
+  }
   const changes = await diffOverlay(overlay, q)
   const conflicts: { path: string; reason: string }[] = []
-  for (const change of changes) {
-    const current = await target.lstat(change.path).catch(undefinedIfAbsent)
+  const recorded = async (path: string) => {
     const { rows } = await q.execute<{ token: string }>({
       sql: 'SELECT token FROM agentfs_overlay_base_state WHERE path = ?',
-      params: [change.path],
+      params: [path],
     })
-    const recorded = rows[0]?.token
+    return rows[0]?.token
+  }
+  /** Everything under a directory the commit removes must be what the overlay saw there. */
+  const checkBelow = async (dir: string) => {
+    const entries = (await target.readdir(dir, {
+      recursive: true,
+      withFileTypes: true,
+    })) as Dirent[]
+    const { rows } = await q.execute<{ path: string; token: string }>({
+      sql: 'SELECT path, token FROM agentfs_overlay_base_state WHERE path >= ? AND path < ?',
+      params: [`${dir}/`, `${dir}0`],
+    })
+    const tokens = new Map(rows.map((r) => [r.path, r.token]))
+    for (const entry of entries) {
+      const path = joinPath(entry.parentPath, entry.name)
+      const token = tokens.get(path)
+      const now = await target.lstat(path).catch(undefinedIfAbsent)
+      if (!now) continue
+      if (token === undefined)
+        conflicts.push({
+          path,
+          reason: 'created in the base after the overlay removed its directory',
+        })
+      else if (token !== now.version)
+        conflicts.push({
+          path,
+          reason: 'changed in the base after the overlay removed its directory',
+        })
+    }
+  }
+  for (const change of changes) {
+    checkHostPath(change.path)
+    const current = await target.lstat(change.path).catch(undefinedIfAbsent)
+    const token = await recorded(change.path)
     if (change.kind === 'added') {
       if (current && !(current.isDirectory() && change.type === 'directory'))
         conflicts.push({ path: change.path, reason: 'created in the base meanwhile' })
     } else if (!current) {
       conflicts.push({ path: change.path, reason: 'removed from the base meanwhile' })
-    } else if (recorded !== undefined && recorded !== current.version) {
+    } else if (token !== undefined && token !== current.version) {
       conflicts.push({ path: change.path, reason: 'changed in the base since it was copied' })
     }
+    // A directory that goes away (deleted, or replaced by another type) takes its tree along.
+    if (current?.isDirectory() && (change.kind === 'deleted' || change.type !== 'directory'))
+      await checkBelow(change.path)
   }
   if (conflicts.length > 0) throw new OverlayConflictError(conflicts)
 
+  // The plan: deletions deepest first, then directories, links and files in path order.
+  const plan: Omit<Step, 'step'>[] = []
   const deletions = changes
     .filter((c) => c.kind === 'deleted')
-    .sort((a, b) => (a.path < b.path ? 1 : -1))
-  for (const change of deletions) await target.rm(change.path, { recursive: true, force: true })
-  const writes = changes.filter((c) => c.kind !== 'deleted')
-  for (const change of writes) {
+    .sort((a, b) => compareCodePoints(b.path, a.path))
+  for (const change of deletions)
+    plan.push({ op: 'rm', path: change.path, arg: null, mode: null, atime: null, mtime: null })
+  for (const change of changes.filter((c) => c.kind !== 'deleted')) {
     const stats = await overlay.delta.lstat(change.path)
     const existing = await target.lstat(change.path).catch(undefinedIfAbsent)
-    if (existing && (typeOf(existing) !== change.type || change.type === 'symlink')) {
-      await target.rm(change.path, { recursive: true, force: true })
-    }
-    if (change.type === 'directory') {
-      await target.mkdir(change.path, { recursive: true })
-      await target.chmod(change.path, stats.mode & 0o7777)
-    } else if (change.type === 'symlink') {
-      await target.symlink(await overlay.delta.readlink(change.path), change.path)
-    } else if (change.type === 'file') {
-      const temporary = joinPath(
-        parentPath(change.path),
-        `.agentfs-commit-${randomBytes(6).toString('hex')}`,
-      )
-      await pipeline(
-        overlay.delta.createReadStream(change.path),
-        target.createWriteStream(temporary, { mode: stats.mode & 0o7777 }),
-      )
-      await target.chmod(temporary, stats.mode & 0o7777)
-      await target.utimes(temporary, Number(stats.atimeNs) / 1e9, Number(stats.mtimeNs) / 1e9)
-      await target.rename(temporary, change.path)
-    }
+    if (existing && (typeOf(existing) !== change.type || change.type === 'symlink'))
+      plan.push({ op: 'rm', path: change.path, arg: null, mode: null, atime: null, mtime: null })
+    const mode = stats.mode & 0o7777
+    if (change.type === 'directory')
+      plan.push({ op: 'mkdir', path: change.path, arg: null, mode, atime: null, mtime: null })
+    else if (change.type === 'symlink')
+      plan.push({
+        op: 'symlink',
+        path: change.path,
+        arg: await overlay.delta.readlink(change.path),
+        mode: null,
+        atime: null,
+        mtime: null,
+      })
+    else if (change.type === 'file')
+      plan.push({
+        op: 'file',
+        path: change.path,
+        arg: randomBytes(6).toString('hex'),
+        mode,
+        atime: Number(stats.atimeNs) / 1e9,
+        mtime: Number(stats.mtimeNs) / 1e9,
+      })
+  }
+  // Written before the first change to the host: from here on a crash is resumable.
+  await q.transaction(async (tx) => {
+    await tx.execute({ sql: JOURNAL_DDL })
+    for (const [index, step] of plan.entries())
+      await tx.execute({
+        sql: `INSERT INTO ${JOURNAL} (step, op, path, arg, mode, atime, mtime) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        params: [index, step.op, step.path, step.arg, step.mode, step.atime, step.mtime],
+      })
+  })
+  await runSteps(
+    overlay,
+    q,
+    target,
+    plan.map((step, index) => ({ ...step, step: index })),
+  )
+  return { applied: changes }
+}
+
+const tempOf = (step: Step) => joinPath(parentPath(step.path), `${TEMP_PREFIX}${step.arg}`)
+
+/** Runs the journal's steps that have not run, marking each done, then discards the delta. */
+async function runSteps(
+  overlay: OverlayFs,
+  q: Queryable,
+  target: FileSystem,
+  steps: readonly Step[],
+): Promise<void> {
+  for (const step of steps) {
+    if (step.done) continue
+    checkHostPath(step.path)
+    await applyStep(overlay, target, step)
+    await q.execute({ sql: `UPDATE ${JOURNAL} SET done = 1 WHERE step = ?`, params: [step.step] })
   }
   await discardOverlay(q)
-  return { applied: changes }
+}
+
+/** One step, idempotent: running it again after a crash gives the same result. */
+async function applyStep(overlay: OverlayFs, target: FileSystem, step: Step): Promise<void> {
+  switch (step.op) {
+    case 'rm':
+      await target.rm(step.path, { recursive: true, force: true })
+      return
+    case 'mkdir':
+      await target.mkdir(step.path, { recursive: true })
+      await target.chmod(step.path, step.mode ?? 0o755)
+      return
+    case 'symlink':
+      await target.rm(step.path, { force: true })
+      await target.symlink(step.arg ?? '', step.path)
+      return
+    case 'file': {
+      const temporary = tempOf(step)
+      // A crash may have left this step's temporary file: start it again.
+      await target.rm(temporary, { force: true })
+      try {
+        await pipeline(
+          overlay.delta.createReadStream(step.path),
+          target.createWriteStream(temporary, { mode: step.mode ?? 0o644, flags: 'wx' }),
+        )
+        await target.chmod(temporary, step.mode ?? 0o644)
+        await target.utimes(temporary, step.atime ?? 0, step.mtime ?? 0)
+        await target.rename(temporary, step.path)
+      } catch (error) {
+        await target.rm(temporary, { force: true }).catch(() => undefined)
+        throw error
+      }
+      return
+    }
+  }
 }

@@ -11,9 +11,9 @@ import {
   type PosixCode,
 } from '@agentfs/core'
 import {
+  type CpOptions,
   compareCodePoints,
   copyTree,
-  type CpOptions,
   Dirent,
   type Encoding,
   type FileSystem,
@@ -558,7 +558,9 @@ export class HostFileSystem implements FileSystem {
   }
 
   async stat(path: string): Promise<Stats> {
-    return this.#at(path, 'stat', { follow: true }, async (r) => statsFromNode(await this.#lstat(r)))
+    return this.#at(path, 'stat', { follow: true }, async (r) =>
+      statsFromNode(await this.#lstat(r)),
+    )
   }
 
   async lstat(path: string): Promise<Stats> {

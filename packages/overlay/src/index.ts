@@ -1,5 +1,5 @@
-export type { CommitResult, OverlayChange } from './changes.js'
-export { OverlayConflictError } from './changes.js'
+export type { CommitResult, OverlayChange, PendingCommit } from './changes.js'
+export { OverlayConflictError, pendingCommit } from './changes.js'
 export type { CreateOverlayOptions, OpenOverlayOptions, OverlayBaseDescription } from './config.js'
 export { createOverlay, openOverlay, readOverlayBase, saveOverlayBase } from './config.js'
 export { walkGlob, walkGrep } from './generic-search.js'

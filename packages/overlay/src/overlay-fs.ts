@@ -42,6 +42,8 @@ import {
   diffOverlay,
   discardOverlay,
   type OverlayChange,
+  type PendingCommit,
+  pendingCommit,
 } from './changes.js'
 import { openListedDir, walkGlob, walkGrep } from './generic-search.js'
 
@@ -115,6 +117,11 @@ export class OverlayFs implements FileSystem {
    */
   commit(target: FileSystem = this.base): Promise<CommitResult> {
     return commitOverlay(this, this.#q, target)
+  }
+
+  /** A commit that was interrupted midway (the next `commit` finishes it), if any. */
+  pendingCommit(): Promise<PendingCommit | undefined> {
+    return pendingCommit(this.#q)
   }
 
   /** Throws every change away: the overlay shows the base again. */
@@ -301,6 +308,19 @@ export class OverlayFs implements FileSystem {
     const behind = await this.#baseBehind(path)
     if (!behind) return
     await this.#recordBase(path, behind)
+    // Hiding a base directory hides everything below it: remember what that was, so a commit
+    // can tell the user's later additions and edits there from what the agent deleted.
+    if (behind.isDirectory()) {
+      const entries = (await this.base.readdir(path, {
+        recursive: true,
+        withFileTypes: true,
+      })) as Dirent[]
+      for (const entry of entries) {
+        const below = joinPath(entry.parentPath, entry.name)
+        const stats = await this.base.lstat(below).catch(undefinedIfAbsent)
+        if (stats) await this.#recordBase(below, stats)
+      }
+    }
     await this.#q.execute({
       sql: 'INSERT INTO fs_whiteout (path, parent_path, created_at) VALUES (?, ?, ?) ON CONFLICT(path) DO UPDATE SET created_at = excluded.created_at',
       params: [path, parentPath(path), now.sec],

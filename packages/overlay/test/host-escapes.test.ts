@@ -1,8 +1,8 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { pipeline } from 'node:stream/promises'
 import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { afterEach, describe, expect, test } from 'vitest'
 import { HostFileSystem } from '../src/index.js'
 
