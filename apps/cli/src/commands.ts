@@ -455,6 +455,11 @@ export function registerCommands(program: Command): void {
       withAgent(db, async (agent) => {
         const overlay = await openOverlay(agent.db)
         if (name === 'diff') {
+          const pending = await overlay.pendingCommit()
+          if (pending)
+            print(
+              `an interrupted commit is pending: ${pending.steps - pending.done} of ${pending.steps} steps left (first: ${pending.pending[0] ?? '-'}); run \`agentfs commit ${db}\` to finish it`,
+            )
           const changes = await overlay.diff()
           if (o.json) return json(changes)
           if (changes.length === 0) return print('no changes')
@@ -471,7 +476,11 @@ export function registerCommands(program: Command): void {
             ? new HostFileSystem({ root: base.root, writable: true })
             : overlay.base
           const result = await overlay.commit(target)
-          print(`applied ${result.applied.length} change(s)`)
+          print(
+            result.resumed
+              ? 'finished the interrupted commit'
+              : `applied ${result.applied.length} change(s)`,
+          )
         } else {
           await overlay.discard()
           print('discarded')

@@ -1,8 +1,10 @@
-import { createReadStream, createWriteStream } from 'node:fs'
+import { createReadStream } from 'node:fs'
 import * as fsp from 'node:fs/promises'
 import { join, relative, sep } from 'node:path'
 import { pipeline } from 'node:stream/promises'
+import { badEntryName, corruptError } from '@agentfs/core'
 import type { Dirent, FileSystem } from '@agentfs/fs'
+import { HostFileSystem } from '@agentfs/overlay'
 import { SingleBar } from 'cli-progress'
 
 /** Counts shown while copying. */
@@ -90,39 +92,49 @@ export async function importTree(
   return { entries: entries.length, bytes }
 }
 
-/** Copies the filesystem into a host directory (modes, times and symlinks kept). */
+/**
+ * Copies the filesystem into a host directory (modes, times and symlinks kept). Everything is
+ * written through a no-follow {@link HostFileSystem} rooted at `hostDir`, and every name is
+ * checked first: a crafted database (a dentry named `../x`, a link planted in `hostDir`) gets
+ * a typed error, never a write outside `hostDir`.
+ */
 export async function exportTree(
   fs: FileSystem,
   hostDir: string,
 ): Promise<{ entries: number; bytes: number }> {
   await fsp.mkdir(hostDir, { recursive: true })
+  const out = new HostFileSystem({ root: hostDir, writable: true, noFollow: true })
   const entries = (await fs.readdir('/', { recursive: true, withFileTypes: true })) as Dirent[]
+  for (const entry of entries) {
+    const bad = badEntryName(entry.name)
+    if (bad !== undefined)
+      throw corruptError('export', entry.parentPath, `an entry name ${bad}; nothing was exported`)
+  }
   const bar = progress(entries.length, 'export')
   let bytes = 0
   const directories: Array<[string, { atimeNs: bigint; mtimeNs: bigint }]> = []
   try {
     for (const entry of entries) {
       const path = `${entry.parentPath === '/' ? '' : entry.parentPath}/${entry.name}`
-      const host = join(hostDir, ...path.slice(1).split('/'))
       const stats = await fs.lstat(path)
       const mode = stats.mode & 0o7777
       if (stats.isDirectory()) {
-        await fsp.mkdir(host, { recursive: true })
-        await fsp.chmod(host, mode)
-        directories.push([host, stats])
+        await out.mkdir(path, { recursive: true })
+        await out.chmod(path, mode)
+        directories.push([path, stats])
       } else if (stats.isSymbolicLink()) {
-        await fsp.symlink(await fs.readlink(path), host)
-        await fsp.lutimes(host, seconds(stats.atimeNs), seconds(stats.mtimeNs))
+        await out.symlink(await fs.readlink(path), path)
+        await out.lutimes(path, seconds(stats.atimeNs), seconds(stats.mtimeNs))
       } else if (stats.isFile()) {
-        await pipeline(fs.createReadStream(path), createWriteStream(host, { mode }))
-        await fsp.chmod(host, mode)
-        await fsp.utimes(host, seconds(stats.atimeNs), seconds(stats.mtimeNs))
+        await pipeline(fs.createReadStream(path), out.createWriteStream(path, { mode }))
+        await out.chmod(path, mode)
+        await out.utimes(path, seconds(stats.atimeNs), seconds(stats.mtimeNs))
         bytes += stats.size
       }
       bar.tick(stats.isFile() ? stats.size : 0)
     }
-    for (const [host, stats] of directories.reverse())
-      await fsp.utimes(host, seconds(stats.atimeNs), seconds(stats.mtimeNs))
+    for (const [path, stats] of directories.reverse())
+      await out.utimes(path, seconds(stats.atimeNs), seconds(stats.mtimeNs))
   } finally {
     bar.stop()
   }
