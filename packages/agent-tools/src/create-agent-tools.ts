@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { AgentFsError } from '@agentfs/core'
 import { failureOutput } from './failure.js'
 import { FILE_TOOLS } from './file-tools.js'
@@ -19,6 +20,44 @@ export const TOOL_DEFINITIONS: readonly AgentToolDefinition<never>[] = [
   ...TREE_TOOLS,
   ...KV_TOOLS,
 ] as unknown as readonly AgentToolDefinition<never>[]
+
+/** Default of `maxInputBytes`. */
+export const MAX_INPUT_BYTES = 64 * 1024 * 1024
+/** Default of `auditMaxString`. */
+export const AUDIT_MAX_STRING = 4096
+const PREVIEW = 256
+/** Nesting followed when measuring or copying an input (deeper is refused). */
+const MAX_DEPTH = 64
+
+/** Bytes of the strings in `value` (UTF-16 length, an upper bound of what matters), bounded. */
+function inputSize(value: unknown, depth = 0): number {
+  if (depth > MAX_DEPTH) return Number.POSITIVE_INFINITY
+  if (typeof value === 'string') return value.length
+  if (Array.isArray(value)) return value.reduce((n: number, v) => n + inputSize(v, depth + 1), 0)
+  if (value && typeof value === 'object')
+    return Object.entries(value).reduce((n, [k, v]) => n + k.length + inputSize(v, depth + 1), 0)
+  return 8
+}
+
+/** The input as the audit log keeps it: long strings replaced by their length, hash and head. */
+export function auditCopy(value: unknown, maxString = AUDIT_MAX_STRING, depth = 0): unknown {
+  if (typeof value === 'string') {
+    if (value.length <= maxString) return value
+    return {
+      $truncated: true,
+      length: value.length,
+      sha256: createHash('sha256').update(value).digest('hex'),
+      preview: value.slice(0, PREVIEW),
+    }
+  }
+  if (depth > MAX_DEPTH) return { $truncated: true, reason: 'nested too deeply' }
+  if (Array.isArray(value)) return value.map((v) => auditCopy(v, maxString, depth + 1))
+  if (value && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, auditCopy(v, maxString, depth + 1)]),
+    )
+  return value
+}
 
 const DEFAULT_LIMITS: OutputLimits = {
   maxChars: 100_000,
@@ -56,6 +95,7 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
   const limits = { ...DEFAULT_LIMITS, ...options.limits }
   const env = createToolEnvironment(options)
   const paths = env.paths
+  const maxInput = options.maxInputBytes ?? MAX_INPUT_BYTES
   const known = new Set(TOOL_DEFINITIONS.map((d) => d.name))
   for (const name of [
     ...(options.include ?? []),
@@ -87,8 +127,15 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
       async execute(input: unknown): Promise<ToolOutput> {
         const startedAt = Date.now()
         let output: ToolOutput
-        const parsed = definition.inputSchema.safeParse(input)
-        if (!parsed.success) {
+        const size = inputSize(input)
+        const parsed = size > maxInput ? undefined : definition.inputSchema.safeParse(input)
+        if (!parsed) {
+          output = {
+            text: `Error: the input is ${Number.isFinite(size) ? `${size} bytes` : 'nested too deeply'}, over the limit of ${maxInput} bytes; split the work (write a large file in parts with several calls).`,
+            isError: true,
+            code: 'EFBIG',
+          }
+        } else if (!parsed.success) {
           output = {
             text: `Error: invalid input for ${name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`,
             isError: true,
@@ -104,7 +151,10 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
         if (options.audit) {
           await options.audit.record({
             name,
-            parameters: input ?? null,
+            parameters: auditCopy(
+              input ?? null,
+              options.auditMaxString ?? AUDIT_MAX_STRING,
+            ) as never,
             ...(output.isError
               ? { error: output.text }
               : {

@@ -1,4 +1,11 @@
-export { createAgentTools, createToolEnvironment, TOOL_DEFINITIONS } from './create-agent-tools.js'
+export {
+  AUDIT_MAX_STRING,
+  auditCopy,
+  createAgentTools,
+  createToolEnvironment,
+  MAX_INPUT_BYTES,
+  TOOL_DEFINITIONS,
+} from './create-agent-tools.js'
 export { failureOutput, ToolFailure } from './failure.js'
 export { createPathPolicy, landing } from './paths.js'
 export { isText } from './text.js'

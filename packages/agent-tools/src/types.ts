@@ -84,6 +84,16 @@ export interface AgentToolsOptions {
   /** Refuse every tool that changes files or keys (they are also left out of the tool list). */
   readonly readOnly?: boolean
   readonly limits?: Partial<OutputLimits>
+  /**
+   * Largest tool input, in bytes of its strings (default 64 MiB): a larger call is refused with
+   * EFBIG before any work, so one call cannot exhaust memory.
+   */
+  readonly maxInputBytes?: number
+  /**
+   * Longest string kept verbatim in the audit log's `parameters` (default 4,096 characters).
+   * Longer ones are stored by reference: `{ $truncated: true, length, sha256, preview }`.
+   */
+  readonly auditMaxString?: number
 }
 
 /** A ready tool: its public name and an `execute` that validates, runs and audits. */

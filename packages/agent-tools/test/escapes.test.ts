@@ -72,3 +72,25 @@ describe.each([
     })
   }
 })
+
+describe('large inputs', () => {
+  test('the audit log keeps a large write by reference; an input over the cap is refused first', async () => {
+    const agent = await setup()
+    const tools = createAgentTools({ fs: agent.fs, audit: agent.tools, maxInputBytes: 8 << 20 })
+    const content = 'x'.repeat(4 << 20)
+    const ok = await tools.get('write_file')!.execute({ path: '/big.txt', content })
+    expect(ok.isError).toBeFalsy()
+    const { rows } = await agent.db.execute<{ parameters: string }>({
+      sql: "SELECT parameters FROM tool_calls WHERE name = 'write_file'",
+    })
+    expect(rows[0]!.parameters.length).toBeLessThan(2000)
+    const stored = JSON.parse(rows[0]!.parameters)
+    expect(stored.content).toMatchObject({ $truncated: true, length: 4 << 20 })
+    expect(stored.content.sha256).toMatch(/^[0-9a-f]{64}$/)
+    const tooBig = await tools
+      .get('write_file')!
+      .execute({ path: '/huge.txt', content: 'y'.repeat(9 << 20) })
+    expect(tooBig).toMatchObject({ isError: true, code: 'EFBIG' })
+    expect(await agent.fs.exists('/huge.txt')).toBe(false)
+  })
+})
