@@ -1,4 +1,4 @@
-import { fixedClock, fsck, openDatabase } from '@agentfs/core'
+import { type AgentDatabase, fixedClock, fsck, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { createFileSystem } from '@agentfs/fs'
 import { createKvStore } from '@agentfs/kv'
@@ -21,6 +21,14 @@ async function populated() {
   return { db, fs }
 }
 
+async function fsReadLength(db: AgentDatabase, ino: number): Promise<number> {
+  const { rows } = await db.execute<{ n: number }>({
+    sql: 'SELECT SUM(length(data)) AS n FROM fs_data WHERE ino = ?',
+    params: [ino],
+  })
+  return Number(rows[0]!.n)
+}
+
 test('a database written through the packages is clean', async () => {
   const { db } = await populated()
   expect(await fsck(db)).toEqual({ findings: [], repaired: [], ok: true })
@@ -41,14 +49,15 @@ test('every injected inconsistency is found; safe ones are repaired, the rest re
   const file = await ino('a.txt')
   const inject = [
     `UPDATE fs_inode SET nlink = 5 WHERE ino = ${file}`,
-    `UPDATE fs_inode SET size = 999 WHERE ino = ${file}`,
+    // Smaller than its chunks: bytes past the end (a larger size is a legal sparse file).
+    `UPDATE fs_inode SET size = 100 WHERE ino = ${file}`,
     "INSERT INTO fs_data (ino, chunk_index, data) VALUES (4242, 0, x'00')",
     "INSERT INTO fs_dentry (name, parent_ino, ino) VALUES ('ghost', 1, 4343)",
     "INSERT INTO fs_symlink (ino, target) VALUES (4444, '/nowhere')",
     "INSERT INTO fs_whiteout (path, parent_path, created_at) VALUES ('/a/b', '/wrong', 0)",
     'INSERT INTO fs_origin (delta_ino, base_ino) VALUES (4545, 7)',
     'INSERT INTO agentfs_tool_call_meta (id, started_at_ns) VALUES (4646, 0)',
-    'INSERT INTO fs_inode (mode, nlink, size, atime, mtime, ctime) VALUES (33188, 0, 0, 0, 0, 0)',
+    'INSERT INTO fs_inode (mode, nlink, size, atime, mtime, ctime) VALUES (33188, 0, -5, 0, 0, 0)',
     "INSERT INTO kv_store (key, value) VALUES ('bad', '{not json')",
     "INSERT INTO tool_calls (name, parameters, result, error, started_at, completed_at, duration_ms) VALUES ('x', '{', '1', 'e', 0, 5, 1)",
     `UPDATE fs_inode SET mode = 16877 WHERE ino = ${await ino('link')}`,
@@ -59,6 +68,7 @@ test('every injected inconsistency is found; safe ones are repaired, the rest re
   for (const rule of [
     'nlink',
     'size',
+    'chunk-past-eof',
     'orphan-chunk',
     'dentry-target',
     'orphan-symlink',
@@ -78,7 +88,7 @@ test('every injected inconsistency is found; safe ones are repaired, the rest re
   expect(new Set(repaired.repaired.map((f) => f.rule))).toEqual(
     new Set([
       'nlink',
-      'size',
+      'chunk-past-eof',
       'orphan-chunk',
       'dentry-target',
       'orphan-symlink',
@@ -90,6 +100,7 @@ test('every injected inconsistency is found; safe ones are repaired, the rest re
   // What needs a human stays reported: nothing is guessed or thrown away.
   expect(new Set(repaired.findings.map((f) => f.rule))).toEqual(
     new Set([
+      'size',
       'orphan-inode',
       'kv-json',
       'tool-call-json',
@@ -99,6 +110,7 @@ test('every injected inconsistency is found; safe ones are repaired, the rest re
   )
   expect(
     (await db.execute({ sql: `SELECT nlink, size FROM fs_inode WHERE ino = ${file}` })).rows,
-  ).toEqual([{ nlink: 2, size: 200 }])
+  ).toEqual([{ nlink: 2, size: 100 }])
+  expect(await fsReadLength(db, file)).toBe(100)
   await db.close()
 })
