@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { fsck } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
 import { afterAll, beforeAll, expect, test } from 'vitest'
-import { applyToModel, type CrashModel, type CrashOp } from './fixtures/crash-ops.js'
+import { applyToModel, type CrashModel, type CrashOp, opContent } from './fixtures/crash-ops.js'
 import { bundleChild } from './helpers.js'
 
 /**
@@ -102,6 +102,7 @@ test(`crash safety: ${KILLS} SIGKILLs at random moments lose no committed operat
   await (await AgentFS.open({ path })).close()
   let committed = 0
   let inFlight = 0
+  const verified = new Map<string, CrashModel>()
   for (let round = 0; round < KILLS; round++) {
     const seed = BASE_SEED + round
     const prefix = `r${round}`
@@ -130,6 +131,31 @@ test(`crash safety: ${KILLS} SIGKILLs at random moments lose no committed operat
         mismatch,
         `seed ${seed} (replay: AGENTFS_FUZZ_SEED=${seed} AGENTFS_CRASH_KILLS=1)`,
       ).toBe(undefined)
+      // The streamed file in flight commits batch by batch: it holds what it held before, or a
+      // prefix of the new content — never bytes from anywhere else.
+      if (free !== undefined && log.inFlight?.kind === 'stream') {
+        const got = actual.files.get(free)
+        const previous = before.files.get(free)
+        const next = opContent(log.inFlight)
+        const valid =
+          (got === undefined && previous === undefined) ||
+          (got !== undefined && previous !== undefined && got.equals(previous)) ||
+          (got !== undefined &&
+            got.byteLength <= next.byteLength &&
+            got.equals(next.subarray(0, got.byteLength)))
+        expect(
+          valid,
+          `seed ${seed}: in-flight stream ${free} holds ${got?.byteLength} bytes that are not a prefix`,
+        ).toBe(true)
+      }
+      // Every earlier round's data is still exactly what was verified after its own kill.
+      for (const [earlier, state] of verified) {
+        expect(
+          sameState(await stateOf(agent, earlier), state),
+          `round ${earlier} changed after a later kill (seed ${seed})`,
+        ).toBe(undefined)
+      }
+      verified.set(prefix, actual)
     } finally {
       await agent.close()
     }

@@ -197,8 +197,9 @@ export class AgentFs implements FileSystem {
         params: [now.sec, now.nsec, node.ino],
       })
     } catch (error) {
-      // A read-only database reads like a read-only mount: access times simply stay as they are.
-      if (!isAgentFsError(error, 'READONLY')) throw error
+      // A read-only database reads like a read-only mount, and a full disk still reads: access
+      // times simply stay as they are.
+      if (!isAgentFsError(error, 'READONLY') && !isAgentFsError(error, 'FULL')) throw error
     }
   }
 
