@@ -53,7 +53,7 @@ const CORPUS: [name: string, code: string | RegExp, run: () => Promise<unknown>]
     'EINVAL',
     () => agent.fs.writeFile('/bad\uD800', 'x'),
   ],
-  ['empty path', /^(EINVAL|ENOENT)$/, () => agent.fs.writeFile('', 'x')],
+  ['empty path', 'ENOENT', () => agent.fs.writeFile('', 'x')],
   [
     '.. above the root stays inside: no such file',
     'ENOENT',
@@ -66,9 +66,10 @@ const CORPUS: [name: string, code: string | RegExp, run: () => Promise<unknown>]
   ['file as a directory', 'ENOTDIR', () => agent.fs.writeFile('/dir/file.txt/x', 'x')],
   ['rename a directory into itself', 'EINVAL', () => agent.fs.rename('/dir', '/dir/sub')],
   ['rmdir of a non-empty directory', 'ENOTEMPTY', () => agent.fs.rmdir('/dir')],
-  ['unlink the root', /^(EPERM|EISDIR)$/, () => agent.fs.unlink('/')],
+  ['unlink the root', 'EISDIR', () => agent.fs.unlink('/')],
   ['negative truncate', 'EINVAL', () => agent.fs.truncate('/dir/file.txt', -1)],
-  ['huge truncate', /^(EINVAL|EFBIG)$/, () => agent.fs.truncate('/dir/file.txt', 2 ** 60)],
+  ['unsafe-integer truncate', 'EINVAL', () => agent.fs.truncate('/dir/file.txt', 2 ** 60)],
+  ['truncate past 16 TiB', 'EFBIG', () => agent.fs.truncate('/dir/file.txt', 2 ** 50)],
   ['fractional truncate', 'EINVAL', () => agent.fs.truncate('/dir/file.txt', 1.5)],
   ['bad mode', 'EINVAL', () => agent.fs.chmod('/dir/file.txt', -5)],
   ['bad open flag', 'EINVAL', () => agent.fs.open('/dir/file.txt', 'rw?')],
@@ -99,7 +100,7 @@ const CORPUS: [name: string, code: string | RegExp, run: () => Promise<unknown>]
   ],
   [
     'write at a position beyond 2^53',
-    /^(EINVAL|EFBIG)$/,
+    'EINVAL',
     async () => {
       const h = await agent.fs.open('/dir/file.txt', 'r+')
       try {
@@ -179,16 +180,11 @@ describe('bad input: a typed error, and the database unchanged and fsck-clean', 
     expect((await fsck(agent.db)).findings).toEqual([])
   })
 
-  test('an enormous JSON value (64 MiB) either round-trips or fails typed, never half-written', async () => {
+  test('an enormous JSON value (64 MiB) round-trips exactly', async () => {
     const big = { text: 'x'.repeat(64 * 1024 * 1024) }
-    const outcome = await agent.kv.set('big', big).then(
-      () => 'stored',
-      (e: unknown) => e,
-    )
-    if (outcome === 'stored') {
-      expect(((await agent.kv.get('big')) as { text: string }).text.length).toBe(64 * 1024 * 1024)
-      await agent.kv.delete('big')
-    } else expect(outcome).toBeInstanceOf(AgentFsError)
+    await agent.kv.set('big', big)
+    expect(((await agent.kv.get('big')) as { text: string }).text).toBe(big.text)
+    await agent.kv.delete('big')
     expect((await fsck(agent.db)).findings).toEqual([])
   }, 60_000)
 })
