@@ -232,10 +232,7 @@ export async function grep(
   options: GrepOptions = {},
 ): Promise<GrepMatch[]> {
   const base = normalizePath(options.path ?? '/', 'grep')
-  const regex = compileRegex(pattern, {
-    ...(options.ignoreCase === undefined ? {} : { ignoreCase: options.ignoreCase }),
-    ...(options.fixedStrings === undefined ? {} : { fixedStrings: options.fixedStrings }),
-  })
+  const regex = compileRegex(pattern, options)
   const fileFilter = options.glob
     ? compileGlob(options.glob, { dot: true, matchBase: !options.glob.includes('/') })
     : undefined

@@ -87,10 +87,7 @@ export async function walkGrep(
 ): Promise<GrepMatch[]> {
   const base = normalizePath(options.path ?? '/', 'grep')
   // Linear-time matching (RE2) and a time/byte budget, as in the database filesystem.
-  const regex = compileRegex(pattern, {
-    ...(options.ignoreCase === undefined ? {} : { ignoreCase: options.ignoreCase }),
-    ...(options.fixedStrings === undefined ? {} : { fixedStrings: options.fixedStrings }),
-  })
+  const regex = compileRegex(pattern, options)
   const matcher = options.glob
     ? compileGlob(options.glob, { dot: true, matchBase: !options.glob.includes('/') })
     : undefined
