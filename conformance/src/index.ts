@@ -24,6 +24,8 @@ export type {
   ScenarioOutcome,
 } from './harness.js'
 export { formatObservations, runScenario, TestResources } from './harness.js'
+export type { HostileCase } from './hostile.js'
+export { HOSTILE_BASE, HOSTILE_CASES, writeHostileCorpus } from './hostile.js'
 export { REFERENCE_CONTENT, referenceSdkScript } from './reference-fixture.js'
 export type { ConformanceOptions } from './run-conformance.js'
 export { runConformance } from './run-conformance.js'

@@ -40,6 +40,7 @@ const ERRNO = constants as unknown as Record<string, number>
 const EIO = -5
 const EBADF = -9
 const EROFS = -30
+const ELOOP = -40
 
 /** A negative errno for FUSE: POSIX codes pass through; anything else is reported and is EIO. */
 function errnoOf(error: unknown, report: (error: unknown) => void): number {
@@ -117,7 +118,18 @@ export function fuseOperations(fs: FileSystem, options: FuseOperationsOptions = 
 
   return {
     init: (cb: Callback) => cb(0),
-    getattr: (path: string, cb: Callback) => reply(cb, async () => [attrs(await fs.lstat(path))]),
+    getattr: (path: string, cb: Callback) =>
+      reply(cb, async () => {
+        const stats = await fs.lstat(path)
+        // The kernel resolves links itself, so every path it sends is physical: a directory
+        // whose real path differs was reached through a second entry (a cycle or directory
+        // hard link in a damaged database). Refusing it keeps cp -r, find and du from looping.
+        if (stats.isDirectory() && path !== '/' && (await fs.realpath(path)) !== path)
+          throw Object.assign(new Error(`directory cycle at ${path}; run agentfs fsck`), {
+            errno: ELOOP,
+          })
+        return [attrs(stats)]
+      }),
     fgetattr: (_path: string, fd: number, cb: Callback) =>
       reply(cb, async () => [attrs(await handle(fd).stat())]),
     access: (path: string, mode: number, cb: Callback) =>

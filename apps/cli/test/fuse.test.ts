@@ -1,7 +1,8 @@
-import { spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { HOSTILE_BASE, HOSTILE_CASES } from '@agentfs/conformance'
 import { AgentFS } from '@agentfs/sdk'
 import { describe, expect, test } from 'vitest'
 import { runCli, sh, snapshot, useCliSandbox } from './helpers.js'
@@ -192,4 +193,60 @@ describe.skipIf(!fuse)('agentfs mount (FUSE)', () => {
     expect(result.code).toBe(1)
     expect(result.err).toMatch(/^agentfs: mountpoint .*nowhere does not exist; create it/)
   })
+})
+
+describe.skipIf(!fuse)('agentfs mount of a hostile database', () => {
+  const CASES = [
+    'dentry ../victim.txt',
+    'dentry named .',
+    'empty dentry name',
+    'directory inside itself',
+    'two-way cycle',
+    'chunk stored as TEXT',
+    'huge size without chunks',
+  ]
+  test.each(CASES)(
+    '%s: shell tools on the mount finish, typed; the mount stays up; nothing lands outside',
+    async (name) => {
+      const hostile = HOSTILE_CASES.find((c) => c.name === name)!
+      const index = HOSTILE_CASES.indexOf(hostile)
+      const db = join(cwd, `hostile-mount-${index}.db`)
+      const agent = await AgentFS.open({ path: db })
+      for (const d of HOSTILE_BASE.dirs) await agent.fs.mkdir(d)
+      for (const [file, content] of Object.entries(HOSTILE_BASE.files))
+        await agent.fs.writeFile(file, content)
+      await agent.close()
+      const { default: Database } = await import('better-sqlite3')
+      const raw = new Database(db)
+      raw.exec(hostile.sql)
+      raw.close()
+      const mountpoint = join(cwd, `hostile-mnt-${index}`)
+      const out = join(cwd, `hostile-out-${index}`)
+      await mkdir(out)
+      const mount = await startMount(db, mountpoint)
+      try {
+        for (const command of [
+          'find .',
+          'ls -laR .',
+          'cat dir/sub/file.txt top.txt',
+          `cp -r . ${out}/copy`,
+          'grep -r hello .',
+          'du -a .',
+        ]) {
+          const result = spawnSync('bash', ['-c', `timeout 20 ${command}`], {
+            cwd: mountpoint,
+            encoding: 'utf8',
+          })
+          expect(result.status, `${command} timed out on ${name}`).not.toBe(124)
+        }
+        expect(mounted(mountpoint)).toBe(true)
+        // Only the copy's own folder was written.
+        expect(readdirSync(out)).toEqual(readdirSync(out).length === 0 ? [] : ['copy'])
+        expect(existsSync(join(cwd, 'victim.txt'))).toBe(false)
+      } finally {
+        expect(await mount.stop()).toBe(0)
+      }
+    },
+    180_000,
+  )
 })

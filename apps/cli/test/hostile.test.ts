@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process'
 import { mkdir, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { HOSTILE_CASES } from '@agentfs/conformance'
 import { describe, expect, test } from 'vitest'
 import { useCliSandbox } from './helpers.js'
-import { HOSTILE_CASES } from './hostile-corpus.js'
 
 // Every CLI reader and walker on every crafted database, each in a child process with a time
 // limit: a typed error (exit 1 with an E… code) or a correct result; never a hang, never a

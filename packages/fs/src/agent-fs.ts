@@ -62,7 +62,7 @@ import type {
   WriteData,
   WriteFileOptions,
 } from './types.js'
-import { sortByRel, walkTree } from './walk.js'
+import { checkedName, sortByRel, walkTree } from './walk.js'
 
 /** Files up to this size report `blocks` from their size without counting chunks. */
 const SPARSE_STAT_THRESHOLD = 64 * 1024
@@ -480,13 +480,13 @@ export class AgentFs implements FileSystem {
           sql: 'SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name',
           params: [node.ino],
         })
-        return rows.map((r) => r.name)
+        return rows.map((r) => checkedName(r.name, node.ino, path))
       }
       const { rows } = await q.execute<{ name: string; mode: number }>({
         sql: 'SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name',
         params: [node.ino],
       })
-      return rows.map((r) => new Dirent(r.name, base, r.mode))
+      return rows.map((r) => new Dirent(checkedName(r.name, node.ino, path), base, r.mode))
     }
     const rows = sortByRel(await walkTree(q, node.ino, { syscall: 'scandir', path }))
     if (!options.withFileTypes) return rows.map((r) => r.rel)

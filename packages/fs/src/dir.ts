@@ -1,6 +1,7 @@
 import type { Queryable } from '@agentfs/core'
 import { fsError } from '@agentfs/core'
 import { Dirent } from './stats.js'
+import { checkedName } from './walk.js'
 
 /**
  * A directory being read, shaped like Node's `fs.Dir`: entries come `bufferSize` at a time by
@@ -52,7 +53,9 @@ WHERE d.parent_ino = ? AND d.name > ? ORDER BY d.name LIMIT ?`,
     const filter = this.#filter
     this.#buffer = rows
       .filter((r) => !filter || filter(r.name))
-      .map((r) => new Dirent(r.name, this.path, r.mode))
+      .map(
+        (r) => new Dirent(checkedName(r.name, this.#ino, this.path, 'opendir'), this.path, r.mode),
+      )
   }
 
   async close(): Promise<void> {

@@ -115,6 +115,23 @@ FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino IN (${batch
   return out
 }
 
+/** A name read from `fs_dentry`, or EIO when a crafted row holds one that is no component. */
+export function checkedName(
+  name: unknown,
+  dirIno: number,
+  path: string,
+  syscall = 'scandir',
+): string {
+  const bad = badEntryName(name)
+  if (bad !== undefined)
+    throw corruptError(
+      syscall,
+      path,
+      `an entry of directory inode ${dirIno} has a name that cannot be a path component: ${bad}`,
+    )
+  return name as string
+}
+
 /** Orders strings by Unicode code point, which is SQLite's BINARY order of their UTF-8 bytes. */
 export function compareCodePoints(a: string, b: string): number {
   const n = Math.min(a.length, b.length)

@@ -1,10 +1,8 @@
 /**
  * The hostile-database corpus: small databases crafted the way an attacker (or a disk fault)
- * would, each made from a clean one by raw SQL. Every read path, walker and host writer must
- * answer each with a typed error or a correct result — never a hang, never a write outside.
- *
- * Run as a script to write the corpus to a folder: `node --experimental-strip-types
- * apps/cli/test/hostile-corpus.ts OUT_DIR` (or import `HOSTILE_CASES` from a test).
+ * would, each made from a clean one ({@link HOSTILE_BASE}) by raw SQL. Every read path, walker
+ * and host writer must answer each with a typed error or a correct result — never a hang,
+ * never a write outside. `writeHostileCorpus(dir)` writes it out as SQL scripts.
  */
 export interface HostileCase {
   readonly name: string
@@ -89,11 +87,25 @@ INSERT INTO fs_dentry (name, parent_ino, ino) VALUES ('x', 900, 901), ('y', 901,
   },
 ]
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const [out] = process.argv.slice(2)
-  if (!out) throw new Error('usage: hostile-corpus.ts OUT_DIR')
-  const { mkdirSync, writeFileSync } = await import('node:fs')
-  mkdirSync(out, { recursive: true })
-  for (const c of HOSTILE_CASES)
-    writeFileSync(`${out}/${c.name.replace(/[^a-z0-9]+/gi, '-')}.sql`, `${c.sql};\n`)
+/** The clean tree every case starts from: directories, then files with their content. */
+export const HOSTILE_BASE = {
+  dirs: ['/dir', '/dir/sub'],
+  files: {
+    '/dir/sub/file.txt': 'hello hostile world',
+    '/dir/notes.md': 'notes',
+    '/top.txt': 'top',
+  } as Record<string, string>,
+}
+
+/** Writes the corpus as one SQL script per case into `dir` (for tools outside the tests). */
+export async function writeHostileCorpus(dir: string): Promise<string[]> {
+  const { mkdir, writeFile } = await import('node:fs/promises')
+  await mkdir(dir, { recursive: true })
+  const written: string[] = []
+  for (const c of HOSTILE_CASES) {
+    const file = `${dir}/${c.name.replace(/[^a-z0-9]+/gi, '-')}.sql`
+    await writeFile(file, `-- ${c.name}: fsck reports ${c.rules.join(', ')}\n${c.sql};\n`)
+    written.push(file)
+  }
+  return written
 }
