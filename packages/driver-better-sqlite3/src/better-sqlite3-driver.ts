@@ -276,6 +276,31 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
     },
   }
 
+  /**
+   * Ends a failed transaction. The caller's error is what it reports, whatever ROLLBACK says. A
+   * ROLLBACK that fails is tried again; a connection still inside the transaction after that is
+   * closed (SQLite then discards the transaction), so its half-done changes can never be seen
+   * or committed by a later call; a path or factory opens a fresh connection on the next call.
+   */
+  function rollback(handle: BetterSqlite3Database): void {
+    for (let attempt = 0; attempt < 3 && handle.inTransaction; attempt++) {
+      try {
+        run(handle, { sql: 'ROLLBACK' })
+      } catch {
+        // Tried again below; the caller's own error is the one reported.
+      }
+    }
+    if (!handle.inTransaction) return
+    cache.clear()
+    handle.close()
+    if (db === handle) db = undefined
+    opening = undefined
+    fileLock?.release()
+    fileLock = undefined
+    // A connection handed in as an instance cannot be opened again.
+    if (config.database !== undefined && typeof config.database !== 'function') closed = true
+  }
+
   async function transact<T>(
     handle: BetterSqlite3Database,
     fn: (tx: Executor) => Promise<T>,
@@ -303,14 +328,14 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
       result = await fn(tx)
     } catch (error) {
       active = false
-      if (handle.inTransaction) run(handle, { sql: 'ROLLBACK' })
+      rollback(handle)
       throw error
     }
     active = false
     try {
       run(handle, { sql: 'COMMIT' })
     } catch (error) {
-      if (handle.inTransaction) run(handle, { sql: 'ROLLBACK' })
+      rollback(handle)
       throw error
     }
     if (bound > truncateAfter && !handle.memory) {
