@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { countBadNames } from '@agentfs/core'
 import { createFileSystem, type FileSystem, type FileSystemOptions } from '@agentfs/fs'
 import { openOverlay, readOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
@@ -14,7 +15,14 @@ export async function openExisting(target: string): Promise<AgentFS> {
   const path = databasePath(target)
   if (!existsSync(path))
     throw new Error(`no database at ${path}; create it with "agentfs init ${target}"`)
-  return AgentFS.open({ path })
+  const agent = await AgentFS.open({ path })
+  // A crafted database is flagged as soon as it is opened; walkers and exports refuse it too.
+  const bad = await countBadNames(agent.db).catch(() => 0)
+  if (bad > 0)
+    process.stderr.write(
+      `agentfs: warning: ${path} has ${bad} entr${bad === 1 ? 'y' : 'ies'} whose name cannot be a path component (damaged or crafted); run "agentfs fsck ${target}"\n`,
+    )
+  return agent
 }
 
 /**

@@ -45,6 +45,11 @@ describe('hostile databases', () => {
       const raw = new Database(join(cwd, db))
       raw.exec(hostile.sql)
       raw.close()
+      // Opening flags damaged names at once.
+      const listing = run(['fs', 'ls', db, '/'])
+      if (hostile.rules.includes('dentry-name'))
+        expect(listing.err).toMatch(/warning: .* cannot be a path component/)
+      else expect(listing.err).not.toMatch(/warning/)
       const fsck = run(['fsck', '--json', db])
       expect(fsck.timedOut).toBe(false)
       const rules = JSON.parse(fsck.out).findings.map((f: { rule: string }) => f.rule)

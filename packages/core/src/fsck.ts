@@ -39,6 +39,21 @@ interface Check {
   readonly repair?: string
 }
 
+/** The condition on `fs_dentry.name` that no path component can meet. */
+const BAD_NAME =
+  "typeof(name) != 'text' OR name IN ('', '.', '..') OR instr(name, '/') > 0 OR instr(CAST(name AS BLOB), X'00') > 0"
+
+/**
+ * How many entries have a name that cannot be a path component (a crafted or damaged
+ * database): a scan of `fs_dentry`, for tools that flag damage when they open a database.
+ */
+export async function countBadNames(q: Queryable): Promise<number> {
+  const { rows } = await q.execute<{ n: number }>({
+    sql: `SELECT COUNT(*) AS n FROM fs_dentry WHERE ${BAD_NAME}`,
+  })
+  return Number(rows[0]?.n ?? 0)
+}
+
 const TYPES = [S_IFREG, S_IFDIR, S_IFLNK, S_IFIFO, S_IFCHR, S_IFBLK, S_IFSOCK].join(', ')
 const CHUNK = "(SELECT CAST(value AS INTEGER) FROM fs_config WHERE key = 'chunk_size')"
 const LINKS = `(SELECT COUNT(*) FROM fs_dentry d WHERE d.ino = i.ino) + (i.ino = ${ROOT_INO})`
@@ -128,8 +143,7 @@ UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i 
   {
     rule: 'dentry-name',
     repairable: false,
-    find: `SELECT ino, quote(name) AS detail FROM fs_dentry
-      WHERE typeof(name) != 'text' OR name IN ('', '.', '..') OR instr(name, '/') > 0 OR instr(CAST(name AS BLOB), X'00') > 0`,
+    find: `SELECT ino, quote(name) AS detail FROM fs_dentry WHERE ${BAD_NAME}`,
     message: (r) =>
       `entry ${r.detail} (inode ${r.ino}) has a name that cannot be a path component (empty, ".", "..", "/" or NUL)`,
   },
