@@ -190,3 +190,26 @@ describe('sizes', () => {
     expect(bytes.subarray(3).every((b) => b === 0)).toBe(true)
   })
 })
+
+describe('grep on hostile content', () => {
+  test('a 16 MiB file without a newline is searched in linear time (it took 32 s before)', async () => {
+    const { fs } = await setup({})
+    await fs.writeFile('/workspace/one-line.txt', Buffer.alloc(16 << 20, 0x61))
+    const start = Date.now()
+    // A regex, so every byte is read (a literal is filtered inside the engine first).
+    const matches = await fs.grep('need+le', { path: '/workspace' })
+    expect(matches).toEqual([])
+    // A hang guard, not a speed target: quadratic concatenation needed ~30 s here.
+    expect(Date.now() - start).toBeLessThan(10_000)
+  }, 60_000)
+
+  test('a regex that backtracks exponentially runs in linear time; lookaround is EINVAL', async () => {
+    const { fs } = await setup({})
+    await fs.writeFile('/workspace/a.txt', `${'a'.repeat(41)}b\n`)
+    const start = Date.now()
+    expect(await fs.grep('(a+)+$', { path: '/workspace' })).toEqual([])
+    expect(Date.now() - start).toBeLessThan(10_000)
+    expect(await code(fs.grep('(?=a)', { path: '/workspace' }))).toBe('EINVAL')
+    expect((await fs.glob(`${'*a'.repeat(12)}*b`, { cwd: '/workspace' })).length).toBe(0)
+  }, 60_000)
+})
