@@ -15,6 +15,13 @@ export interface FuseRow {
 /** Where the built agentfs CLI is, or why W12 cannot run here. */
 export function fuseReadiness(): { cli: string } | { skip: string } {
   if (!existsSync('/dev/fuse')) return { skip: '/dev/fuse is not available' }
+  const onPath = (process.env.PATH ?? '')
+    .split(':')
+    .some((dir) => dir !== '' && existsSync(`${dir}/fusermount`))
+  if (!onPath) return { skip: 'fusermount is not installed (apt-get install fuse3 libfuse2)' }
+  const libfuse = ['/usr/lib/x86_64-linux-gnu', '/lib/x86_64-linux-gnu', '/usr/lib', '/lib']
+  if (!libfuse.some((dir) => existsSync(`${dir}/libfuse.so.2`)))
+    return { skip: 'libfuse.so.2 is not installed (apt-get install libfuse2)' }
   let cli: string
   try {
     cli = join(

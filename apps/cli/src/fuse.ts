@@ -23,6 +23,24 @@ interface FuseModule {
   unmount(mountpoint: string, cb: (error: Error | null) => void): void
 }
 
+/**
+ * Why FUSE mounts cannot work on this machine, or undefined when they can: the kernel device,
+ * the `fusermount` helper and the fuse-native binding (which needs libfuse.so.2).
+ */
+export function fuseProblem(): string | undefined {
+  if (!existsSync('/dev/fuse')) return '/dev/fuse is missing (Linux with the fuse module)'
+  const onPath = (process.env.PATH ?? '')
+    .split(':')
+    .some((dir) => dir !== '' && existsSync(`${dir}/fusermount`))
+  if (!onPath) return 'fusermount is not installed (apt-get install fuse3)'
+  try {
+    loadFuse()
+  } catch (error) {
+    return (error as Error).message
+  }
+  return undefined
+}
+
 /** Loads fuse-native (an optional dependency) with an error that says what to do. */
 function loadFuse(): FuseModule {
   if (!existsSync('/dev/fuse'))

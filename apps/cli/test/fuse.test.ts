@@ -5,10 +5,9 @@ import { join } from 'node:path'
 import { HOSTILE_BASE, HOSTILE_CASES } from '@agentfs/conformance'
 import { AgentFS } from '@agentfs/sdk'
 import { describe, expect, test } from 'vitest'
-import { runCli, sh, snapshot, useCliSandbox } from './helpers.js'
+import { fuseTests, runCli, sh, snapshot, useCliSandbox } from './helpers.js'
 
-const fuse = existsSync('/dev/fuse')
-if (!fuse) console.warn('FUSE tests skipped: /dev/fuse is not available on this machine')
+const fuse = fuseTests('FUSE mount tests')
 
 let cli: string
 let cwd: string

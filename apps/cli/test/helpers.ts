@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import { afterAll, beforeAll } from 'vitest'
+import { fuseProblem } from '../src/fuse.js'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 
@@ -114,4 +115,19 @@ export async function snapshot(
   }
   await walk('')
   return out
+}
+
+/**
+ * Whether the FUSE tests can run. Outside CI they are skipped with one printed line saying why
+ * and how to enable them; under `CI=true` FUSE is required and its absence fails the run.
+ */
+export function fuseTests(name: string): boolean {
+  const problem = fuseProblem()
+  if (problem === undefined) return true
+  if (process.env.CI === 'true')
+    throw new Error(`${name}: FUSE is required under CI=true but ${problem}`)
+  console.log(
+    `${name} skipped: ${problem}. Enable them with: apt-get install fuse3 libfuse2 (as root), then run the tests again.`,
+  )
+  return false
 }

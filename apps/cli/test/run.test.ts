@@ -2,10 +2,9 @@ import { existsSync, readdirSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { runCli, sh, snapshot, useCliSandbox } from './helpers.js'
+import { fuseTests, runCli, sh, snapshot, useCliSandbox } from './helpers.js'
 
-const fuse = existsSync('/dev/fuse')
-if (!fuse) console.warn('agentfs run tests skipped: /dev/fuse is not available on this machine')
+const fuse = fuseTests('agentfs run tests')
 const root = process.getuid?.() === 0
 
 let cli: string
