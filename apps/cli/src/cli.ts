@@ -5,6 +5,14 @@ import { addHelp } from './help.js'
 import { registerMount } from './mount-command.js'
 import { registerRun } from './run-command.js'
 
+// A reader that stops early (`agentfs fs ls db / | head -1`) closes the pipe: that is normal,
+// so the command ends quietly with success instead of a stack trace.
+for (const stream of [process.stdout, process.stderr])
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0)
+    throw error
+  })
+
 const program = new Command()
   .name('agentfs')
   .description('Inspect and manage AgentFS databases: files, keys, tool calls, overlays')
@@ -21,6 +29,7 @@ try {
   await program.parseAsync(process.argv)
 } catch (error) {
   if (error instanceof CommanderError) process.exit(error.exitCode)
+  if ((error as NodeJS.ErrnoException).code === 'EPIPE') process.exit(0)
   // One clear line, no stack trace: what went wrong and, where known, what to do.
   process.stderr.write(`agentfs: ${error instanceof Error ? error.message : String(error)}\n`)
   process.exit(1)

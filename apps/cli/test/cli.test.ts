@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import {
   chmod,
   lstat,
@@ -226,4 +227,20 @@ describe('agentfs', () => {
       ),
     ).toEqual(['kv-json'])
   })
+
+  test('a reader that closes the pipe early ends the command quietly (EPIPE)', async () => {
+    const source = join(cwd, 'pipe-source')
+    await mkdir(source)
+    for (let i = 0; i < 800; i++) await writeFile(join(source, `f${i}.txt`), 'x')
+    await writeFile(join(source, 'big.txt'), 'y'.repeat(4 << 20))
+    expect(agentfs(['import', source, 'pipe.db']).code).toBe(0)
+    for (const args of ['fs ls -l pipe.db /', 'fs cat pipe.db /big.txt', 'fs tree pipe.db']) {
+      const result = spawnSync('bash', ['-c', `set -o pipefail; node ${cli} ${args} | head -c 1`], {
+        cwd,
+        encoding: 'utf8',
+      })
+      expect(result.stderr, args).not.toMatch(/EPIPE|Error|at /)
+      expect(result.status, args).toBe(0)
+    }
+  }, 120_000)
 })
