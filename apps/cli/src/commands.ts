@@ -12,8 +12,12 @@ const print: Out = (text) => process.stdout.write(`${text}\n`)
 const json = (value: unknown) =>
   print(JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2))
 
-async function withAgent<T>(target: string, fn: (agent: AgentFS) => Promise<T>): Promise<T> {
-  const agent = await openExisting(target)
+async function withAgent<T>(
+  target: string,
+  fn: (agent: AgentFS) => Promise<T>,
+  options: { migrate?: boolean } = {},
+): Promise<T> {
+  const agent = await openExisting(target, options)
   try {
     return await fn(agent)
   } finally {
@@ -434,14 +438,18 @@ export function registerCommands(program: Command): void {
         }
         return
       }
-      await withAgent(db, async (agent) => {
-        const steps = agent.db.migration.steps
-        print(
-          steps.length === 0
-            ? `${path} is up to date`
-            : `migrated from ${agent.db.migration.from}:\n${steps.map((s) => `  ${s.description}`).join('\n')}`,
-        )
-      })
+      await withAgent(
+        db,
+        async (agent) => {
+          const steps = agent.db.migration.steps
+          print(
+            steps.length === 0
+              ? `${path} is up to date`
+              : `migrated from ${agent.db.migration.from}:\n${steps.map((s) => `  ${s.description}`).join('\n')}`,
+          )
+        },
+        { migrate: true },
+      )
     })
 
   for (const [name, description] of [

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { countBadNames } from '@agentfs/core'
+import { countBadNames, guardDriver, inspectLayout, planFromReport } from '@agentfs/core'
+import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { createFileSystem, type FileSystem, type FileSystemOptions } from '@agentfs/fs'
 import { openOverlay, readOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
@@ -10,11 +11,40 @@ export function databasePath(target: string): string {
   return /^[a-zA-Z0-9_-]+$/.test(target) ? resolve('.agentfs', `${target}.db`) : resolve(target)
 }
 
-/** Opens an existing database (never creates one by mistake). */
-export async function openExisting(target: string): Promise<AgentFS> {
+/**
+ * Refuses, before anything touches the file, a SQLite file that is not an AgentFS database (or
+ * needs migration, unless `migrate`): commands never convert or upgrade a file by surprise.
+ */
+async function checkAgentFsFile(path: string, target: string, migrate: boolean): Promise<void> {
+  const driver = guardDriver(betterSqlite3Driver({ path, readonly: true }))
+  try {
+    const report = await inspectLayout(driver).catch((error: unknown) => {
+      throw new Error(`${path} is not a SQLite database (${(error as Error).message})`)
+    })
+    if (report.layout === 'empty' && !migrate) {
+      const tables = [...report.objects.values()].filter((o) => o.type === 'table')
+      throw new Error(
+        `${path} is not an AgentFS database${tables.length ? ` (it holds ${tables.map((t) => t.name).join(', ')})` : ''}; agentfs commands leave other SQLite files alone — run "agentfs migrate ${target}" to add the AgentFS tables to it`,
+      )
+    }
+    if (!migrate && planFromReport(report).steps.length > 0)
+      throw new Error(
+        `${path} has an older AgentFS layout (${report.layout}); run "agentfs migrate ${target}" to upgrade it first`,
+      )
+  } finally {
+    await driver.close()
+  }
+}
+
+/** Opens an existing AgentFS database (never creates, converts or upgrades one by mistake). */
+export async function openExisting(
+  target: string,
+  options: { migrate?: boolean } = {},
+): Promise<AgentFS> {
   const path = databasePath(target)
   if (!existsSync(path))
     throw new Error(`no database at ${path}; create it with "agentfs init ${target}"`)
+  await checkAgentFsFile(path, target, options.migrate === true)
   const agent = await AgentFS.open({ path })
   // A crafted database is flagged as soon as it is opened; walkers and exports refuse it too.
   const bad = await countBadNames(agent.db).catch(() => 0)

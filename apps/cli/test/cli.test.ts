@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import {
   chmod,
   lstat,
@@ -243,4 +244,29 @@ describe('agentfs', () => {
       expect(result.status, args).toBe(0)
     }
   }, 120_000)
+
+  test('commands leave a SQLite file that is not an AgentFS database unchanged; only migrate converts it', async () => {
+    const { default: Database } = await import('better-sqlite3')
+    const path = join(cwd, 'other.db')
+    const raw = new Database(path)
+    raw.exec(
+      "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada')",
+    )
+    raw.close()
+    const before = await readFile(path)
+    for (const args of [
+      ['fs', 'ls', 'other.db', '/'],
+      ['info', 'other.db'],
+      ['kv', 'ls', 'other.db'],
+    ]) {
+      const result = agentfs(args)
+      expect(result.code, args.join(' ')).toBe(1)
+      expect(result.err).toMatch(/is not an AgentFS database \(it holds users\).*agentfs migrate/)
+      expect(result.err.trim().split('\n')).toHaveLength(1)
+    }
+    expect(Buffer.compare(await readFile(path), before)).toBe(0)
+    expect(existsSync(`${path}-wal`)).toBe(false)
+    expect(agentfs(['migrate', 'other.db']).code).toBe(0)
+    expect(agentfs(['fs', 'ls', 'other.db', '/']).code).toBe(0)
+  })
 })
