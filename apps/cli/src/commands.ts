@@ -133,14 +133,23 @@ export function registerCommands(program: Command): void {
       }),
     )
   fs.command('write')
-    .description('write CONTENT (or standard input) to a file')
+    .description(
+      'write CONTENT (or standard input) to a file; missing parent directories are created',
+    )
     .argument('<db>')
     .argument('<path>')
     .argument('[content]')
     .action(async (db: string, path: string, content?: string) =>
       withAgent(db, async (agent) => {
+        if (content === undefined && process.stdin.isTTY)
+          process.stderr.write(
+            'agentfs: reading the content from standard input (end it with Ctrl-D)\n',
+          )
         const data = content ?? readFileSync(0)
-        await (await viewOf(agent)).writeFile(path, data)
+        const view = await viewOf(agent)
+        const parent = path.slice(0, path.lastIndexOf('/'))
+        if (parent) await view.mkdir(parent, { recursive: true })
+        await view.writeFile(path, data)
       }),
     )
   fs.command('mkdir')

@@ -269,4 +269,10 @@ describe('agentfs', () => {
     expect(agentfs(['migrate', 'other.db']).code).toBe(0)
     expect(agentfs(['fs', 'ls', 'other.db', '/']).code).toBe(0)
   })
+
+  test("the help's own quick start runs as written: fs write creates missing parents", () => {
+    expect(agentfs(['init', 'my-agent']).code).toBe(0)
+    expect(agentfs(['fs', 'write', 'my-agent', '/notes/todo.md', '# Todo']).code).toBe(0)
+    expect(agentfs(['fs', 'cat', 'my-agent', '/notes/todo.md']).out).toBe('# Todo')
+  })
 })
