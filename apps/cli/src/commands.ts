@@ -242,12 +242,15 @@ export function registerCommands(program: Command): void {
     )
     .argument('<hostdir>')
     .argument('[db]', 'agent id or database path', 'default')
-    .action(async (hostDir: string, db: string) => {
+    .option('-f, --force', 'replace files and links that already exist')
+    .action(async (hostDir: string, db: string, o: { force?: boolean }) => {
       const { existsSync } = await import('node:fs')
       if (!existsSync(hostDir)) throw new Error(`no such directory: ${hostDir}`)
-      const agent = await AgentFS.open({ path: databasePath(db) })
+      const agent = existsSync(databasePath(db))
+        ? await openExisting(db)
+        : await AgentFS.open({ path: databasePath(db) })
       try {
-        const result = await importTree(hostDir, await viewOf(agent))
+        const result = await importTree(hostDir, await viewOf(agent), { force: o.force ?? false })
         print(`imported ${result.entries} entries (${result.bytes} bytes) into ${agent.path}`)
       } finally {
         await agent.close()
@@ -258,9 +261,10 @@ export function registerCommands(program: Command): void {
     .description("copy a database's files into a host directory; modes, times and symlinks kept")
     .argument('<db>')
     .argument('<hostdir>')
-    .action(async (db: string, hostDir: string) =>
+    .option('-f, --force', 'export into a folder that is not empty, replacing what is there')
+    .action(async (db: string, hostDir: string, o: { force?: boolean }) =>
       withAgent(db, async (agent) => {
-        const result = await exportTree(await viewOf(agent), hostDir)
+        const result = await exportTree(await viewOf(agent), hostDir, { force: o.force ?? false })
         print(`exported ${result.entries} entries (${result.bytes} bytes) to ${hostDir}`)
       }),
     )

@@ -52,22 +52,60 @@ function progress(
 
 const seconds = (ns: bigint) => Number(ns) / 1e9
 
-/** Copies a host directory into the filesystem at `/` (modes, times and symlinks kept). */
+/** A filesystem that can run several changes as one transaction (AgentFS, an overlay). */
+interface Transactional {
+  transaction<T>(fn: (fs: FileSystem) => Promise<T>): Promise<T>
+}
+
+const transactional = (fs: FileSystem): fs is FileSystem & Transactional =>
+  typeof (fs as Partial<Transactional>).transaction === 'function'
+
+/**
+ * Copies a host directory into the filesystem at `/` (modes, times and symlinks kept), as one
+ * transaction: all of it or nothing. Entries that already exist are refused up front (nothing is
+ * written) unless `force`, which replaces existing files and links and merges into existing
+ * directories.
+ */
 export async function importTree(
   hostDir: string,
   fs: FileSystem,
+  options: { force?: boolean } = {},
 ): Promise<{ entries: number; bytes: number }> {
   const entries = await fsp.readdir(hostDir, { recursive: true, withFileTypes: true })
   entries.sort((a, b) => (join(a.parentPath, a.name) < join(b.parentPath, b.name) ? -1 : 1))
+  const pathOf = (entry: (typeof entries)[number]) =>
+    `/${relative(hostDir, join(entry.parentPath, entry.name)).split(sep).join('/')}`
+  const clashes: string[] = []
+  for (const entry of entries) {
+    const existing = await fs.lstat(pathOf(entry)).catch(() => undefined)
+    if (!existing) continue
+    if (entry.isDirectory() && existing.isDirectory()) continue
+    if (!options.force || existing.isDirectory() || entry.isDirectory()) clashes.push(pathOf(entry))
+  }
+  if (clashes.length > 0)
+    throw new Error(
+      `${clashes.length} entr${clashes.length === 1 ? 'y' : 'ies'} already exist (${clashes.slice(0, 3).join(', ')}${clashes.length > 3 ? ', …' : ''}); nothing was imported. ${options.force ? 'A file and a directory cannot replace each other; remove them first' : 'Pass --force to replace existing files and links'}`,
+    )
+  const run = (target: FileSystem) => copyIn(target, entries, pathOf, options.force === true)
+  return transactional(fs) ? fs.transaction(run) : run(fs)
+}
+
+async function copyIn(
+  fs: FileSystem,
+  entries: import('node:fs').Dirent[],
+  pathOf: (entry: import('node:fs').Dirent) => string,
+  force: boolean,
+): Promise<{ entries: number; bytes: number }> {
   const bar = progress(entries.length, 'import')
   let bytes = 0
   const directories: Array<[string, { atimeNs: bigint; mtimeNs: bigint }]> = []
   try {
     for (const entry of entries) {
       const host = join(entry.parentPath, entry.name)
-      const path = `/${relative(hostDir, host).split(sep).join('/')}`
+      const path = pathOf(entry)
       const stats = await fsp.lstat(host, { bigint: true })
       const mode = Number(stats.mode) & 0o7777
+      if (force && !entry.isDirectory()) await fs.rm(path, { force: true })
       if (entry.isDirectory()) {
         await fs.mkdir(path, { recursive: true, mode })
         await fs.chmod(path, mode)
@@ -101,8 +139,14 @@ export async function importTree(
 export async function exportTree(
   fs: FileSystem,
   hostDir: string,
+  options: { force?: boolean } = {},
 ): Promise<{ entries: number; bytes: number }> {
   await fsp.mkdir(hostDir, { recursive: true })
+  const present = await fsp.readdir(hostDir)
+  if (present.length > 0 && !options.force)
+    throw new Error(
+      `${hostDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); nothing was exported. Pass --force to write over what is there`,
+    )
   const out = new HostFileSystem({ root: hostDir, writable: true, noFollow: true })
   const entries = (await fs.readdir('/', { recursive: true, withFileTypes: true })) as Dirent[]
   for (const entry of entries) {
@@ -123,6 +167,7 @@ export async function exportTree(
         await out.chmod(path, mode)
         directories.push([path, stats])
       } else if (stats.isSymbolicLink()) {
+        if (options.force) await out.rm(path, { force: true })
         await out.symlink(await fs.readlink(path), path)
         await out.lutimes(path, seconds(stats.atimeNs), seconds(stats.mtimeNs))
       } else if (stats.isFile()) {
