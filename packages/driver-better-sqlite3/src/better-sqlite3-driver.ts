@@ -1,4 +1,5 @@
 import { realpathSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import {
   AgentFsError,
   type Driver,
@@ -38,6 +39,39 @@ export interface BetterSqlite3Database {
 
 /** `PRAGMA synchronous` levels. */
 export type SynchronousMode = 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
+
+/**
+ * Refuses a better-sqlite3 build that crashes this Node.js: 12.x aborts on Node 24
+ * (`Statement::~Statement` assertion) and 13.x needs Node 22 (it crashes on Node 20). A clear
+ * error naming the version to install beats a SIGABRT or a segfault later.
+ */
+export function checkEngineVersion(
+  node = process.versions.node,
+  engine = betterSqlite3Version(),
+): void {
+  if (engine === undefined) return
+  const nodeMajor = Number(node.split('.')[0])
+  const engineMajor = Number(engine.split('.')[0])
+  if (engineMajor >= 13 && nodeMajor < 22)
+    throw new AgentFsError(
+      'CANT_OPEN',
+      `better-sqlite3 ${engine} needs Node.js 22 or newer, and this is Node.js ${node}: install better-sqlite3 12 (npm install better-sqlite3@12.6.2) or use a newer Node.js`,
+    )
+  if (engineMajor <= 12 && nodeMajor >= 24)
+    throw new AgentFsError(
+      'CANT_OPEN',
+      `better-sqlite3 ${engine} crashes on Node.js ${node}: install better-sqlite3 13 (npm install better-sqlite3@13.2.0)`,
+    )
+}
+
+function betterSqlite3Version(): string | undefined {
+  try {
+    return (createRequire(import.meta.url)('better-sqlite3/package.json') as { version: string })
+      .version
+  } catch {
+    return undefined
+  }
+}
 
 /** Options of {@link betterSqlite3Driver}. Give exactly one of `path` and `database`. */
 export interface BetterSqlite3DriverConfig {
@@ -140,6 +174,7 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
     if (config.database !== undefined) {
       handle = typeof config.database === 'function' ? await config.database() : config.database
     } else {
+      checkEngineVersion()
       const { default: Database } = await import('better-sqlite3')
       try {
         handle = new Database(config.path!, {

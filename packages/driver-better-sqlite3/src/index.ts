@@ -4,4 +4,4 @@ export type {
   BetterSqlite3Statement,
   SynchronousMode,
 } from './better-sqlite3-driver.js'
-export { betterSqlite3Driver } from './better-sqlite3-driver.js'
+export { betterSqlite3Driver, checkEngineVersion } from './better-sqlite3-driver.js'

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { guardDriver, isAgentFsError } from '@agentfs/core'
 import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { betterSqlite3Driver } from '../src/index.js'
+import { betterSqlite3Driver, checkEngineVersion } from '../src/index.js'
 
 let dir: string
 beforeEach(async () => {
@@ -166,5 +166,21 @@ describe('betterSqlite3Driver', () => {
     ])
     await a.close()
     await b.close()
+  })
+})
+
+describe('engine and Node.js versions', () => {
+  test('a better-sqlite3 that would crash this Node.js is refused with the version to install', () => {
+    expect(() => checkEngineVersion('20.20.2', '13.2.0')).toThrow(
+      /needs Node.js 22.*better-sqlite3@12/,
+    )
+    expect(() => checkEngineVersion('24.21.0', '12.6.2')).toThrow(
+      /crashes on Node.js 24.*better-sqlite3@13/,
+    )
+    expect(() => checkEngineVersion('20.20.2', '12.6.2')).not.toThrow()
+    expect(() => checkEngineVersion('22.12.0', '13.2.0')).not.toThrow()
+    expect(() => checkEngineVersion('24.21.0', '13.2.0')).not.toThrow()
+    // The engine this workspace runs on is accepted.
+    expect(() => checkEngineVersion()).not.toThrow()
   })
 })
