@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { AgentFsError } from '@agentfs/core'
+import { AgentFsError, systemClock } from '@agentfs/core'
 import { failureOutput } from './failure.js'
 import { FILE_TOOLS } from './file-tools.js'
 import { KV_TOOLS } from './kv-tools.js'
@@ -58,6 +58,8 @@ export function auditCopy(value: unknown, maxString = AUDIT_MAX_STRING, depth = 
     )
   return value
 }
+
+const wallClock = systemClock()
 
 const DEFAULT_LIMITS: OutputLimits = {
   maxChars: 100_000,
@@ -125,7 +127,9 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
       inputSchema: definition.inputSchema,
       mutates: definition.mutates,
       async execute(input: unknown): Promise<ToolOutput> {
-        const startedAt = Date.now()
+        // The audit log's own clock, as `track` uses: nanoseconds, not whole milliseconds.
+        const clock = options.audit?.clock ?? wallClock
+        const startedAt = clock.now()
         let output: ToolOutput
         const size = inputSize(input)
         const parsed = size > maxInput ? undefined : definition.inputSchema.safeParse(input)
@@ -162,7 +166,7 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
                     output.data === undefined ? output.text : { text: output.text, ...output.data },
                 }),
             startedAt,
-            completedAt: Math.max(Date.now(), startedAt),
+            completedAt: clock.now(),
             ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
           })
         }

@@ -254,6 +254,11 @@ export class ToolCalls {
    * Runs `fn`, times it, records it once — success or failure — and returns its result or
    * rethrows its error. Parameters and results that are not JSON are described, never fatal.
    */
+  /** The clock calls are timed with (the database's; nanosecond resolution by default). */
+  get clock(): Clock {
+    return this.#clock
+  }
+
   async track<T>(
     name: string,
     parameters: unknown,
