@@ -12,6 +12,16 @@ const print: Out = (text) => process.stdout.write(`${text}\n`)
 const json = (value: unknown) =>
   print(JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2))
 
+/** A commander option parser that accepts only a positive whole number, saying so otherwise. */
+function positiveInteger(flag: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value)
+    if (!Number.isSafeInteger(n) || n < 1)
+      throw new Error(`${flag} expects a positive whole number, got ${JSON.stringify(value)}`)
+    return n
+  }
+}
+
 async function withAgent<T>(
   target: string,
   fn: (agent: AgentFS) => Promise<T>,
@@ -55,17 +65,27 @@ export function registerCommands(program: Command): void {
     .command('init')
     .description('create a database (an id means .agentfs/<id>.db, otherwise a path)')
     .argument('[target]', 'agent id or database path', 'default')
-    .option('--chunk-size <bytes>', 'fs_config.chunk_size of the new database', (v) =>
-      Number.parseInt(v, 10),
+    .option(
+      '--chunk-size <bytes>',
+      'fs_config.chunk_size of the new database',
+      positiveInteger('--chunk-size'),
     )
     .option('--force', 'replace an existing database')
     .option('--base <dir>', 'make it a copy-on-write overlay over this host directory')
     .action(
       async (target: string, options: { chunkSize?: number; force?: boolean; base?: string }) => {
         const path = databasePath(target)
+        const { dirname } = await import('node:path')
+        const { existsSync } = await import('node:fs')
+        // An id goes to .agentfs/ (made on demand); a path's folder must already be there.
+        const isId = /^[a-zA-Z0-9_-]+$/.test(target)
+        if (!isId && !existsSync(dirname(path)))
+          throw new Error(
+            `the folder ${dirname(path)} does not exist; create it first (agentfs init does not make folders for a path)`,
+          )
         if (options.force)
           for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
-        else if ((await import('node:fs')).existsSync(path))
+        else if (existsSync(path))
           throw new Error(`${path} already exists; pass --force to replace it`)
         const agent = await AgentFS.open({
           path,
@@ -158,7 +178,15 @@ export function registerCommands(program: Command): void {
     .option('-p, --parents', 'create parents, no error if it exists')
     .action(async (db: string, path: string, o: { parents?: boolean }) =>
       withAgent(db, async (agent) => {
-        await (await viewOf(agent)).mkdir(path, { recursive: o.parents ?? false })
+        try {
+          await (await viewOf(agent)).mkdir(path, { recursive: o.parents ?? false })
+        } catch (error) {
+          if ((error as { code?: string }).code === 'ENOENT' && !o.parents)
+            throw new Error(
+              `${(error as Error).message} — a parent directory is missing; add -p to create it`,
+            )
+          throw error
+        }
       }),
     )
   fs.command('rm')
@@ -325,7 +353,7 @@ export function registerCommands(program: Command): void {
     .option('--name <tool>')
     .option('--since <time>', 'ISO time or ms since the epoch')
     .option('--errors', 'only failed calls')
-    .option('--limit <n>', 'at most this many', (v) => Number.parseInt(v, 10), 50)
+    .option('--limit <n>', 'at most this many', positiveInteger('--limit'), 50)
     .option('--json', 'print JSON')
     .action(
       async (

@@ -101,9 +101,11 @@ describe('audit timing', () => {
     agents.push(agent)
     const tools = createAgentTools({ fs: agent.fs, audit: agent.tools })
     await tools.get('write_file')!.execute({ path: '/a.txt', content: 'x' })
-    const { rows } = await agent.db.execute<{ started_at_ns: number | bigint; started_at: number }>({
-      sql: 'SELECT m.started_at_ns AS started_at_ns, t.started_at AS started_at FROM tool_calls t JOIN agentfs_tool_call_meta m ON m.id = t.id',
-    })
+    const { rows } = await agent.db.execute<{ started_at_ns: number | bigint; started_at: number }>(
+      {
+        sql: 'SELECT m.started_at_ns AS started_at_ns, t.started_at AS started_at FROM tool_calls t JOIN agentfs_tool_call_meta m ON m.id = t.id',
+      },
+    )
     // fixedClock starts on 2024-01-01: a Date.now() timing would say today instead.
     expect(Number(rows[0]!.started_at)).toBeLessThan(1_704_067_300)
     expect(BigInt(rows[0]!.started_at_ns) / 1_000_000_000n).toBe(BigInt(rows[0]!.started_at))

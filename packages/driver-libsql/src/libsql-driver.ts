@@ -136,6 +136,11 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
       'libsqlDriver needs exactly one of `url` and `client`',
     )
   }
+  if (config.url !== undefined && !/^(:memory:|[a-z][a-z0-9+.-]*:)/i.test(config.url))
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `libsqlDriver's url must be a URL: write \`file:${config.url}\` for a local file (or a libsql://, http(s):// or ws(s):// server URL)`,
+    )
   const declaredLocal = config.url === undefined ? undefined : isLocalUrl(config.url)
   /** Shared with other connections of this process to the same file (see `sharedMutex`). */
   let fileLock: { mutex: Mutex; readonly shared: boolean; release(): void } | undefined

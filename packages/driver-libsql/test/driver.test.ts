@@ -90,3 +90,7 @@ describe('libsqlDriver', () => {
     await db.close()
   })
 })
+
+test('a bare path as url says to write file:', () => {
+  expect(() => libsqlDriver({ url: 'agent.db' })).toThrow(/write `file:agent.db`/)
+})

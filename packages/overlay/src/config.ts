@@ -100,7 +100,7 @@ export async function openOverlay(
   if (!description) {
     throw new AgentFsError(
       'INVALID_ARGUMENT',
-      'This database has no overlay configuration (fs_overlay_config.base_path); create one with createOverlay',
+      'This database is not an overlay (no fs_overlay_config.base_path): make one with `agentfs init DB --base DIR`, or createOverlay() in code',
     )
   }
   let base: FileSystem

@@ -153,6 +153,10 @@ export class HostFileSystem implements FileSystem {
   #realRoot: Promise<string> | undefined
 
   constructor(options: HostFileSystemOptions) {
+    if (typeof options !== 'object' || options === null || typeof options.root !== 'string')
+      throw new TypeError(
+        `HostFileSystem takes { root: string, writable?: boolean }, got ${typeof options === 'string' ? `the string ${JSON.stringify(options)}: write new HostFileSystem({ root: ${JSON.stringify(options)} })` : String(options)}`,
+      )
     this.root = options.root
     this.writable = options.writable ?? false
     this.noFollow = options.noFollow ?? false

@@ -109,3 +109,9 @@ describe('HostFileSystem never writes or reads outside its root', () => {
     expect((await strict.lstat('/alias')).isSymbolicLink()).toBe(true)
   })
 })
+
+test('a string instead of { root } is a clear TypeError at construction', () => {
+  expect(() => new HostFileSystem('/srv/project' as never)).toThrow(
+    /HostFileSystem takes \{ root: string.*new HostFileSystem\(\{ root: "\/srv\/project" \}\)/,
+  )
+})
