@@ -106,7 +106,15 @@ export class AgentFS implements AgentScope {
         path = resolve(options.dir ?? '.agentfs', `${id}.db`)
       }
       if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
-      const { betterSqlite3Driver } = await import('@agentfs/driver-better-sqlite3')
+      const { betterSqlite3Driver } = await import('@agentfs/driver-better-sqlite3').catch(
+        (error: unknown) => {
+          throw new AgentFsError(
+            'CANT_OPEN',
+            'Opening a database by path or id uses the better-sqlite3 driver, which is not installed: npm install @agentfs/driver-better-sqlite3 better-sqlite3 (on Node.js 20: better-sqlite3@12), or pass { driver } (e.g. libsqlDriver from @agentfs/driver-libsql)',
+            { cause: error },
+          )
+        },
+      )
       driver = betterSqlite3Driver({
         path,
         ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
