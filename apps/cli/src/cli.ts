@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { createRequire } from 'node:module'
 import { Command, CommanderError } from 'commander'
 import { registerCommands } from './commands.js'
 import { addHelp } from './help.js'
@@ -13,10 +14,13 @@ for (const stream of [process.stdout, process.stderr])
     throw error
   })
 
+/** The version of the installed package (bundled next to dist/, read at run time). */
+const version = (createRequire(import.meta.url)('../package.json') as { version: string }).version
+
 const program = new Command()
   .name('agentfs')
   .description('Inspect and manage AgentFS databases: files, keys, tool calls, overlays')
-  .version('0.1.0')
+  .version(version)
   .showHelpAfterError()
   .exitOverride()
   .enablePositionalOptions()

@@ -384,6 +384,7 @@ export function registerCommands(program: Command): void {
             ...(o.errors ? { errorsOnly: true } : {}),
           })
           if (o.json) return json(calls)
+          if (calls.length === 0) return print('no tool calls recorded (with these filters)')
           for (const c of calls) {
             print(
               `${new Date(c.startedAt).toISOString()} #${c.id} ${c.name} ${c.status}${c.durationMs === null ? '' : ` ${c.durationMs.toFixed(1)}ms`}${c.error ? ` — ${c.error.split('\n')[0]}` : ''}`,

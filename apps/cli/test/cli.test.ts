@@ -319,4 +319,13 @@ describe('agentfs', () => {
     expect(diff.err).toMatch(/not an overlay.*agentfs init DB --base DIR/)
     for (const result of [init, mkdir, diff]) expect(result.err.trim().split('\n')).toHaveLength(1)
   })
+
+  test('--version is the package version; an empty timeline says so', async () => {
+    const { version } = JSON.parse(
+      await readFile(new URL('../package.json', import.meta.url), 'utf8'),
+    )
+    expect(agentfs(['--version']).out.trim()).toBe(version)
+    agentfs(['init', 'quiet'])
+    expect(agentfs(['timeline', 'quiet']).out).toBe('no tool calls recorded (with these filters)\n')
+  })
 })
