@@ -1,5 +1,6 @@
-import { constants, existsSync } from 'node:fs'
+import { constants, existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import type { FileSystem, FsFileHandle, Stats } from '@agentfs/fs'
 
 /**
@@ -39,6 +40,30 @@ export function fuseProblem(): string | undefined {
     return (error as Error).message
   }
   return undefined
+}
+
+/**
+ * What the installed fuse-native cannot do, or undefined. The published fuse-native 2.2.6 passes
+ * atime where mtime belongs and lets libfuse drop `utimensat` calls that set one time only; this
+ * repository builds it with a patch. An unpatched copy (what `npm install` brings) loses every
+ * modification time set through the mount (`touch -m`, `tar x`, `cp -p`) — said at mount time.
+ * `source` is the binding's C source, looked up next to the installed package by default.
+ */
+export function fuseLimitation(source?: string): string | undefined {
+  let text: string
+  try {
+    const file =
+      source ??
+      join(
+        dirname(createRequire(import.meta.url).resolve('fuse-native/package.json')),
+        'fuse-native.c',
+      )
+    text = readFileSync(file, 'utf8')
+  } catch {
+    return undefined
+  }
+  if (text.includes('flag_utime_omit_ok')) return undefined
+  return 'this fuse-native is the unpatched upstream build: modification times set through the mount (touch -m, tar x, cp -p) are lost; build fuse-native with the AgentFS patch (see the CLI README) to keep them'
 }
 
 /** Loads fuse-native (an optional dependency) with an error that says what to do. */

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import type { Command } from 'commander'
-import { mount } from './fuse.js'
+import { fuseLimitation, mount } from './fuse.js'
 import { kernelFacing, openExisting, viewOf } from './open.js'
 
 /** Resolves on the first SIGINT or SIGTERM. */
@@ -35,6 +35,8 @@ Examples:
         const view = await viewOf(agent, kernelFacing())
         const mounted = await mount(view, target, o.readOnly ? { readOnly: true } : {})
         process.stdout.write(`mounted ${db} at ${target}; Ctrl-C or SIGTERM unmounts\n`)
+        const limitation = fuseLimitation()
+        if (limitation) process.stderr.write(`agentfs: warning: ${limitation}\n`)
         await untilSignal()
         await mounted.unmount()
         process.stdout.write(`unmounted ${target}\n`)

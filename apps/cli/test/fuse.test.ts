@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { HOSTILE_BASE, HOSTILE_CASES } from '@agentfs/conformance'
 import { AgentFS } from '@agentfs/sdk'
 import { describe, expect, test } from 'vitest'
+import { fuseLimitation } from '../src/fuse.js'
 import { fuseTests, runCli, sh, snapshot, useCliSandbox } from './helpers.js'
 
 const fuse = fuseTests('FUSE mount tests')
@@ -248,4 +249,18 @@ describe.skipIf(!fuse)('agentfs mount of a hostile database', () => {
     },
     180_000,
   )
+})
+
+describe('fuse-native build check', () => {
+  test('an unpatched fuse-native is named at mount time; the patched one in this repository is not', async () => {
+    const { mkdtemp, writeFile } = await import('node:fs/promises')
+    const { tmpdir } = await import('node:os')
+    const dir = await mkdtemp(join(tmpdir(), 'agentfs-fuse-src-'))
+    await writeFile(join(dir, 'upstream.c'), 'static int x = 1; /* no omit flag */\n')
+    await writeFile(join(dir, 'patched.c'), 'ops.flag_utime_omit_ok = 1;\n')
+    expect(fuseLimitation(join(dir, 'upstream.c'))).toMatch(/modification times .* are lost/)
+    expect(fuseLimitation(join(dir, 'patched.c'))).toBeUndefined()
+    // The workspace installs the patched build.
+    expect(fuseLimitation()).toBeUndefined()
+  })
 })
