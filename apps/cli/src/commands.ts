@@ -427,7 +427,12 @@ export function registerCommands(program: Command): void {
       withAgent(db, async (agent) => {
         const info = { path: agent.path, ...(await describeDatabase(agent.db)) }
         if (o.json) return json(info)
-        for (const [k, v] of Object.entries(info)) print(`${k.padEnd(14)} ${v}`)
+        const notes: Record<string, string> = {
+          specVersion: 'the Agent Filesystem Specification layout the tables follow',
+          schemaVersion: "this library's own extension tables (PRAGMA user_version)",
+        }
+        for (const [k, v] of Object.entries(info))
+          print(`${k.padEnd(14)} ${v}${notes[k] ? `   (${notes[k]})` : ''}`)
       }),
     )
   program

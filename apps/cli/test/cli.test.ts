@@ -327,5 +327,8 @@ describe('agentfs', () => {
     expect(agentfs(['--version']).out.trim()).toBe(version)
     agentfs(['init', 'quiet'])
     expect(agentfs(['timeline', 'quiet']).out).toBe('no tool calls recorded (with these filters)\n')
+    const info = agentfs(['info', 'quiet']).out
+    expect(info).toMatch(/specVersion .*\(the Agent Filesystem Specification layout/)
+    expect(info).toMatch(/schemaVersion .*\(this library's own extension tables/)
   })
 })
