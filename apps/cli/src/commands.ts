@@ -401,21 +401,29 @@ export function registerCommands(program: Command): void {
       withAgent(db, async (agent) => {
         const stats = await agent.tools.stats()
         if (o.json) return json(stats)
-        print(['tool', 'calls', 'ok', 'failed', 'avg ms', 'p50 ms', 'p95 ms'].join('\t'))
-        for (const s of stats) {
-          const ms = (v: number | null) => (v === null ? '-' : v.toFixed(1))
+        if (stats.length === 0) return print('no tool calls recorded')
+        const ms = (v: number | null) => (v === null ? '-' : v.toFixed(1))
+        const rows = [
+          ['tool', 'calls', 'ok', 'failed', 'avg ms', 'p50 ms', 'p95 ms'],
+          ...stats.map((s) => [
+            s.name,
+            String(s.totalCalls),
+            String(s.successful),
+            String(s.failed),
+            ms(s.avgDurationMs),
+            ms(s.p50DurationMs),
+            ms(s.p95DurationMs),
+          ]),
+        ]
+        // An aligned table: names to the left, numbers to the right.
+        const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
+        for (const row of rows)
           print(
-            [
-              s.name,
-              s.totalCalls,
-              s.successful,
-              s.failed,
-              ms(s.avgDurationMs),
-              ms(s.p50DurationMs),
-              ms(s.p95DurationMs),
-            ].join('\t'),
+            row
+              .map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)))
+              .join('  ')
+              .trimEnd(),
           )
-        }
       }),
     )
   program

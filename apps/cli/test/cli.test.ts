@@ -122,11 +122,11 @@ describe('agentfs', () => {
     expect(agentfs(['kv', 'ls', 'k.db', 'user:']).out).toBe('user:prefs = {"theme":"dark"}\n')
     expect(agentfs(['kv', 'rm', 'k.db', 'note']).code).toBe(0)
     expect(agentfs(['kv', 'get', 'k.db', 'note']).err).toBe("agentfs: key 'note' is not set\n")
-    expect(agentfs(['timeline', 'k.db']).out).toBe('')
+    expect(agentfs(['timeline', 'k.db']).out).toBe('no tool calls recorded (with these filters)\n')
     const info = JSON.parse(agentfs(['info', '--json', 'k.db']).out)
     expect(info).toMatchObject({ chunkSize: 4096, kvKeys: 1, directories: 1, specVersion: '0.4' })
     expect(agentfs(['migrate', '--dry-run', 'k.db']).out).toMatch(/is up to date/)
-    expect(agentfs(['stats', 'k.db']).out).toBe('tool\tcalls\tok\tfailed\tavg ms\tp50 ms\tp95 ms\n')
+    expect(agentfs(['stats', 'k.db']).out).toBe('no tool calls recorded\n')
     expect(agentfs(['timeline', 'k.db', '--since', 'yesterday']).err).toMatch(
       /cannot read 'yesterday' as a time/,
     )
@@ -330,5 +330,22 @@ describe('agentfs', () => {
     const info = agentfs(['info', 'quiet']).out
     expect(info).toMatch(/specVersion .*\(the Agent Filesystem Specification layout/)
     expect(info).toMatch(/schemaVersion .*\(this library's own extension tables/)
+  })
+
+  test('stats is an aligned table', async () => {
+    const { AgentFS } = await import('@agentfs/sdk')
+    agentfs(['init', 'tally'])
+    const agent = await AgentFS.open({ path: join(cwd, '.agentfs', 'tally.db') })
+    for (const [name, ms] of [
+      ['read_file', 3],
+      ['a_much_longer_tool_name', 1200],
+      ['x', 5],
+    ] as const)
+      await agent.tools.record({ name, parameters: {}, startedAt: 1000, completedAt: 1000 + ms })
+    await agent.close()
+    const lines = agentfs(['stats', 'tally']).out.trimEnd().split('\n')
+    expect(lines).toHaveLength(4)
+    expect(lines[0]).toMatch(/^tool +calls +ok +failed +avg ms +p50 ms +p95 ms$/)
+    expect(new Set(lines.map((l) => l.length)).size).toBe(1)
   })
 })
