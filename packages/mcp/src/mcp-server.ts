@@ -1,5 +1,6 @@
 import {
   type AgentToolsOptions,
+  auditCopy,
   createAgentTools,
   createToolEnvironment,
   isText,
@@ -32,6 +33,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     name: options.name ?? 'agentfs',
     version: options.version ?? '0.1.0',
   })
+  recordRefusals(server, options)
   for (const [name, tool] of createAgentTools(options)) {
     server.registerTool(
       name,
@@ -96,6 +98,38 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     )
   }
   return server
+}
+
+/**
+ * The MCP SDK checks a call's arguments against the tool's schema before our handler runs, so a
+ * refused call would leave no trace. Every call is audited, refusals too: the SDK's own check
+ * (`validateToolInput`, @modelcontextprotocol/sdk 1.32) is wrapped to record the refusal with
+ * the same clock and argument caps as the tools, then rethrow it unchanged.
+ */
+function recordRefusals(server: McpServer, options: McpServerOptions): void {
+  const audit = options.audit
+  if (!audit) return
+  const target = server as unknown as {
+    validateToolInput?: (tool: unknown, args: unknown, name: string) => Promise<unknown>
+  }
+  const original = target.validateToolInput?.bind(server)
+  if (!original) throw new Error('@modelcontextprotocol/sdk no longer has validateToolInput')
+  target.validateToolInput = async (tool, args, name) => {
+    const startedAt = audit.clock.now()
+    try {
+      return await original(tool, args, name)
+    } catch (error) {
+      await audit.record({
+        name,
+        parameters: auditCopy(args ?? null, options.auditMaxString) as never,
+        error: error instanceof Error ? error.message : String(error),
+        startedAt,
+        completedAt: audit.clock.now(),
+        ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+      })
+      throw error
+    }
+  }
 }
 
 /** Serves the tools over stdio (for `agentfs serve mcp` and MCP client configs). */

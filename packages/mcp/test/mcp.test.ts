@@ -135,3 +135,13 @@ test('resources obey root and allowedRoots like the tools: nothing outside is li
     await client.close()
   }
 })
+
+test('a call the MCP SDK refuses for invalid input is recorded too', async () => {
+  const { agent, client } = await connect()
+  const result = await client.callTool({ name: 'read_file', arguments: { path: 42 } })
+  expect(result.isError).toBe(true)
+  const calls = await agent.tools.byName('read_file')
+  expect(calls).toHaveLength(1)
+  expect(calls[0]!.error).toMatch(/Input validation error/)
+  expect(calls[0]!.parameters).toEqual({ path: 42 })
+})
