@@ -34,7 +34,15 @@ try {
 } catch (error) {
   if (error instanceof CommanderError) process.exit(error.exitCode)
   if ((error as NodeJS.ErrnoException).code === 'EPIPE') process.exit(0)
-  // One clear line, no stack trace: what went wrong and, where known, what to do.
-  process.stderr.write(`agentfs: ${error instanceof Error ? error.message : String(error)}\n`)
+  // One clear line, no stack trace and no SQL: what went wrong and, where known, what to do.
+  const message = (error instanceof Error ? error.message : String(error))
+    .replace(/ \[sql: [^\]]*\]/g, '')
+    .split('\n')[0]!
+  const code = (error as { code?: unknown }).code
+  if (process.argv.includes('--json'))
+    process.stdout.write(
+      `${JSON.stringify({ error: { code: typeof code === 'string' ? code : 'ERROR', message } })}\n`,
+    )
+  else process.stderr.write(`agentfs: ${message}\n`)
   process.exit(1)
 }

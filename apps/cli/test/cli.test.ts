@@ -348,4 +348,23 @@ describe('agentfs', () => {
     expect(lines[0]).toMatch(/^tool +calls +ok +failed +avg ms +p50 ms +p95 ms$/)
     expect(new Set(lines.map((l) => l.length)).size).toBe(1)
   })
+
+  test('with --json a failure is a JSON error object on stdout; messages carry no SQL', async () => {
+    const failed = agentfs(['info', '--json', 'missing.db'])
+    expect(failed.code).toBe(1)
+    expect(JSON.parse(failed.out)).toEqual({
+      error: { code: 'ERROR', message: expect.stringMatching(/no database at .*missing\.db/) },
+    })
+    agentfs(['init', 'ro'])
+    const { chmod } = await import('node:fs/promises')
+    const path = join(cwd, '.agentfs', 'ro.db')
+    await chmod(path, 0o444)
+    const readOnly = agentfs(['fs', 'write', 'ro', '/x.txt', 'x'])
+    await chmod(path, 0o644)
+    if (process.getuid?.() !== 0) {
+      // root writes through read-only modes; elsewhere the refusal is one line without SQL.
+      expect(readOnly.code).toBe(1)
+      expect(readOnly.err).not.toMatch(/\[sql:|INSERT|UPDATE/)
+    }
+  })
 })
