@@ -151,11 +151,15 @@ export class AgentFs implements FileSystem {
     op: (ctx: FsContext, fs: AgentFs) => Promise<T>,
   ): Promise<T> {
     if (!this.#ctx.policy) return op(this.#ctx, this)
-    return this.#ctx.q.transaction(async (tx) => {
-      const ctx = { ...this.#ctx, q: tx }
-      await check(this.#gateOn(tx)!)
+    return this.#withGate(async (gate, ctx) => {
+      await check(gate)
       return op(ctx, new AgentFs(ctx))
     })
+  }
+
+  /** Runs `fn` with the policy's gate in one transaction (only call it when there is a policy). */
+  #withGate<T>(fn: (gate: PolicyGate, ctx: FsContext) => Promise<T>): Promise<T> {
+    return this.#ctx.q.transaction((tx) => fn(this.#gateOn(tx)!, { ...this.#ctx, q: tx }))
   }
 
   /** {@link #guarded} for a read of `path`. */
@@ -460,15 +464,11 @@ export class AgentFs implements FileSystem {
   readdir(path: string, options: ReaddirOptions): Promise<string[] | Dirent[]>
   async readdir(path: string, options: ReaddirOptions = {}): Promise<string[] | Dirent[]> {
     if (this.#ctx.policy)
-      return this.#guarded(
-        async () => undefined,
-        async ({ q }) => {
-          const gate = this.#gateOn(q)!
-          const real = await gate.read(path, 'scandir')
-          const entries = (await gate.unchecked.readdir(path, options)) as (string | Dirent)[]
-          return gate.readableEntries(path, real, entries) as string[] | Dirent[]
-        },
-      )
+      return this.#withGate(async (gate) => {
+        const real = await gate.read(path, 'scandir')
+        const entries = (await gate.unchecked.readdir(path, options)) as (string | Dirent)[]
+        return gate.readableEntries(path, real, entries) as string[] | Dirent[]
+      })
     const q = this.#ctx.q
     const { node } = await existing(q, path, 'scandir')
     if (!isDir(node.mode)) throw fsError('ENOTDIR', 'scandir', path)
@@ -574,19 +574,18 @@ export class AgentFs implements FileSystem {
 
   /** Iterates a directory in pages of `bufferSize` entries (default 256). */
   async opendir(path: string, options: { bufferSize?: number } = {}): Promise<Dir> {
-    const { node, filter } = await this.#guarded(
-      async () => undefined,
-      async ({ q }) => {
-        const gate = this.#gateOn(q)
-        const real = gate ? await gate.read(path, 'opendir') : undefined
-        const { node } = await existing(q, path, 'opendir')
-        if (!isDir(node.mode)) throw fsError('ENOTDIR', 'opendir', path)
-        // Entries the policy does not let the caller read are never listed.
-        const filter =
-          gate && real !== undefined ? (name: string) => gate.listable(real, name) : undefined
-        return { node, filter }
-      },
-    )
+    const open = async (q: Queryable, gate?: PolicyGate) => {
+      const real = gate ? await gate.read(path, 'opendir') : undefined
+      const { node } = await existing(q, path, 'opendir')
+      if (!isDir(node.mode)) throw fsError('ENOTDIR', 'opendir', path)
+      // Entries the policy does not let the caller read are never listed.
+      const filter =
+        gate && real !== undefined ? (name: string) => gate.listable(real, name) : undefined
+      return { node, filter }
+    }
+    const { node, filter } = this.#ctx.policy
+      ? await this.#withGate((gate, { q }) => open(q, gate))
+      : await open(this.#ctx.q)
     return new Dir(
       this.#ctx.q,
       node.ino,
@@ -599,34 +598,26 @@ export class AgentFs implements FileSystem {
   /** Paths matching a glob pattern, listed with one query below the pattern's static prefix. */
   async glob(pattern: string, options?: GlobOptions): Promise<GlobMatch[]> {
     if (!this.#ctx.policy) return glob(this.#ctx.q, pattern, options)
-    return this.#guarded(
-      async () => undefined,
-      async ({ q }) => {
-        const gate = this.#gateOn(q)!
-        const cwd = normalizePath(options?.cwd ?? '/', 'glob')
-        await gate.read(cwd, 'glob')
-        const matches = await glob(q, pattern, options)
-        // Each match is judged where it really is: the pattern's static part may pass links.
-        const withAbsolute = matches.map((m) => ({
-          match: m,
-          path: m.path.startsWith('/') ? m.path : joinPath(cwd, m.path),
-        }))
-        return (await gate.readablePaths(withAbsolute, 'glob', false)).map((m) => m.match)
-      },
-    )
+    return this.#withGate(async (gate, { q }) => {
+      const cwd = normalizePath(options?.cwd ?? '/', 'glob')
+      await gate.read(cwd, 'glob')
+      const matches = await glob(q, pattern, options)
+      // Each match is judged where it really is: the pattern's static part may pass links.
+      const withAbsolute = matches.map((m) => ({
+        match: m,
+        path: m.path.startsWith('/') ? m.path : joinPath(cwd, m.path),
+      }))
+      return (await gate.readablePaths(withAbsolute, 'glob', false)).map((m) => m.match)
+    })
   }
 
   /** Lines matching a pattern in files below `options.path`, like `grep -rn`. */
   async grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
     if (!this.#ctx.policy) return grep(this.#ctx.q, this.#ctx.chunkSize, pattern, options)
-    return this.#guarded(
-      async () => undefined,
-      async ({ q }) => {
-        const gate = this.#gateOn(q)!
-        await gate.read(options?.path ?? '/', 'grep')
-        return gate.readablePaths(await grep(q, this.#ctx.chunkSize, pattern, options), 'grep')
-      },
-    )
+    return this.#withGate(async (gate, { q }) => {
+      await gate.read(options?.path ?? '/', 'grep')
+      return gate.readablePaths(await grep(q, this.#ctx.chunkSize, pattern, options), 'grep')
+    })
   }
 
   /**
