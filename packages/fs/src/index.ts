@@ -17,6 +17,7 @@ export {
   MAX_GLOB_LENGTH,
   MAX_REGEX_LENGTH,
 } from './matchers.js'
+export { rmDirectoryError } from './namespace-ops.js'
 export type { FsOperation, FsPolicy } from './policy.js'
 export type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
 export { GREP_MAX_BYTES, GREP_TIMEOUT_MS, LineSplitter, SearchBudget } from './search.js'

@@ -119,6 +119,16 @@ export async function mkdir(
   })
 }
 
+/** `rm` of a directory without `recursive`: EISDIR saying what to pass (every FileSystem's). */
+export function rmDirectoryError(path: string): FsError {
+  return new FsError({
+    code: 'EISDIR',
+    syscall: 'rm',
+    path,
+    hint: 'pass { recursive: true } to remove a directory',
+  })
+}
+
 export async function rm(ctx: FsContext, path: string, options: RmOptions = {}): Promise<void> {
   await write(ctx, async (q, now) => {
     let found: Lookup & { node: InodeRow }
@@ -134,12 +144,7 @@ export async function rm(ctx: FsContext, path: string, options: RmOptions = {}):
     }
     if (isDir(node.mode)) {
       if (!options.recursive) {
-        throw new FsError({
-          code: 'EISDIR',
-          syscall: 'rm',
-          path,
-          hint: 'pass { recursive: true } to remove a directory',
-        })
+        throw rmDirectoryError(path)
       }
       await removeTree(q, node.ino, now)
     }

@@ -27,6 +27,7 @@ import {
   type ReaddirOptions,
   type ReadStreamOptions,
   type RmOptions,
+  rmDirectoryError,
   type StatFs,
   Stats,
   type TimeLike,
@@ -475,13 +476,7 @@ export class HostFileSystem implements FileSystem {
     }
     try {
       if (!r.stats?.isDirectory()) return await fsp.unlink(r.target)
-      if (!options.recursive)
-        throw new FsError({
-          code: 'EISDIR',
-          syscall: 'rm',
-          path,
-          hint: 'pass { recursive: true } to remove a directory',
-        })
+      if (!options.recursive) throw rmDirectoryError(path)
       await this.#removeTree(r.target, path, 0)
     } catch (error) {
       this.#rethrow(error, 'rm', path)

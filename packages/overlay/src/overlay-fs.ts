@@ -28,6 +28,7 @@ import {
   type ReaddirOptions,
   type ReadStreamOptions,
   type RmOptions,
+  rmDirectoryError,
   type StatFs,
   type Stats,
   type TimeLike,
@@ -620,13 +621,7 @@ export class OverlayFs implements FileSystem {
       }
       if (found.path === '/') throw fsError('EPERM', 'rm', path)
       if (found.node.stats.isDirectory()) {
-        if (!options.recursive)
-          throw new FsError({
-            code: 'EISDIR',
-            syscall: 'rm',
-            path,
-            hint: 'pass { recursive: true } to remove a directory',
-          })
+        if (!options.recursive) throw rmDirectoryError(path)
         await o.#removeDir(found.path, now)
         return
       }
