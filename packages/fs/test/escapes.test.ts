@@ -1,8 +1,9 @@
-import { AgentFsError, type Driver, openDatabase } from '@agentfs/core'
+import { type Driver, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { describe, expect, test } from 'vitest'
 import { createFileSystem, type FsPolicy, MAX_FILE_SIZE } from '../src/index.js'
+import { typedCode } from './helpers.js'
 
 // Escape attempts against the policy (issue: hostile agents). Each test failed before the fix
 // it names: the attack landed a change outside the roots or destroyed protected content.
@@ -17,15 +18,7 @@ async function setup(policy: FsPolicy, driver: Driver = betterSqlite3Driver({ pa
   return { db, admin, fs: createFileSystem(db, { policy }) }
 }
 
-async function code(promise: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await promise
-    return undefined
-  } catch (error) {
-    expect(error).toBeInstanceOf(AgentFsError)
-    return (error as AgentFsError).code
-  }
-}
+const code = typedCode
 
 const ROOTS: FsPolicy = {
   read: ['/', '/workspace', '/workspace/**', '/secret', '/secret/**'],

@@ -1,7 +1,13 @@
-import { type AgentDatabase, type Driver, fixedClock, openDatabase } from '@agentfs/core'
+import {
+  type AgentDatabase,
+  AgentFsError,
+  type Driver,
+  fixedClock,
+  openDatabase,
+} from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
-import { afterEach } from 'vitest'
+import { afterEach, expect } from 'vitest'
 import { type AgentFs, createFileSystem, type FileSystemOptions } from '../src/index.js'
 
 /** Every first-party driver; tests run once per driver. */
@@ -36,5 +42,16 @@ export async function code(promise: Promise<unknown>): Promise<string> {
     return 'ok'
   } catch (error) {
     return (error as { code?: string }).code ?? String(error)
+  }
+}
+
+/** The code of a rejected promise, which must be a typed AgentFsError (undefined when it resolves). */
+export async function typedCode(promise: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await promise
+    return undefined
+  } catch (error) {
+    expect(error).toBeInstanceOf(AgentFsError)
+    return (error as AgentFsError).code
   }
 }

@@ -1,7 +1,8 @@
-import { AgentFsError, fsck, openDatabase } from '@agentfs/core'
+import { type AgentFsError, fsck, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { describe, expect, test } from 'vitest'
 import { createFileSystem, type FsPolicy } from '../src/index.js'
+import { typedCode } from './helpers.js'
 
 async function setup(policy: FsPolicy) {
   const db = await openDatabase({ driver: betterSqlite3Driver({ path: ':memory:' }) })
@@ -16,15 +17,7 @@ async function setup(policy: FsPolicy) {
   return { db, admin, fs: createFileSystem(db, { policy }) }
 }
 
-async function code(promise: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await promise
-    return undefined
-  } catch (error) {
-    expect(error).toBeInstanceOf(AgentFsError)
-    return (error as AgentFsError).code
-  }
-}
+const code = typedCode
 
 const ROOTS: FsPolicy = {
   read: ['/workspace', '/workspace/**', '/docs/**'],
