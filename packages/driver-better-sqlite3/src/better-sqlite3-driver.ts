@@ -64,6 +64,12 @@ export function checkEngineVersion(
     )
 }
 
+/** The errors `bindings` and `node-gyp-build` throw when no compiled module exists. */
+function isUnbuiltBinding(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : ''
+  return /Could not locate the bindings file|No native build was found/.test(message)
+}
+
 function betterSqlite3Version(): string | undefined {
   try {
     return (createRequire(import.meta.url)('better-sqlite3/package.json') as { version: string })
@@ -175,7 +181,13 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
       handle = typeof config.database === 'function' ? await config.database() : config.database
     } else {
       checkEngineVersion()
-      const { default: Database } = await import('better-sqlite3')
+      const { default: Database } = await import('better-sqlite3').catch((error: unknown) => {
+        throw new AgentFsError(
+          'CANT_OPEN',
+          'better-sqlite3 is not installed: npm install better-sqlite3 (it is a peer dependency of @agentfs/driver-better-sqlite3)',
+          { cause: error },
+        )
+      })
       try {
         handle = new Database(config.path!, {
           readonly: config.readonly ?? false,
@@ -183,6 +195,12 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
           timeout: 0,
         }) as unknown as BetterSqlite3Database
       } catch (error) {
+        if (isUnbuiltBinding(error))
+          throw new AgentFsError(
+            'CANT_OPEN',
+            "better-sqlite3's native module is not built (pnpm 10 skips dependency build scripts until they are approved): run pnpm approve-builds, or npm rebuild better-sqlite3",
+            { cause: error },
+          )
         throw mapSqliteError(error)
       }
     }

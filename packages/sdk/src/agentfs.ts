@@ -105,7 +105,7 @@ export class AgentFS implements AgentScope {
         }
         path = resolve(options.dir ?? '.agentfs', `${id}.db`)
       }
-      if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
+      // The driver loads before anything is created: a missing one leaves no folder behind.
       const { betterSqlite3Driver } = await import('@agentfs/driver-better-sqlite3').catch(
         (error: unknown) => {
           throw new AgentFsError(
@@ -115,6 +115,7 @@ export class AgentFS implements AgentScope {
           )
         },
       )
+      if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
       driver = betterSqlite3Driver({
         path,
         ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),

@@ -1,0 +1,561 @@
+import { execFile, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import ts from 'typescript'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+
+// What a user gets from the registry: every published package is packed (`pnpm pack` rewrites
+// `workspace:` ranges as publishing does), then installed from the tarballs into scratch
+// projects outside the workspace, one per scenario, so a dependency a package uses but does not
+// declare fails here (pnpm does not hoist). `pnpm.overrides` points every @agentfs name at its
+// tarball. Third-party packages come from the registry at the versions the workspace tests.
+// better-sqlite3 is the one exception: this machine cannot download its prebuilt binary, so
+// the copy built for the workspace is packed as it is (the npm resolution of its range is
+// checked separately below).
+
+const run = promisify(execFile)
+const repo = fileURLToPath(new URL('../../../', import.meta.url))
+const PACKAGE_DIRS = [
+  ...[
+    'agent-tools',
+    'ai-sdk',
+    'core',
+    'driver-better-sqlite3',
+    'driver-libsql',
+    'fs',
+    'kv',
+    'mastra',
+    'mcp',
+    'openai-agents',
+    'overlay',
+    'sdk',
+    'tool-calls',
+  ].map((p) => `packages/${p}`),
+  'apps/cli',
+  'conformance',
+]
+
+/** Packages whose README has an install line and code blocks. */
+const README_PACKAGES = [
+  'agent-tools',
+  'ai-sdk',
+  'core',
+  'driver-better-sqlite3',
+  'driver-libsql',
+  'fs',
+  'kv',
+  'mastra',
+  'mcp',
+  'openai-agents',
+  'overlay',
+  'sdk',
+  'tool-calls',
+]
+
+let work: string
+const tarballs = new Map<string, string>()
+
+interface Manifest {
+  readonly name: string
+  readonly version: string
+  readonly dependencies?: Record<string, string>
+  readonly devDependencies?: Record<string, string>
+}
+
+async function manifest(dir: string): Promise<Manifest> {
+  return JSON.parse(await readFile(join(dir, 'package.json'), 'utf8'))
+}
+
+/**
+ * better-sqlite3 as built in the workspace, packed without its sources; `unbuilt` leaves out
+ * the native module too (what pnpm 10 installs when its build script was not approved).
+ */
+async function packBetterSqlite3(unbuilt: boolean): Promise<string> {
+  const require = createRequire(join(repo, 'packages/driver-better-sqlite3/package.json'))
+  const source = dirname(require.resolve('better-sqlite3/package.json'))
+  const name = unbuilt ? 'better-sqlite3-unbuilt' : 'better-sqlite3'
+  const staging = join(work, name, 'package')
+  const skip = unbuilt
+    ? /[\\/](deps|src|node_modules|build|prebuilds)$/
+    : /[\\/](deps|src|node_modules)$/
+  await cp(source, staging, {
+    recursive: true,
+    dereference: true,
+    filter: (path) => !skip.test(path),
+  })
+  const file = join(work, `${name}.tgz`)
+  await run('tar', ['czf', file, '-C', dirname(staging), 'package'])
+  await rm(dirname(staging), { recursive: true })
+  return file
+}
+
+/** Runs a command; a failure carries its stderr. */
+async function sh(
+  file: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<string> {
+  try {
+    return (await run(file, args, { ...options, maxBuffer: 16 << 20 })).stdout
+  } catch (error) {
+    const { stderr, stdout } = error as { stderr?: string; stdout?: string }
+    throw new Error(`${file} ${args.join(' ')} failed:\n${stdout ?? ''}\n${stderr ?? ''}`)
+  }
+}
+
+/** The exact versions the workspace tests third-party packages at. */
+async function workspacePins(): Promise<Map<string, string>> {
+  const pins = new Map<string, string>()
+  for (const dir of [...PACKAGE_DIRS, 'conformance/packed']) {
+    const m = await manifest(join(repo, dir))
+    for (const deps of [m.dependencies, m.devDependencies])
+      for (const [name, version] of Object.entries(deps ?? {}))
+        if (/^\d+\.\d+\.\d+$/.test(version)) pins.set(name, version)
+  }
+  return pins
+}
+
+/**
+ * A scratch project with `packages` installed: AgentFS names and better-sqlite3 from the
+ * tarballs, anything else from the registry at the workspace's version.
+ */
+async function project(
+  name: string,
+  packages: string[],
+): Promise<{ dir: string; installed: string[] }> {
+  const dir = join(work, name)
+  await mkdir(dir, { recursive: true })
+  const pins = await workspacePins()
+  const deps: Record<string, string> = {}
+  for (const dep of packages) {
+    const file = tarballs.get(dep)
+    const version = file ? `file:${file}` : pins.get(dep)
+    if (version === undefined) throw new Error(`no version of ${dep} is pinned in the workspace`)
+    // `better-sqlite3-unbuilt` is better-sqlite3 without its native module.
+    deps[dep.replace(/-unbuilt$/, '')] = version
+  }
+  const overrides: Record<string, string> = {}
+  // Every AgentFS name, direct or transitive, resolves to its tarball (a direct dependency
+  // alone would leave the transitive `@agentfs/core@0.1.0` edges to the registry).
+  for (const [dep, file] of tarballs)
+    if (!dep.endsWith('-unbuilt')) overrides[dep] = deps[dep] ?? `file:${file}`
+  await writeFile(
+    join(dir, 'package.json'),
+    JSON.stringify({
+      name: `scratch-${name}`,
+      private: true,
+      type: 'module',
+      dependencies: deps,
+      pnpm: { overrides },
+    }),
+  )
+  await sh('pnpm', ['install', '--config.confirmModulesPurge=false'], {
+    cwd: dir,
+    env: { ...process.env, CI: 'true' },
+  })
+  const installed = (await readdir(join(dir, 'node_modules', '.pnpm'))).filter(
+    (entry) => entry !== 'lock.yaml' && entry !== 'node_modules',
+  )
+  return { dir, installed }
+}
+
+/** What a package's README tells the reader to install (its first `pnpm add` line). */
+async function installLine(dir: string): Promise<string[]> {
+  const text = await readFile(join(repo, dir, 'README.md'), 'utf8')
+  const line = /^pnpm add ([^#\n]+)/m.exec(text)
+  if (!line) throw new Error(`${dir}/README.md has no install line`)
+  return line[1]!.trim().split(/\s+/)
+}
+
+/** Runs a module in the scratch project; returns its stdout. */
+async function node(dir: string, file: string, code: string): Promise<string> {
+  await writeFile(join(dir, file), code)
+  return sh(process.execPath, [file], { cwd: dir })
+}
+
+/**
+ * The ```ts blocks a package's README ships with: `run` the runnable ones, `all` including
+ * those marked as not runnable alone (they need a model or a project).
+ */
+async function readmeBlocks(dir: string, pkg: string): Promise<{ run: string[]; all: string[] }> {
+  const text = await readFile(join(dir, 'node_modules', pkg, 'README.md'), 'utf8')
+  const run: string[] = []
+  const all: string[] = []
+  for (const match of text.matchAll(/(<!-- doctest: skip \([^)]*\) -->\n)?```ts\n([\s\S]*?)```/g)) {
+    all.push(match[2]!)
+    if (match[1] === undefined) run.push(match[2]!)
+  }
+  return { run, all }
+}
+
+/** The packages a block imports. */
+const importsOf = (code: string) =>
+  [...code.matchAll(/^import .* from '([^']+)'/gm)]
+    .map((m) => m[1]!)
+    .filter((m) => !m.startsWith('.'))
+
+function transpile(code: string): string {
+  return ts.transpileModule(`${code}\nexport {}\n`, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  }).outputText
+}
+
+/** The AgentFS packages `names` depend on at run time, transitively, themselves included. */
+async function dependencyClosure(names: string[]): Promise<string[]> {
+  const dirOf = new Map<string, string>()
+  for (const dir of PACKAGE_DIRS) dirOf.set((await manifest(join(repo, dir))).name, dir)
+  const seen = new Set<string>()
+  const queue = names.filter((n) => dirOf.has(n))
+  while (queue.length > 0) {
+    const name = queue.pop()!
+    if (seen.has(name)) continue
+    seen.add(name)
+    const deps = (await manifest(join(repo, dirOf.get(name)!))).dependencies ?? {}
+    for (const dep of Object.keys(deps)) if (dirOf.has(dep)) queue.push(dep)
+  }
+  return [...seen]
+}
+
+const agentfsIn = (installed: string[]) =>
+  installed
+    .filter((entry) => entry.startsWith('@agentfs+'))
+    .map((entry) => `@agentfs/${entry.slice('@agentfs+'.length).split('@')[0]}`)
+    .sort()
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'agentfs-packed-'))
+  for (const dir of PACKAGE_DIRS) {
+    const { name, version } = await manifest(join(repo, dir))
+    await run('pnpm', ['pack', '--pack-destination', work], { cwd: join(repo, dir) })
+    const file = join(work, `${name.slice(1).replace('/', '-')}-${version}.tgz`)
+    expect(existsSync(file), file).toBe(true)
+    tarballs.set(name, file)
+  }
+  tarballs.set('better-sqlite3', await packBetterSqlite3(false))
+  tarballs.set('better-sqlite3-unbuilt', await packBetterSqlite3(true))
+})
+
+afterAll(async () => {
+  if (work) await rm(work, { recursive: true, force: true })
+})
+
+describe('packed packages installed outside the workspace', () => {
+  test('no tarball carries workspace ranges, tests or sources maps pointing outside it', async () => {
+    for (const [name, file] of tarballs) {
+      if (name.startsWith('better-sqlite3')) continue
+      const { stdout: list } = await run('tar', ['tzf', file])
+      expect(list, name).toContain('package/LICENSE')
+      expect(list, name).toContain('package/README.md')
+      expect(list, name).not.toMatch(/package\/(test|src)\//)
+      const { stdout: pkg } = await run('tar', ['xzf', file, '-O', 'package/package.json'])
+      expect(pkg, name).not.toContain('workspace:')
+    }
+  })
+
+  // Each README, installed as its install line says, runs its code blocks as written.
+  for (const pkg of README_PACKAGES)
+    test(`${pkg}: its README's install line and code blocks work`, async () => {
+      const { dir, installed } = await project(pkg, await installLine(`packages/${pkg}`))
+      const blocks = await readmeBlocks(dir, `@agentfs/${pkg}`)
+      expect(blocks.all.length).toBeGreaterThan(0)
+      for (const [i, block] of blocks.run.entries())
+        await node(dir, `readme-${i}.mjs`, transpile(block))
+      // Blocks that cannot run alone still import only what the install line brought, and
+      // opening by id or path needs the default driver.
+      for (const [i, block] of blocks.all.entries()) {
+        const loads = importsOf(block).map((m) => `await import(${JSON.stringify(m)})`)
+        await node(dir, `imports-${i}.mjs`, loads.join('\n'))
+        if (/AgentFS\.open\(\{ (id|path):/.test(block))
+          await node(
+            dir,
+            `driver-${i}.mjs`,
+            "await import('@agentfs/driver-better-sqlite3'); await import('better-sqlite3')",
+          )
+      }
+      // Nothing of AgentFS arrives that the line did not ask for, directly or as a dependency.
+      const allowed = await dependencyClosure(await installLine(`packages/${pkg}`))
+      for (const found of agentfsIn(installed)) expect(allowed, `${pkg}: ${found}`).toContain(found)
+    })
+
+  test('kv with a driver alone installs nothing else of AgentFS', async () => {
+    const { installed } = await project('kv-alone', [
+      '@agentfs/kv',
+      '@agentfs/driver-better-sqlite3',
+      'better-sqlite3',
+    ])
+    expect(agentfsIn(installed)).toEqual([
+      '@agentfs/core',
+      '@agentfs/driver-better-sqlite3',
+      '@agentfs/kv',
+    ])
+  })
+
+  test('the sdk quick start leaves the file it wrote', async () => {
+    const { dir } = await project('sdk-check', await installLine('packages/sdk'))
+    for (const [i, block] of (await readmeBlocks(dir, '@agentfs/sdk')).run.entries())
+      await node(dir, `sdk-${i}.mjs`, transpile(block))
+    const check = await node(
+      dir,
+      'check.mjs',
+      `import { AgentFS } from '@agentfs/sdk'
+const agent = await AgentFS.open({ id: 'my-agent' })
+console.log(await agent.fs.readFile('/notes/todo.md', 'utf8'))
+await agent.close()
+`,
+    )
+    expect(check).toBe('- ship it\n\n')
+  })
+
+  test('the sdk without better-sqlite3 says what to install and creates nothing', async () => {
+    const { dir, installed } = await project('sdk-bare', ['@agentfs/sdk'])
+    expect(installed.some((entry) => entry.startsWith('better-sqlite3'))).toBe(false)
+    const out = await node(
+      dir,
+      'open.mjs',
+      `import { AgentFS } from '@agentfs/sdk'
+try { await AgentFS.open({ id: 'agent' }); console.log('opened') }
+catch (error) { console.log(error.code + ': ' + error.message) }
+`,
+    )
+    expect(out).toMatch(/^CANT_OPEN: .*npm install @agentfs\/driver-better-sqlite3 better-sqlite3/)
+    expect(existsSync(join(dir, '.agentfs'))).toBe(false)
+  })
+
+  test('a better-sqlite3 whose native module was never built gets an error saying how to build it', async () => {
+    const { dir } = await project('unbuilt', [
+      '@agentfs/sdk',
+      '@agentfs/driver-better-sqlite3',
+      'better-sqlite3-unbuilt',
+    ])
+    const out = await node(
+      dir,
+      'open.mjs',
+      `import { AgentFS } from '@agentfs/sdk'
+try { await AgentFS.open({ path: 'agent.db' }); console.log('opened') }
+catch (error) { console.log(error.code + ': ' + error.message) }
+`,
+    )
+    expect(out).toMatch(/^CANT_OPEN: better-sqlite3's native module is not built.*approve-builds/)
+  })
+
+  test('fs on libSQL file: needs no native better-sqlite3', async () => {
+    const { dir, installed } = await project('libsql', [
+      '@agentfs/fs',
+      ...(await installLine('packages/driver-libsql')),
+    ])
+    expect(installed.some((entry) => entry.startsWith('better-sqlite3'))).toBe(false)
+    expect(agentfsIn(installed)).toEqual(['@agentfs/core', '@agentfs/driver-libsql', '@agentfs/fs'])
+    const out = await node(
+      dir,
+      'fs.mjs',
+      `import { openDatabase } from '@agentfs/core'
+import { libsqlDriver } from '@agentfs/driver-libsql'
+import { createFileSystem } from '@agentfs/fs'
+const db = await openDatabase({ driver: libsqlDriver({ url: 'file:agent.db' }) })
+const fs = createFileSystem(db)
+await fs.mkdir('/notes/a', { recursive: true })
+await fs.writeFile('/notes/a/todo.md', 'libsql\\n')
+console.log(JSON.stringify([await fs.readFile('/notes/a/todo.md', 'utf8'), await fs.readdir('/notes')]))
+await db.close()
+`,
+    )
+    expect(JSON.parse(out)).toEqual(['libsql\n', ['a']])
+  })
+
+  test('the AI SDK adapter runs a generateText loop with a mock model', async () => {
+    const { dir } = await project('ai-sdk-loop', [
+      ...(await installLine('packages/ai-sdk')),
+      ...(await installLine('packages/sdk')).filter((d) => d !== '@agentfs/sdk'),
+    ])
+    const out = await node(
+      dir,
+      'loop.mjs',
+      `import { AgentFS } from '@agentfs/sdk'
+import { aiSdkTools } from '@agentfs/ai-sdk'
+import { generateText, stepCountIs } from 'ai'
+import { MockLanguageModelV3 } from 'ai/test'
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 1, text: 1, reasoning: undefined },
+}
+const step = (content, unified) => ({ content, finishReason: { unified, raw: unified }, usage, warnings: [] })
+const model = new MockLanguageModelV3({
+  doGenerate: [
+    step([{ type: 'tool-call', toolCallId: '1', toolName: 'write_file', input: JSON.stringify({ path: '/notes.md', content: '- ship\\n' }) }], 'tool-calls'),
+    step([{ type: 'text', text: 'done' }], 'stop'),
+  ],
+})
+const agent = await AgentFS.open({ id: 'editor' })
+const result = await generateText({
+  model,
+  tools: aiSdkTools({ fs: agent.fs, kv: agent.kv, audit: agent.tools, sessionId: 'chat-1' }),
+  stopWhen: stepCountIs(5),
+  prompt: 'write the notes',
+})
+const calls = await agent.tools.bySession('chat-1')
+console.log(JSON.stringify([result.text, await agent.fs.readFile('/notes.md', 'utf8'), calls.map((c) => [c.name, c.status])]))
+await agent.close()
+`,
+    )
+    expect(JSON.parse(out)).toEqual(['done', '- ship\n', [['write_file', 'success']]])
+  })
+
+  test('a backend runs the published conformance suite under vitest', async () => {
+    const { dir } = await project('conformance', [
+      '@agentfs/conformance',
+      '@agentfs/core',
+      '@agentfs/fs',
+      '@agentfs/kv',
+      '@agentfs/tool-calls',
+      '@agentfs/overlay',
+      'vitest',
+      ...(await installLine('packages/driver-libsql')),
+    ])
+    await mkdir(join(dir, 'test'))
+    await writeFile(
+      join(dir, 'test', 'driver.test.mjs'),
+      `import { runConformance } from '@agentfs/conformance'
+import { libsqlDriver } from '@agentfs/driver-libsql'
+runConformance({ createDriver: ({ tempDir }) => libsqlDriver({ url: 'file:' + tempDir + '/db.sqlite' }) })
+`,
+    )
+    const vitest = join(dir, 'node_modules', 'vitest', 'vitest.mjs')
+    const { stdout } = await run(process.execPath, [vitest, 'run', '--reporter=dot'], {
+      cwd: dir,
+      env: { ...process.env, NO_COLOR: '1' },
+      maxBuffer: 16 << 20,
+    })
+    expect(stdout).toMatch(/Tests\s+\d+ passed/)
+    expect(stdout).not.toMatch(/failed/)
+  })
+})
+
+describe('the packed CLI', () => {
+  let dir: string
+  let agentfs: string
+  const cli = (args: string[], cwd = dir) =>
+    run(process.execPath, [agentfs, ...args], { cwd, maxBuffer: 16 << 20 })
+
+  beforeAll(async () => {
+    ;({ dir } = await project('cli', ['@agentfs/cli']))
+    agentfs = join(dir, 'node_modules', '@agentfs', 'cli', 'dist', 'cli.js')
+  })
+
+  test('init, fs write and cat, import and export round-trip', async () => {
+    const own = (await manifest(join(repo, 'apps/cli'))).version
+    expect((await cli(['--version'])).stdout.trim()).toBe(own)
+    await cli(['init', 'agent.db'])
+    await cli(['fs', 'write', 'agent.db', '/notes/todo.md', '# Todo'])
+    expect((await cli(['fs', 'cat', 'agent.db', '/notes/todo.md'])).stdout).toBe('# Todo')
+    await mkdir(join(dir, 'project', 'src'), { recursive: true })
+    await writeFile(join(dir, 'project', 'src', 'main.ts'), 'export {}\n')
+    await cli(['import', 'project', 'agent.db'])
+    await cli(['export', 'agent.db', 'out'])
+    expect(await readFile(join(dir, 'out', 'src', 'main.ts'), 'utf8')).toBe('export {}\n')
+    expect(await readFile(join(dir, 'out', 'notes', 'todo.md'), 'utf8')).toBe('# Todo')
+  })
+
+  test('serve mcp answers a real MCP client', async () => {
+    await cli(['init', 'mcp.db'])
+    const client = new Client({ name: 'packed-test', version: '1.0.0' })
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [agentfs, 'serve', 'mcp', 'mcp.db'],
+        cwd: dir,
+        stderr: 'pipe',
+      }),
+    )
+    try {
+      const { tools } = await client.listTools()
+      expect(tools.map((t) => t.name)).toContain('write_file')
+      const written = await client.callTool({
+        name: 'write_file',
+        arguments: { path: '/hello.txt', content: 'from mcp\n' },
+      })
+      expect(written.isError ?? false).toBe(false)
+      const read = await client.callTool({ name: 'read_file', arguments: { path: '/hello.txt' } })
+      expect(JSON.stringify(read.content)).toContain('from mcp')
+    } finally {
+      await client.close()
+    }
+    expect((await cli(['fs', 'cat', 'mcp.db', '/hello.txt'])).stdout).toBe('from mcp\n')
+  })
+
+  // FUSE as for the CLI's own tests: skipped with a reason outside CI, required under CI=true.
+  const fuseProblem = !existsSync('/dev/fuse')
+    ? '/dev/fuse is missing'
+    : !(process.env.PATH ?? '').split(':').some((d) => d && existsSync(join(d, 'fusermount')))
+      ? 'fusermount is not installed (apt-get install fuse3)'
+      : undefined
+  if (fuseProblem !== undefined && process.env.CI === 'true')
+    throw new Error(`packed mount test: FUSE is required under CI=true but ${fuseProblem}`)
+  if (fuseProblem !== undefined)
+    console.log(
+      `packed mount test skipped: ${fuseProblem}. Enable it with: apt-get install fuse3 libfuse2 (as root).`,
+    )
+
+  test.skipIf(fuseProblem !== undefined)(
+    'mount serves the database and says what the upstream binding loses',
+    async () => {
+      await cli(['init', 'mount.db'])
+      await cli(['fs', 'write', 'mount.db', '/a.txt', 'in the db'])
+      const point = join(dir, 'mnt')
+      await mkdir(point)
+      const child = spawn(process.execPath, [agentfs, 'mount', 'mount.db', point], { cwd: dir })
+      let output = ''
+      child.stdout.on('data', (chunk) => (output += chunk))
+      child.stderr.on('data', (chunk) => (output += chunk))
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve))
+      try {
+        const deadline = Date.now() + 20_000
+        while (!output.includes('mounted') && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        expect(output).toContain('mounted')
+        expect(await readFile(join(point, 'a.txt'), 'utf8')).toBe('in the db')
+        await writeFile(join(point, 'b.txt'), 'through the mount')
+        expect(output).toMatch(/warning: .*modification times/)
+      } finally {
+        child.kill('SIGTERM')
+        const code = await Promise.race([
+          exited,
+          new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 10_000)),
+        ])
+        if (code === 'timeout') {
+          child.kill('SIGKILL')
+          await run('fusermount', ['-uz', point]).catch(() => {})
+        }
+      }
+      expect((await cli(['fs', 'cat', 'mount.db', '/b.txt'])).stdout).toBe('through the mount')
+    },
+  )
+})
+
+describe('npm picks a better-sqlite3 that runs on this Node.js', () => {
+  test('the CLI range resolves to 12 on Node 20 and 13 on Node 22 and later', async () => {
+    const range = (await manifest(join(repo, 'apps/cli'))).dependencies?.['better-sqlite3']
+    const dir = join(work, 'npm-resolve')
+    await mkdir(dir)
+    await writeFile(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: 'resolve', private: true, dependencies: { 'better-sqlite3': range } }),
+    )
+    await run('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit'], {
+      cwd: dir,
+    })
+    const lock = JSON.parse(await readFile(join(dir, 'package-lock.json'), 'utf8'))
+    const version: string = lock.packages['node_modules/better-sqlite3'].version
+    const major = Number(version.split('.')[0])
+    const nodeMajor = Number(process.versions.node.split('.')[0])
+    expect(major, `better-sqlite3 ${version} on Node ${process.versions.node}`).toBe(
+      nodeMajor >= 22 ? 13 : 12,
+    )
+  })
+})
