@@ -84,8 +84,7 @@ const glob: AgentToolDefinition<{ pattern: string; path?: string | undefined }> 
     // An absolute pattern or a link in its static part can reach outside: show only what may be seen.
     const matches: typeof found = []
     for (const m of found)
-      if (await env.paths.visible(m.path.startsWith('/') ? m.path : joinPath(cwd, m.path), env.fs))
-        matches.push(m)
+      if (await env.paths.visible(m.path, env.fs)) matches.push(m)
     matches.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.path < b.path ? -1 : 1))
     if (matches.length === 0)
       return {
@@ -94,9 +93,7 @@ const glob: AgentToolDefinition<{ pattern: string; path?: string | undefined }> 
       }
     const shown = matches.slice(0, limits.maxResults)
     const truncated = matches.length > shown.length
-    const lines = shown.map((m) =>
-      env.paths.display(m.path.startsWith('/') ? m.path : joinPath(cwd, m.path)),
-    )
+    const lines = shown.map((m) => env.paths.display(m.path))
     return {
       text: `${lines.join('\n')}${truncated ? `\n… [${matches.length - shown.length} more — narrow the pattern or path]` : ''}`,
       data: { truncated, count: matches.length },

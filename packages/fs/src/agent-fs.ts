@@ -601,13 +601,8 @@ export class AgentFs implements FileSystem {
     return this.#withGate(async (gate, { q }) => {
       const cwd = normalizePath(options?.cwd ?? '/', 'glob')
       await gate.read(cwd, 'glob')
-      const matches = await glob(q, pattern, options)
       // Each match is judged where it really is: the pattern's static part may pass links.
-      const withAbsolute = matches.map((m) => ({
-        match: m,
-        path: m.path.startsWith('/') ? m.path : joinPath(cwd, m.path),
-      }))
-      return (await gate.readablePaths(withAbsolute, 'glob', false)).map((m) => m.match)
+      return gate.readablePaths(await glob(q, pattern, options), 'glob', false)
     })
   }
 

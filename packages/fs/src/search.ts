@@ -26,7 +26,11 @@ export interface GlobOptions {
 
 /** One glob match. */
 export interface GlobMatch {
-  /** Path relative to `cwd`. */
+  /**
+   * Absolute path, as in {@link GrepMatch}: ready for `readFile` whatever `cwd` was. The pattern
+   * itself is matched against the path relative to `cwd` (or to `/` for a pattern starting
+   * with `/`).
+   */
   readonly path: string
   readonly type: 'file' | 'directory' | 'symlink' | 'other'
   readonly size: number
@@ -117,7 +121,7 @@ export async function glob(
     if (!found?.node || (options.onlyFiles && (found.node.mode & S_IFMT) !== S_IFREG)) return []
     return [
       {
-        path: pattern.startsWith('/') ? absolute : relativeTo(cwd, absolute),
+        path: absolute,
         type: typeOf(found.node.mode),
         size: found.node.size,
         mtimeMs: found.node.mtime * 1000 + found.node.mtime_nsec / 1e6,
@@ -143,7 +147,7 @@ export async function glob(
     const relative = pattern.startsWith('/') ? absolute.slice(1) : relativeTo(cwd, absolute)
     if (!matcher(relative)) continue
     out.push({
-      path: pattern.startsWith('/') ? absolute : relative,
+      path: absolute,
       type: typeOf(row.mode),
       size: row.size,
       mtimeMs: row.mtime * 1000 + row.mtime_nsec / 1e6,

@@ -153,17 +153,21 @@ for (const driver of Object.keys(DRIVERS)) {
       const fs = await tree()
       const paths = async (pattern: string, options = {}) =>
         (await fs.glob(pattern, options)).map((m) => m.path)
-      expect(await paths('**/*.ts')).toEqual(['src/index.ts', 'src/lib/a.ts'])
-      expect(await paths('src/*')).toEqual(['src/index.ts', 'src/lib'])
-      expect(await paths('src/lib/?.{ts,js}')).toEqual(['src/lib/a.ts', 'src/lib/b.js'])
+      // Paths are absolute whatever the cwd, the same form grep returns.
+      expect(await paths('**/*.ts')).toEqual(['/src/index.ts', '/src/lib/a.ts'])
+      expect(await paths('src/*')).toEqual(['/src/index.ts', '/src/lib'])
+      expect(await paths('src/lib/?.{ts,js}')).toEqual(['/src/lib/a.ts', '/src/lib/b.js'])
       expect(await paths('**/*.ts', { dot: true })).toEqual([
-        'src/.hidden.ts',
-        'src/index.ts',
-        'src/lib/a.ts',
+        '/src/.hidden.ts',
+        '/src/index.ts',
+        '/src/lib/a.ts',
       ])
-      expect(await paths('*.ts', { cwd: '/src' })).toEqual(['index.ts'])
+      expect(await paths('*.ts', { cwd: '/src' })).toEqual(['/src/index.ts'])
+      expect(await paths('lib/*', { cwd: '/src' })).toEqual(['/src/lib/a.ts', '/src/lib/b.js'])
       expect(await paths('/docs/*.md')).toEqual(['/docs/readme.md'])
       expect(await paths('nothing/**')).toEqual([])
+      const grepped = (await fs.grep('TODO', { path: '/src/lib' })).map((m) => m.path)
+      expect(await paths('*', { cwd: '/src/lib' })).toEqual(grepped)
       const [match] = await fs.glob('docs/readme.md')
       expect(match).toMatchObject({ type: 'file', size: 23 })
     })

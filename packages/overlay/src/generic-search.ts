@@ -64,7 +64,7 @@ export async function walkGlob(
     if (!matcher(rel)) continue
     const stats = await fs.lstat(full)
     out.push({
-      path: absolute ? full : rel,
+      path: full,
       type: stats.isFile()
         ? 'file'
         : stats.isDirectory()
