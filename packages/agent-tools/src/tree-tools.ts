@@ -83,8 +83,7 @@ const glob: AgentToolDefinition<{ pattern: string; path?: string | undefined }> 
     const found = await env.fs.glob(pattern, { cwd, onlyFiles: true })
     // An absolute pattern or a link in its static part can reach outside: show only what may be seen.
     const matches: typeof found = []
-    for (const m of found)
-      if (await env.paths.visible(m.path, env.fs)) matches.push(m)
+    for (const m of found) if (await env.paths.visible(m.path, env.fs)) matches.push(m)
     matches.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.path < b.path ? -1 : 1))
     if (matches.length === 0)
       return {
