@@ -145,6 +145,6 @@ Examples:
   $ agentfs init my-agent && agentfs fs write my-agent /notes.md '# Notes'
   $ agentfs timeline my-agent --errors
   $ mkdir /tmp/agent && agentfs mount my-agent /tmp/agent
-  $ agentfs run -- sh -c 'make && make test' && agentfs diff run-20261122-101500`,
+  $ agentfs run --db build -- sh -c 'make && make test' && agentfs diff build`,
   )
 }

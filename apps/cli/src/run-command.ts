@@ -105,7 +105,7 @@ the view, but absolute paths to the directory reach the real files.
 
 Examples:
   $ agentfs run -- sh -c 'npm install && npm test'
-  $ agentfs run --db .agentfs/refactor.db -- python tools/rewrite.py
+  $ agentfs run --db .agentfs/refactor.db -- node tools/rewrite.mjs
   $ agentfs diff .agentfs/refactor.db && agentfs commit .agentfs/refactor.db`,
     )
     .action(async (argv: string[], o: { db?: string }) => {

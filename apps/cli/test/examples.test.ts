@@ -1,0 +1,178 @@
+import { spawn, spawnSync } from 'node:child_process'
+import { chmod, cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { describe, expect, test } from 'vitest'
+import { fuseTests, runCli, sh, useCliSandbox } from './helpers.js'
+
+// Every `$ …` line under "Examples:" in every help text runs as written, in a folder prepared
+// with what the examples name (my-agent with /notes/todo.md, ./project, session.db …), each in
+// a fresh copy of it. Two host paths are moved into that folder so the test touches nothing
+// outside it: /tmp/agent and /mnt/review. `mount` examples run until "mounted" and are then
+// stopped; `mount` and `run` need FUSE (skipped with a printed reason outside CI).
+
+const fuse = fuseTests('CLI help examples on FUSE')
+
+let cli: string
+let cwd: string
+useCliSandbox('agentfs-examples-', (sandbox) => {
+  ;({ cli, cwd } = sandbox)
+})
+
+const WORLD = String.raw`
+agentfs init my-agent
+agentfs fs mkdir -p my-agent /notes
+agentfs fs mkdir my-agent /src
+agentfs fs mkdir my-agent /build
+agentfs fs write my-agent /notes/todo.md '# Todo'
+agentfs fs write my-agent /a.txt 'a'
+agentfs fs write my-agent /draft.md 'draft'
+agentfs fs write my-agent /tmp.txt 'scratch'
+agentfs fs write my-agent /src/main.ts 'export {}'
+agentfs fs write my-agent /build/out.js 'built'
+agentfs kv set my-agent user:prefs '{"theme":"dark"}'
+agentfs kv set my-agent note 'a note'
+mkdir -p docs project/src tools data
+printf '# Docs\n' > docs/README.md
+printf '# Project\n' > project/README.md
+printf 'export {}\n' > project/src/index.ts
+printf '{"name":"example","version":"1.0.0","private":true,"scripts":{"test":"echo tested"}}\n' > package.json
+printf 'all:\n\t@echo built\ntest:\n\t@echo tested\n' > Makefile
+printf "console.log('rewrote')\n" > tools/rewrite.mjs
+head -c 4096 /dev/urandom > report.pdf
+agentfs init session.db --base ./project
+agentfs fs write session.db /NOTES.md 'edited in the session'
+agentfs init old-agent.db
+agentfs init agent.db
+`
+
+/** Commands whose examples start long-running processes or need FUSE. */
+const needsFuse = (line: string) => /agentfs (mount|run)\b/.test(line)
+
+function helpTexts(): string[] {
+  const texts = [runCli(cli, ['--help'], { cwd }).out]
+  const commands = (help: string) =>
+    [...(help.split('Commands:\n')[1] ?? '').split('\n\n')[0]!.matchAll(/^ {2}(\S+)/gm)]
+      .map((m) => m[1]!)
+      .filter((name) => name !== 'help')
+  for (const name of commands(texts[0]!)) {
+    const help = runCli(cli, [name, '--help'], { cwd }).out
+    if (help.includes('Commands:'))
+      for (const sub of commands(help)) texts.push(runCli(cli, [name, sub, '--help'], { cwd }).out)
+    else texts.push(help)
+  }
+  return texts
+}
+
+/** The examples of each help text, in the order shown. */
+function examples(): string[][] {
+  return helpTexts()
+    .map((help) =>
+      [...(help.split('Examples:\n')[1] ?? '').matchAll(/^ {2}\$ (.+)$/gm)].map((m) => m[1]!),
+    )
+    .filter((lines) => lines.length > 0)
+}
+
+const env = () => ({ ...process.env, PATH: `${bin}:${process.env.PATH}`, NO_COLOR: '1' })
+
+let world: string
+let bin: string
+let groups: string[][]
+
+/**
+ * A fresh copy of the world for one help text; without its databases when the examples start
+ * by creating them.
+ */
+async function fresh(name: string, lines: string[]): Promise<string> {
+  const dir = join(cwd, name)
+  await cp(world, dir, { recursive: true })
+  if (/^agentfs init /.test(lines[0]!))
+    for (const entry of await readdir(dir))
+      if (entry === '.agentfs' || entry.endsWith('.db'))
+        await rm(join(dir, entry), { recursive: true })
+  // Two host paths of the examples, moved into the copy.
+  await mkdir(join(dir, 'mnt-review'))
+  return dir
+}
+
+const hostPaths = (line: string, dir: string) =>
+  line
+    .replaceAll('/tmp/agent', join(dir, 'tmp-agent'))
+    .replaceAll('/mnt/review', join(dir, 'mnt-review'))
+
+function runLine(line: string, dir: string): void {
+  const result = spawnSync('sh', ['-c', hostPaths(line, dir)], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: env(),
+    timeout: 60_000,
+    input: '',
+  })
+  expect({ line, code: result.status, err: result.stderr }).toEqual({
+    line,
+    code: 0,
+    err: expect.not.stringMatching(/agentfs: (?!warning)/),
+  })
+}
+
+/** A mount example runs until it says "mounted"; SIGTERM unmounts it and it exits 0. */
+async function runMount(line: string, dir: string): Promise<void> {
+  // `exec` makes the mount the shell's own process, so the signal reaches it.
+  const script = hostPaths(line, dir).replace(/(^|&& )agentfs mount/, '$1exec agentfs mount')
+  const child = spawn('sh', ['-c', script], { cwd: dir, env: env() })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve))
+  const deadline = Date.now() + 20_000
+  while (!output.includes('mounted') && Date.now() < deadline && child.exitCode === null)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  expect(output, line).toContain('mounted')
+  child.kill('SIGTERM')
+  expect(await exited, line).toBe(0)
+}
+
+describe('CLI help examples', () => {
+  test('the world the examples assume can be built', async () => {
+    bin = join(cwd, 'bin')
+    await mkdir(bin, { recursive: true })
+    await writeFile(join(bin, 'agentfs'), `#!/bin/sh\nexec "${process.execPath}" "${cli}" "$@"\n`)
+    await chmod(join(bin, 'agentfs'), 0o755)
+    world = join(cwd, 'world')
+    await mkdir(world)
+    sh(WORLD, world, { PATH: `${bin}:${process.env.PATH}` })
+    groups = examples()
+    expect(groups.length).toBe(29)
+    expect(groups.flat().length).toBeGreaterThanOrEqual(50)
+  })
+
+  test('every example exits 0, in the order its help shows, in a fresh copy of that world', async () => {
+    let n = 0
+    for (const [i, lines] of groups.entries()) {
+      if (lines.some(needsFuse)) continue
+      const dir = await fresh(`ex-${i}`, lines)
+      for (const line of lines) runLine(line, dir)
+      n += lines.length
+      await rm(dir, { recursive: true, force: true })
+    }
+    expect(n).toBeGreaterThanOrEqual(40)
+  }, 300_000)
+
+  test.skipIf(!fuse)(
+    'every help text with mount or run examples works on FUSE',
+    async () => {
+      let n = 0
+      for (const [i, lines] of groups.entries()) {
+        if (!lines.some(needsFuse)) continue
+        const dir = await fresh(`fuse-${i}`, lines)
+        for (const line of lines) {
+          if (/agentfs mount\b/.test(line)) await runMount(line, dir)
+          else runLine(line, dir)
+          n++
+        }
+        await rm(dir, { recursive: true, force: true })
+      }
+      expect(n).toBeGreaterThanOrEqual(8)
+    },
+    300_000,
+  )
+})
