@@ -1,5 +1,12 @@
 import { readFileSync, rmSync } from 'node:fs'
-import { describeDatabase, fsck, planMigration } from '@agentfs/core'
+import {
+  type AgentFsError,
+  describeDatabase,
+  type FsckReport,
+  fsck,
+  planMigration,
+  SQLITE_INTEGRITY_RULE,
+} from '@agentfs/core'
 import type { Dirent, FileSystem } from '@agentfs/fs'
 import { openOverlay, saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
@@ -479,23 +486,33 @@ export function registerCommands(program: Command): void {
       'recount links and sizes, drop rows that point at nothing, re-derive whiteout parents',
     )
     .option('--json', 'print JSON')
-    .action(async (db: string, o: { repair?: boolean; json?: boolean }) =>
-      withAgent(db, async (agent) => {
-        const report = await fsck(agent.db, { repair: o.repair ?? false })
-        if (o.json) json(report)
-        else {
-          for (const f of report.repaired) print(`repaired  ${f.rule}: ${f.message}`)
-          for (const f of report.findings)
-            print(`${f.repairable ? 'fixable ' : 'problem '}  ${f.rule}: ${f.message}`)
-          print(
-            report.ok
-              ? 'clean'
-              : `${report.findings.length} problem(s)${report.findings.some((f) => f.repairable) ? '; run with --repair to fix the safe ones' : ''}`,
-          )
+    .action(async (db: string, o: { repair?: boolean; json?: boolean }) => {
+      // A file too damaged to open is a finding too, reported like the others.
+      let report: FsckReport
+      try {
+        report = await withAgent(db, (agent) => fsck(agent.db, { repair: o.repair ?? false }))
+      } catch (error) {
+        if ((error as AgentFsError).code !== 'CORRUPT') throw error
+        const finding = {
+          rule: SQLITE_INTEGRITY_RULE,
+          message: (error as Error).message,
+          repairable: false,
         }
-        if (!report.ok) process.exitCode = 1
-      }),
-    )
+        report = { findings: [finding], repaired: [], ok: false }
+      }
+      if (o.json) json(report)
+      else {
+        for (const f of report.repaired) print(`repaired  ${f.rule}: ${f.message}`)
+        for (const f of report.findings)
+          print(`${f.repairable ? 'fixable ' : 'problem '}  ${f.rule}: ${f.message}`)
+        print(
+          report.ok
+            ? 'clean'
+            : `${report.findings.length} problem(s)${report.findings.some((f) => f.repairable) ? '; run with --repair to fix the safe ones' : ''}`,
+        )
+      }
+      if (!report.ok) process.exitCode = 1
+    })
 
   program
     .command('migrate')

@@ -1,6 +1,12 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { countBadNames, guardDriver, inspectLayout, planFromReport } from '@agentfs/core'
+import {
+  AgentFsError,
+  countBadNames,
+  guardDriver,
+  inspectLayout,
+  planFromReport,
+} from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { createFileSystem, type FileSystem, type FileSystemOptions } from '@agentfs/fs'
 import { openOverlay, readOverlayBase } from '@agentfs/overlay'
@@ -19,7 +25,11 @@ async function checkAgentFsFile(path: string, target: string, migrate: boolean):
   const driver = guardDriver(betterSqlite3Driver({ path, readonly: true }))
   try {
     const report = await inspectLayout(driver).catch((error: unknown) => {
-      throw new Error(`${path} is not a SQLite database (${(error as Error).message})`)
+      throw new AgentFsError(
+        'CORRUPT',
+        `${path} is damaged or is not a SQLite database (${(error as AgentFsError).code === 'CORRUPT' ? 'SQLite cannot read it' : (error as Error).message}); restore it from a backup`,
+        { cause: error },
+      )
     })
     if (report.layout === 'empty' && !migrate) {
       const tables = [...report.objects.values()].filter((o) => o.type === 'table')

@@ -270,6 +270,25 @@ describe('agentfs', () => {
     expect(agentfs(['fs', 'ls', 'other.db', '/']).code).toBe(0)
   })
 
+  test('a damaged or non-SQLite file: fsck reports a finding (text and JSON), other commands one error line', async () => {
+    await writeFile(join(cwd, 'noise.db'), Buffer.alloc(8192, 0x5a))
+    const text = agentfs(['fsck', 'noise.db'])
+    expect(text.code).toBe(1)
+    expect(text.out).toMatch(
+      /^problem {3}sqlite-integrity: .*noise\.db is damaged or is not a SQLite database.*restore it from a backup\n1 problem\(s\)\n$/,
+    )
+    const report = JSON.parse(agentfs(['fsck', '--json', 'noise.db']).out)
+    expect(report).toMatchObject({ ok: false, repaired: [] })
+    expect(report.findings).toEqual([
+      expect.objectContaining({ rule: 'sqlite-integrity', repairable: false }),
+    ])
+    const info = agentfs(['info', 'noise.db'])
+    expect(info.code).toBe(1)
+    expect(info.err).toMatch(/^agentfs: .*noise\.db is damaged or is not a SQLite database/)
+    expect(info.err.trim().split('\n')).toHaveLength(1)
+    expect(JSON.parse(agentfs(['info', '--json', 'noise.db']).out).error.code).toBe('CORRUPT')
+  })
+
   test("the help's own quick start runs as written: fs write creates missing parents", () => {
     expect(agentfs(['init', 'my-agent']).code).toBe(0)
     expect(agentfs(['fs', 'write', 'my-agent', '/notes/todo.md', '# Todo']).code).toBe(0)

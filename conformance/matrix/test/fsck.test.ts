@@ -1,4 +1,14 @@
-import { type AgentDatabase, fixedClock, fsck, openDatabase } from '@agentfs/core'
+import { createHash } from 'node:crypto'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  type AgentDatabase,
+  fixedClock,
+  fsck,
+  openDatabase,
+  SQLITE_INTEGRITY_RULE,
+} from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { createFileSystem } from '@agentfs/fs'
 import { createKvStore } from '@agentfs/kv'
@@ -113,4 +123,36 @@ test('every injected inconsistency is found; safe ones are repaired, the rest re
   ).toEqual([{ nlink: 2, size: 100 }])
   expect(await fsReadLength(db, file)).toBe(100)
   await db.close()
+})
+
+test('a file damaged below the tables is a sqlite-integrity finding, and repair writes nothing', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'agentfs-fsck-'))
+  try {
+    const path = join(dir, 'agent.db')
+    const db = await openDatabase({ driver: betterSqlite3Driver({ path }), chunkSize: 4096 })
+    const fs = createFileSystem(db)
+    for (let i = 0; i < 40; i++) await fs.writeFile(`/f${i}.txt`, `${i}`.repeat(3000))
+    await createToolCalls(db).record({ name: 't', result: 1, startedAt: 0, completedAt: 2 })
+    await db.close()
+    // Overwrite one page in the middle of the file with garbage.
+    const bytes = await readFile(path)
+    bytes.fill(0x5a, 8 * 4096, 9 * 4096)
+    await writeFile(path, bytes)
+    const before = createHash('sha256').update(bytes).digest('hex')
+    const damaged = await openDatabase({ driver: betterSqlite3Driver({ path }) })
+    const report = await fsck(damaged, { repair: true })
+    await damaged.close()
+    expect(report.ok).toBe(false)
+    expect(report.repaired).toEqual([])
+    expect(report.findings.filter((f) => f.rule === SQLITE_INTEGRITY_RULE).length).toBeGreaterThan(
+      0,
+    )
+    expect(report.findings[0]!.message).toMatch(/restore the file from a backup/)
+    const after = createHash('sha256')
+      .update(await readFile(path))
+      .digest('hex')
+    expect(after).toBe(before)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
 })

@@ -240,8 +240,46 @@ UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i 
   },
 ]
 
+/** The rule of findings SQLite reports itself: the file is damaged below the tables. */
+export const SQLITE_INTEGRITY_RULE = 'sqlite-integrity'
+
+/** At most this many lines of `PRAGMA integrity_check` become findings. */
+const INTEGRITY_LINES = 20
+
+const damaged = (message: string): FsckFinding => ({
+  rule: SQLITE_INTEGRITY_RULE,
+  message,
+  repairable: false,
+})
+
+const isCorrupt = (error: unknown) => (error as { code?: unknown } | null)?.code === 'CORRUPT'
+
+/** What SQLite itself said, without the wrapping of the mapped error. */
+const sqliteSays = (error: unknown) =>
+  ((error as { cause?: Error }).cause ?? (error as Error)).message
+
+const RESTORE = 'restore the file from a backup (export copies out what can still be read)'
+
+/** SQLite's own check of pages and indexes; engines without the pragma skip it. */
+async function integrity(q: Queryable): Promise<FsckFinding[]> {
+  try {
+    const { rows } = await q.execute<Record<string, unknown>>({
+      sql: `PRAGMA integrity_check(${INTEGRITY_LINES})`,
+    })
+    return rows
+      .map((row) => String(Object.values(row)[0]))
+      .filter((line) => line !== 'ok')
+      .map((line) => damaged(`SQLite finds the file damaged: ${line}; ${RESTORE}`))
+  } catch (error) {
+    if (isCorrupt(error))
+      return [damaged(`SQLite cannot check the file (${sqliteSays(error)}); ${RESTORE}`)]
+    return []
+  }
+}
+
 /**
- * Checks every consistency rule of the spec (root, entries, mode bits, nlink, orphans, sizes,
+ * Checks SQLite's own integrity (pages, indexes: rule `sqlite-integrity`, never repaired), then
+ * every consistency rule of the spec (root, entries, mode bits, nlink, orphans, sizes,
  * chunks, symlinks, whiteout parents, tool-call and kv JSON), our extension tables, and the
  * damage a crafted database can hold: names that cannot be path components, directory hard
  * links and cycles, entries unreachable from the root, chunks that are not BLOBs or lie past
@@ -253,11 +291,22 @@ UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i 
  */
 export async function fsck(q: Queryable, options: { repair?: boolean } = {}): Promise<FsckReport> {
   const run = async (target: Queryable) => {
-    const findings: FsckFinding[] = []
+    const findings: FsckFinding[] = await integrity(target)
     for (const check of CHECKS) {
-      const { rows } = await target.execute<{ ino: number | null; detail: string | number | null }>(
-        { sql: check.find },
-      )
+      let rows: { ino: number | null; detail: string | number | null }[]
+      try {
+        ;({ rows } = await target.execute<{ ino: number | null; detail: string | number | null }>({
+          sql: check.find,
+        }))
+      } catch (error) {
+        // A damaged page fails the queries that read it: that is a finding, and the other
+        // checks still run.
+        if (!isCorrupt(error)) throw error
+        findings.push(
+          damaged(`the ${check.rule} check cannot read its rows (${sqliteSays(error)})`),
+        )
+        continue
+      }
       for (const row of rows) {
         findings.push({
           rule: check.rule,
@@ -270,7 +319,12 @@ export async function fsck(q: Queryable, options: { repair?: boolean } = {}): Pr
     return findings
   }
   const findings = await run(q)
-  if (!options.repair || !findings.some((f) => f.repairable))
+  // Repairs write: never on a file SQLite itself finds damaged.
+  if (
+    !options.repair ||
+    !findings.some((f) => f.repairable) ||
+    findings.some((f) => f.rule === SQLITE_INTEGRITY_RULE)
+  )
     return { findings, repaired: [], ok: findings.length === 0 }
   await q.transaction(async (tx) => {
     const rules = new Set(findings.filter((f) => f.repairable).map((f) => f.rule))
