@@ -1,5 +1,6 @@
 // Lints every published package as the registry will see it: publint --strict (package.json
-// fields, exports, files) and attw --profile esm-only (types resolve for ESM consumers).
+// fields, exports, files) and attw --profile esm-only (types resolve for ESM consumers); the
+// README must have no relative links (they break on the registry page) and a LICENSE must ship.
 // Runs after `pnpm build`; exits non-zero when any package has a problem.
 import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
@@ -25,7 +26,13 @@ for (const dir of dirs) {
     }
   }
   const bin = (name) => join(root, 'node_modules', '.bin', name)
+  const readme = readFileSync(join(root, dir, 'README.md'), 'utf8')
+  const relative = [...readme.matchAll(/\]\((?!https?:|mailto:|#)([^)]+)\)/g)].map((m) => m[1])
   const problems = [
+    relative.length > 0
+      ? `README.md has relative links, which break on the registry page: ${relative.join(', ')}`
+      : undefined,
+    existsSync(join(root, dir, 'LICENSE')) ? undefined : 'no LICENSE file',
     run(bin('publint'), ['--strict']),
     // A CLI has no types to resolve; libraries must resolve for ESM consumers.
     pkg.bin ? undefined : run(bin('attw'), ['--pack', '--profile', 'esm-only', '.']),
