@@ -11,7 +11,7 @@ import type { Dirent, FileSystem } from '@agentfs/fs'
 import { openOverlay, saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
-import { databasePath, openExisting, viewOf } from './open.js'
+import { databasePath, explainDatabaseError, openExisting, viewOf } from './open.js'
 import { exportTree, importTree } from './transfer.js'
 
 type Out = (text: string) => void
@@ -64,6 +64,8 @@ async function withAgent<T>(
   const agent = await openExisting(target, options)
   try {
     return await fn(agent)
+  } catch (error) {
+    throw explainDatabaseError(error, databasePath(target))
   } finally {
     await agent.close()
   }
@@ -314,6 +316,8 @@ export function registerCommands(program: Command): void {
       try {
         const result = await importTree(hostDir, await viewOf(agent), { force: o.force ?? false })
         print(`imported ${result.entries} entries (${result.bytes} bytes) into ${agent.path}`)
+      } catch (error) {
+        throw explainDatabaseError(error, databasePath(db))
       } finally {
         await agent.close()
       }

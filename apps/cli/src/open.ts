@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { accessSync, constants, existsSync } from 'node:fs'
+import { basename, dirname, resolve } from 'node:path'
 import {
   AgentFsError,
   countBadNames,
@@ -18,6 +18,37 @@ export function databasePath(target: string): string {
 }
 
 /**
+ * The engine's error about a database file, said for a CLI user: the file named, and what to
+ * do in terms of files and commands (not SDK options). Other errors pass through.
+ */
+export function explainDatabaseError(error: unknown, path: string): unknown {
+  const code = (error as { code?: unknown } | null)?.code
+  if (code === 'CORRUPT')
+    return new AgentFsError(
+      'CORRUPT',
+      `${path} is damaged or is not a SQLite database; restore it from a backup`,
+      { cause: error },
+    )
+  if (code === 'READONLY') {
+    const folder = dirname(path)
+    const message = writable(folder)
+      ? `${path} is read-only for this user (file permissions); make it writable (chmod u+w ${path}) or run as its owner — commands that only read still work`
+      : `${path} cannot be opened: SQLite must create ${basename(path)}-shm next to it (the database is in WAL mode) and the folder ${folder} is not writable for this user; make the folder writable, or copy the database somewhere writable`
+    return new AgentFsError('READONLY', message, { cause: error })
+  }
+  return error
+}
+
+function writable(path: string): boolean {
+  try {
+    accessSync(path, constants.W_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
  * Refuses, before anything touches the file, a SQLite file that is not an AgentFS database (or
  * needs migration, unless `migrate`): commands never convert or upgrade a file by surprise.
  */
@@ -25,11 +56,7 @@ async function checkAgentFsFile(path: string, target: string, migrate: boolean):
   const driver = guardDriver(betterSqlite3Driver({ path, readonly: true }))
   try {
     const report = await inspectLayout(driver).catch((error: unknown) => {
-      throw new AgentFsError(
-        'CORRUPT',
-        `${path} is damaged or is not a SQLite database (${(error as AgentFsError).code === 'CORRUPT' ? 'SQLite cannot read it' : (error as Error).message}); restore it from a backup`,
-        { cause: error },
-      )
+      throw explainDatabaseError(error, path)
     })
     if (report.layout === 'empty' && !migrate) {
       const tables = [...report.objects.values()].filter((o) => o.type === 'table')
@@ -55,7 +82,9 @@ export async function openExisting(
   if (!existsSync(path))
     throw new Error(`no database at ${path}; create it with "agentfs init ${target}"`)
   await checkAgentFsFile(path, target, options.migrate === true)
-  const agent = await AgentFS.open({ path })
+  const agent = await AgentFS.open({ path }).catch((error: unknown) => {
+    throw explainDatabaseError(error, path)
+  })
   // A crafted database is flagged as soon as it is opened; walkers and exports refuse it too.
   const bad = await countBadNames(agent.db).catch(() => 0)
   if (bad > 0)

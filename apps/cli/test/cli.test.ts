@@ -7,6 +7,7 @@ import {
   readdir,
   readFile,
   readlink,
+  rm,
   symlink,
   utimes,
   writeFile,
@@ -288,6 +289,39 @@ describe('agentfs', () => {
     expect(info.err.trim().split('\n')).toHaveLength(1)
     expect(JSON.parse(agentfs(['info', '--json', 'noise.db']).out).error.code).toBe('CORRUPT')
   })
+
+  // Permissions bind only another user: as root the CLI runs as nobody (uid 65534) here.
+  test.skipIf(process.getuid?.() !== 0)(
+    'a read-only file is named with the fix in file terms; a read-only folder too; reads still work',
+    async () => {
+      const nobody = { uid: 65534, gid: 65534 }
+      const dir = join(cwd, 'perm')
+      await mkdir(dir)
+      await chmod(cwd, 0o755)
+      expect(agentfs(['init', 'perm/ro.db']).code).toBe(0)
+      expect(agentfs(['fs', 'write', 'perm/ro.db', '/a.txt', 'a']).code).toBe(0)
+      await chmod(join(dir, 'ro.db'), 0o444)
+      await chmod(dir, 0o777)
+      const write = runCli(cli, ['fs', 'write', 'perm/ro.db', '/b.txt', 'b'], { cwd, ...nobody })
+      expect(write.code).toBe(1)
+      expect(write.err).toMatch(
+        /^agentfs: \S+perm\/ro\.db is read-only for this user \(file permissions\); make it writable \(chmod u\+w \S+\) or run as its owner/,
+      )
+      expect(write.err).not.toMatch(/readonly option|--read-only/)
+      const read = runCli(cli, ['fs', 'cat', 'perm/ro.db', '/a.txt'], { cwd, ...nobody })
+      expect(read).toMatchObject({ code: 0, out: 'a' })
+      // A folder SQLite cannot create ro.db-shm in.
+      await rm(join(dir, 'ro.db-shm'), { force: true })
+      await rm(join(dir, 'ro.db-wal'), { force: true })
+      await chmod(dir, 0o755)
+      const locked = runCli(cli, ['fs', 'ls', 'perm/ro.db', '/'], { cwd, ...nobody })
+      expect(locked.code).toBe(1)
+      expect(locked.err).toMatch(
+        /the folder \S+perm is not writable for this user; make the folder writable/,
+      )
+      expect(locked.err.trim().split('\n')).toHaveLength(1)
+    },
+  )
 
   test("the help's own quick start runs as written: fs write creates missing parents", () => {
     expect(agentfs(['init', 'my-agent']).code).toBe(0)
