@@ -48,9 +48,18 @@ export function runConformance(options: ConformanceOptions): void {
     current ??= new TestResources(options.createDriver)
     return current
   }
-  const context: SuiteContext = { resources, it: makeIt(skips), updateGoldens }
+  const ids = new Set<string>(['scenarios'])
+  const context: SuiteContext = { resources, it: makeIt(skips, ids), updateGoldens }
 
   describe(`AgentFS conformance${options.name ? `: ${options.name}` : ''}`, () => {
+    // A misspelled skip would silently skip nothing: every id must name a test or a suite.
+    test('every skip id names a test or suite', () => {
+      const unknown = Object.keys(skips).filter((id) => !ids.has(id))
+      if (unknown.length > 0)
+        throw new Error(
+          `runConformance: skip ${unknown.map((id) => `'${id}'`).join(', ')} names no test or suite; valid ids: ${[...ids].sort().join(', ')}`,
+        )
+    })
     afterEach(async () => {
       await current?.cleanup()
       current = undefined
@@ -62,6 +71,8 @@ export function runConformance(options: ConformanceOptions): void {
     describe('scenarios', () => {
       for (const scenario of SCENARIOS) {
         const group = `scenarios/${scenario.id.split('/')[0]}`
+        ids.add(group)
+        ids.add(`scenarios/${scenario.id}`)
         const reason = skips[`scenarios/${scenario.id}`] ?? skips[group] ?? skips.scenarios
         if (reason !== undefined) {
           test.skip(`${scenario.id} — skipped: ${reason}`, () => {})

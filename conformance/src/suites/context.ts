@@ -14,9 +14,17 @@ export interface SuiteContext {
   readonly updateGoldens: boolean
 }
 
-/** Builds the `it` of a {@link SuiteContext} from the skip map. */
-export function makeIt(skips: Readonly<Record<string, string>>): SuiteContext['it'] {
+/**
+ * Builds the `it` of a {@link SuiteContext} from the skip map; every id it registers is added to
+ * `ids`, so a skip naming no test can be reported.
+ */
+export function makeIt(
+  skips: Readonly<Record<string, string>>,
+  ids: Set<string>,
+): SuiteContext['it'] {
   return (id, name, fn, timeoutMs) => {
+    ids.add(id)
+    ids.add(id.split('/')[0]!)
     const reason = skips[id] ?? skips[id.split('/')[0]!]
     if (reason !== undefined) test.skip(`${name} [${id}] — skipped: ${reason}`, fn)
     else test(`${name} [${id}]`, fn, timeoutMs)

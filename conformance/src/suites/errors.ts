@@ -103,4 +103,38 @@ export function errorsSuite({ resources, it }: SuiteContext): void {
     },
     20_000,
   )
+
+  it(
+    'errors/busy-wait',
+    "waiting for another connection's write lock does not block the event loop: a lock released meanwhile lets the write through",
+    async () => {
+      const first = await open()
+      if (first.driver.capabilities.inMemory) return
+      const dir = await resources().tempDir()
+      const a = guardDriver(await resources().driver({ tempDir: dir, slot: 0 }))
+      const b = guardDriver(await resources().driver({ tempDir: dir, slot: 0 }))
+      await a.execute({ sql: 'CREATE TABLE t (x)' })
+      await b.execute({ sql: 'SELECT * FROM t' })
+      let release!: () => void
+      const held = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      const holding = a.transaction(async (tx) => {
+        await tx.execute({ sql: 'INSERT INTO t VALUES (1)' })
+        await held
+      })
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      // The lock is released on the event loop's next turn after the write starts. A driver
+      // that waits inside SQLite (a blocking busy_timeout) holds the loop until its timeout,
+      // so the release comes too late and the write fails with BUSY.
+      const writing = b.transaction(async (tx) => tx.execute({ sql: 'INSERT INTO t VALUES (2)' }))
+      setImmediate(release)
+      const code = await codeOf(writing)
+      await holding
+      expect(code, 'the write waited by blocking the event loop').toBeUndefined()
+      const { rows } = await a.execute<{ n: number }>({ sql: 'SELECT COUNT(*) AS n FROM t' })
+      expect(rows[0]!.n).toBe(2)
+    },
+    20_000,
+  )
 }
