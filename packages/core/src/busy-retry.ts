@@ -3,8 +3,14 @@ import { classifySqliteCode } from './map-error.js'
 /** True for an engine error that means "locked by another connection, try again". */
 export function isBusyError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false
-  const source = error as { code?: unknown; rawCode?: unknown; message?: unknown }
-  if (classifySqliteCode(source.code, source.rawCode) === 'BUSY') return true
+  const source = error as {
+    code?: unknown
+    rawCode?: unknown
+    errcode?: unknown
+    message?: unknown
+  }
+  // better-sqlite3 and libSQL say `code`/`rawCode`; node:sqlite says `errcode` (a number).
+  if (classifySqliteCode(source.code, source.rawCode ?? source.errcode) === 'BUSY') return true
   return typeof source.message === 'string' && /database (table )?is locked/i.test(source.message)
 }
 

@@ -1,4 +1,3 @@
-export { isBusyError, retryBusy } from './busy-retry.js'
 export type { Clock, IdSource, Timestamp } from './clock.js'
 export { fixedClock, randomIds, seededIds, systemClock, toMillis } from './clock.js'
 export type { AgentDatabase, OpenDatabaseOptions } from './database.js'
@@ -36,7 +35,6 @@ export { inspectLayout } from './layout.js'
 export { classifySqliteCode, mapSqliteError } from './map-error.js'
 export type { MigrateOptions, MigrationPlan, MigrationStep } from './migrate.js'
 export { checkChunkSize, migrate, planFromReport, planMigration } from './migrate.js'
-export { Mutex, sharedMutex } from './mutex.js'
 export type { ParsedPath, PathLike } from './path.js'
 export {
   badEntryName,

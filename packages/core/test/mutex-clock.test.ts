@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest'
-import { fixedClock, Mutex, seededIds, systemClock, toMillis } from '../src/index.js'
+import { Mutex } from '../src/driver-kit/index.js'
+import { fixedClock, seededIds, systemClock, toMillis } from '../src/index.js'
 
 describe('Mutex', () => {
   test('runs callers one at a time in FIFO order', async () => {

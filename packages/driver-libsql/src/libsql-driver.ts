@@ -1,17 +1,14 @@
-import { realpathSync } from 'node:fs'
 import {
   AgentFsError,
   type Driver,
   type Executor,
   fromSqlInteger,
-  type Mutex,
   mapSqliteError,
   type QueryResult,
-  retryBusy,
   type SqlValue,
   type Statement,
-  sharedMutex,
 } from '@agentfs/core'
+import { FileLock, lazyConnection, retryBusy } from '@agentfs/core/driver-kit'
 
 /** The parts of a libSQL `ResultSet` this driver uses (structural: no type dependency). */
 export interface LibsqlResultSet {
@@ -142,25 +139,23 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
       `libsqlDriver's url must be a URL: write \`file:${config.url}\` for a local file (or a libsql://, http(s):// or ws(s):// server URL)`,
     )
   const declaredLocal = config.url === undefined ? undefined : isLocalUrl(config.url)
-  /** Shared with other connections of this process to the same file (see `sharedMutex`). */
-  let fileLock: { mutex: Mutex; readonly shared: boolean; release(): void } | undefined
-  const exclusive = <T>(fn: () => Promise<T>): Promise<T> =>
-    fileLock ? fileLock.mutex.run(fn, busyTimeout) : fn()
-  /** A single statement waits only if another connection of this process uses the file. */
-  const contended = () => fileLock !== undefined && (fileLock.shared || fileLock.mutex.locked)
   let client: LibsqlClient | undefined
   let opening: Promise<LibsqlClient> | undefined
   let closed = false
   // A remote client must not be serialised behind the core mutex; decide as early as we can.
   const busyTimeout = config.busyTimeoutMs ?? 5000
+  /** Shared with other connections of this process to the same file. */
+  const fileLock = new FileLock(busyTimeout)
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> => fileLock.exclusive(fn)
+  const given = config.client === undefined ? undefined : lazyConnection(config.client)
   let local =
     declaredLocal ??
     (typeof config.client === 'object' ? (config.client as LibsqlClient).protocol === 'file' : true)
 
   async function openClient(): Promise<LibsqlClient> {
     let handle: LibsqlClient
-    if (config.client !== undefined) {
-      handle = typeof config.client === 'function' ? await config.client() : config.client
+    if (given !== undefined) {
+      handle = await given.open()
     } else {
       const { createClient } = await import('@libsql/client')
       try {
@@ -177,7 +172,7 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     }
     local = handle.protocol === 'file'
     const file = config.url === undefined ? undefined : localFilePath(config.url)
-    if (local && file !== undefined) fileLock = sharedMutex(realpathSync(file))
+    if (local && file !== undefined) fileLock.attach(file)
     await exclusive(() => configure(handle))
     return handle
   }
@@ -288,7 +283,7 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     },
     async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       const handle = client ?? (await current())
-      return contended()
+      return fileLock.contended
         ? exclusive(() => runRetrying<Row>(handle, statement))
         : runRetrying<Row>(handle, statement)
     },
@@ -311,7 +306,7 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
       closed = true
       const handle = client ?? (opening ? await opening.catch(() => undefined) : undefined)
       if (handle && !handle.closed) handle.close()
-      fileLock?.release()
+      fileLock.release()
     },
   }
 }

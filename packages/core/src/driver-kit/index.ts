@@ -1,0 +1,18 @@
+/**
+ * The driver kit: what every AgentFS driver needs and none should write again. A driver over a
+ * synchronous binding is an adapter to {@link SyncConnection} passed to
+ * {@link createSyncDriver}; an asynchronous one (libSQL, a remote engine) uses the pieces:
+ * `retryBusy`, the per-file `FileLock`, `lazyConnection` and the value helpers.
+ */
+export { isBusyError, retryBusy } from '../busy-retry.js'
+export { Mutex, sharedMutex } from '../mutex.js'
+export { FileLock, lazyConnection } from './lazy.js'
+export type {
+  SyncConnection,
+  SyncDriverOptions,
+  SyncDriverSpec,
+  SynchronousMode,
+  SyncStatement,
+} from './sync-driver.js'
+export { createSyncDriver } from './sync-driver.js'
+export { bindIntegers, convertRows } from './values.js'

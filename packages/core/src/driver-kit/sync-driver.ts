@@ -1,0 +1,307 @@
+import { isBusyError, retryBusy } from '../busy-retry.js'
+import type { Driver, Executor, QueryResult, SqlValue, Statement } from '../driver.js'
+import { AgentFsError } from '../errors.js'
+import { mapSqliteError } from '../map-error.js'
+import { FileLock } from './lazy.js'
+import { bindIntegers, convertRows } from './values.js'
+
+/** A prepared statement of a synchronous, in-process SQLite binding. */
+export interface SyncStatement {
+  /** True when the statement returns rows (SELECT, PRAGMA, … RETURNING). */
+  readonly reader: boolean
+  /** True when the statement cannot change the database. */
+  readonly readonly: boolean
+  /** Runs a reader; integers come back as bigint (the kit narrows safe ones to numbers). */
+  all(params: readonly unknown[]): unknown[]
+  /** Runs a writer. */
+  run(params: readonly unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint }
+}
+
+/**
+ * A connection of a synchronous, in-process SQLite binding (better-sqlite3, `node:sqlite`): all
+ * a driver written with {@link createSyncDriver} must supply. Errors are thrown as the binding
+ * throws them; the kit maps them with `mapSqliteError`.
+ */
+export interface SyncConnection {
+  /** The file, or undefined for an in-memory database. */
+  readonly file: string | undefined
+  readonly readonly: boolean
+  readonly isOpen: boolean
+  readonly inTransaction: boolean
+  prepare(sql: string): SyncStatement
+  exec(sql: string): void
+  close(): void
+}
+
+/** `PRAGMA synchronous` levels. */
+export type SynchronousMode = 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
+
+/** The options every local driver written with the kit offers its users. */
+export interface SyncDriverOptions {
+  /** `PRAGMA synchronous` (default `NORMAL`; `FULL` fsyncs every commit). */
+  readonly synchronous?: SynchronousMode
+  /**
+   * How long to wait for another connection's write lock, in ms (default 5000). The wait is
+   * asynchronous (see `retryBusy`), so connections in the same process do not deadlock.
+   */
+  readonly busyTimeoutMs?: number
+  /** WAL file size kept after checkpoints, in bytes (default 4 MiB). */
+  readonly journalSizeLimit?: number
+  /**
+   * A transaction that binds more than this many bytes is followed by
+   * `PRAGMA wal_checkpoint(TRUNCATE)`, so one large write does not leave a WAL of its size on
+   * disk (default 8 MiB; `Infinity` turns it off). Best effort: skipped while readers block it.
+   */
+  readonly truncateWalAfterBytes?: number
+  /** Prepared statements kept (LRU), default 256. */
+  readonly statementCacheSize?: number
+}
+
+/** What a binding adapter gives {@link createSyncDriver}. */
+export interface SyncDriverSpec extends SyncDriverOptions {
+  /** The driver's name (`Driver.name`). */
+  readonly name: string
+  /** What is opened, for errors (a path; default `database`). */
+  readonly target?: string
+  /** True for an in-memory database (known before it is opened). */
+  readonly memory: boolean
+  /**
+   * Opens the connection, on first use. Called again after a failed ROLLBACK closed the
+   * connection, unless `reopenable` is false.
+   */
+  readonly open: () => SyncConnection | Promise<SyncConnection>
+  /** False when the connection was handed in open and cannot be opened again. */
+  readonly reopenable: boolean
+  /** How a byte array is bound (default: as it is). */
+  readonly blob?: (value: Uint8Array) => unknown
+}
+
+/**
+ * Builds a {@link Driver} from a synchronous SQLite binding: lazy open, WAL and the pragmas, a
+ * per-file lock shared by the connections of this process, asynchronous BUSY retry, an LRU
+ * statement cache, integer binding, a fast path that runs a statement without awaiting, and
+ * transactions whose failed ROLLBACK closes the connection rather than leave it inside.
+ *
+ * @example
+ * export const acmeDriver = (path: string) =>
+ *   createSyncDriver({ name: 'acme', memory: path === ':memory:', reopenable: true,
+ *     open: () => acmeConnection(path) })
+ */
+export function createSyncDriver(spec: SyncDriverSpec): Driver {
+  const cacheSize = spec.statementCacheSize ?? 256
+  const busyTimeout = spec.busyTimeoutMs ?? 5000
+  const truncateAfter = spec.truncateWalAfterBytes ?? 8 * 1024 * 1024
+  const blob = spec.blob
+  const cache = new Map<string, SyncStatement>()
+  let db: SyncConnection | undefined
+  let opening: Promise<SyncConnection> | undefined
+  let closed = false
+  const fileLock = new FileLock(busyTimeout)
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> => fileLock.exclusive(fn)
+
+  async function openDb(): Promise<SyncConnection> {
+    try {
+      return await openDbUnmapped()
+    } catch (error) {
+      throw mapSqliteError(error, { sql: `(opening ${spec.target ?? 'database'})` })
+    }
+  }
+
+  async function openDbUnmapped(): Promise<SyncConnection> {
+    const handle = await spec.open()
+    // Busy waits happen asynchronously in retryBusy, never inside SQLite.
+    handle.prepare('PRAGMA busy_timeout = 0').all([])
+    if (handle.file !== undefined) fileLock.attach(handle.file)
+    await exclusive(async () => {
+      if (handle.file !== undefined && !handle.readonly) {
+        await retryBusy(() => handle.prepare('PRAGMA journal_mode = WAL').all([]), busyTimeout)
+        const limit = Math.trunc(spec.journalSizeLimit ?? 4 * 1024 * 1024)
+        handle.prepare(`PRAGMA journal_size_limit = ${limit}`).all([])
+      }
+      handle.prepare(`PRAGMA synchronous = ${spec.synchronous ?? 'NORMAL'}`).run([])
+    })
+    return handle
+  }
+
+  function current(): SyncConnection | Promise<SyncConnection> {
+    if (closed) throw new AgentFsError('CLOSED', `The ${spec.name} driver is closed`)
+    if (db) return db
+    opening ??= openDb().then((handle) => {
+      db = handle
+      return handle
+    })
+    return opening
+  }
+
+  function prepare(handle: SyncConnection, sql: string): SyncStatement {
+    let statement = cache.get(sql)
+    if (statement) {
+      // Refresh LRU position.
+      cache.delete(sql)
+      cache.set(sql, statement)
+      return statement
+    }
+    statement = handle.prepare(sql)
+    cache.set(sql, statement)
+    if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string)
+    return statement
+  }
+
+  function runRaw<Row>(handle: SyncConnection, statement: Statement): QueryResult<Row> {
+    const prepared = prepare(handle, statement.sql)
+    const params = bindIntegers(statement.params, blob)
+    if (prepared.reader) {
+      const rows = convertRows<Row>(prepared.all(params))
+      return { rows, changes: prepared.readonly ? 0 : rows.length }
+    }
+    const info = prepared.run(params)
+    return {
+      rows: [],
+      changes: Number(info.changes),
+      lastInsertRowid: BigInt(info.lastInsertRowid),
+    }
+  }
+
+  function run<Row>(handle: SyncConnection, statement: Statement): QueryResult<Row> {
+    try {
+      return runRaw<Row>(handle, statement)
+    } catch (error) {
+      throw mapSqliteError(error, { sql: statement.sql })
+    }
+  }
+
+  /** Outside a transaction a BUSY statement is retried asynchronously until the timeout. */
+  async function runRetrying<Row>(
+    handle: SyncConnection,
+    statement: Statement,
+  ): Promise<QueryResult<Row>> {
+    try {
+      return runRaw<Row>(handle, statement)
+    } catch (error) {
+      if (handle.inTransaction || !isBusyError(error))
+        throw mapSqliteError(error, { sql: statement.sql })
+      try {
+        return await retryBusy(() => runRaw<Row>(handle, statement), busyTimeout)
+      } catch (retryError) {
+        throw mapSqliteError(retryError, { sql: statement.sql })
+      }
+    }
+  }
+
+  const withDb = async (): Promise<SyncConnection> => current()
+
+  return {
+    name: spec.name,
+    capabilities: { concurrentTransactions: false, inMemory: spec.memory, remote: false },
+    execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
+      // Fast path: the statement runs synchronously; only a lock wait or a busy retry goes async.
+      const handle = db
+      if (handle && !fileLock.contended) {
+        try {
+          return Promise.resolve(runRaw<Row>(handle, statement))
+        } catch (error) {
+          if (handle.inTransaction || !isBusyError(error)) {
+            return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
+          }
+        }
+      }
+      return (async () => {
+        const opened = db ?? (await withDb())
+        return fileLock.contended
+          ? exclusive(() => runRetrying<Row>(opened, statement))
+          : runRetrying<Row>(opened, statement)
+      })()
+    },
+    async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+      const handle = db ?? (await withDb())
+      return exclusive(() => transact(handle, fn))
+    },
+    async executeScript(sql: string): Promise<void> {
+      const handle = db ?? (await withDb())
+      await exclusive(async () => {
+        try {
+          // Not retried on BUSY: a script that failed part-way may already have run statements.
+          handle.exec(sql)
+        } catch (error) {
+          throw mapSqliteError(error)
+        }
+      })
+    },
+    async close(): Promise<void> {
+      if (closed) return
+      closed = true
+      const handle = db ?? (opening ? await opening.catch(() => undefined) : undefined)
+      cache.clear()
+      if (handle?.isOpen) handle.close()
+      fileLock.release()
+    },
+  }
+
+  /**
+   * Ends a failed transaction. The caller's error is what it reports, whatever ROLLBACK says. A
+   * ROLLBACK that fails is tried again; a connection still inside the transaction after that is
+   * closed (SQLite then discards the transaction), so its half-done changes can never be seen
+   * or committed by a later call; a reopenable connection opens afresh on the next call.
+   */
+  function rollback(handle: SyncConnection): void {
+    for (let attempt = 0; attempt < 3 && handle.inTransaction; attempt++) {
+      try {
+        run(handle, { sql: 'ROLLBACK' })
+      } catch {
+        // Tried again below; the caller's own error is the one reported.
+      }
+    }
+    if (!handle.inTransaction) return
+    cache.clear()
+    handle.close()
+    if (db === handle) db = undefined
+    opening = undefined
+    fileLock.release()
+    if (!spec.reopenable) closed = true
+  }
+
+  async function transact<T>(handle: SyncConnection, fn: (tx: Executor) => Promise<T>): Promise<T> {
+    await runRetrying(handle, { sql: 'BEGIN IMMEDIATE' })
+    let active = true
+    let bound = 0
+    const tx: Executor = {
+      execute: <Row = Record<string, SqlValue>>(statement: Statement) => {
+        if (!active)
+          return Promise.reject(new AgentFsError('MISUSE', 'Transaction already finished'))
+        if (statement.params)
+          for (const p of statement.params)
+            if (typeof p === 'string' || p instanceof Uint8Array)
+              bound += typeof p === 'string' ? p.length : p.byteLength
+        try {
+          return Promise.resolve(run<Row>(handle, statement))
+        } catch (error) {
+          return Promise.reject(error)
+        }
+      },
+    }
+    let result: T
+    try {
+      result = await fn(tx)
+    } catch (error) {
+      active = false
+      rollback(handle)
+      throw error
+    }
+    active = false
+    try {
+      run(handle, { sql: 'COMMIT' })
+    } catch (error) {
+      rollback(handle)
+      throw error
+    }
+    if (bound > truncateAfter && handle.file !== undefined) {
+      try {
+        // The commit's auto-checkpoint already copied the pages; this gives the WAL's space back.
+        handle.prepare('PRAGMA wal_checkpoint(TRUNCATE)').all([])
+      } catch {
+        // A reader holds the WAL: the next checkpoint will do it.
+      }
+    }
+    return result
+  }
+}

@@ -1,0 +1,33 @@
+import { fromSqlInteger } from '../driver.js'
+
+/**
+ * Parameters as a synchronous binding needs them. better-sqlite3 and `node:sqlite` bind every JS
+ * number as REAL; integral ones must be INTEGER, as in other engines, or `typeof()` and
+ * expressions without column affinity disagree. `blob` converts byte arrays where the binding
+ * wants another type (better-sqlite3 wants a Buffer).
+ */
+export function bindIntegers(
+  params: readonly unknown[] | undefined,
+  blob?: (value: Uint8Array) => unknown,
+): unknown[] {
+  if (!params || params.length === 0) return []
+  const out = new Array<unknown>(params.length)
+  for (let i = 0; i < params.length; i++) {
+    const value = params[i]
+    if (typeof value === 'number') out[i] = Number.isSafeInteger(value) ? BigInt(value) : value
+    else if (blob !== undefined && value instanceof Uint8Array) out[i] = blob(value)
+    else out[i] = value
+  }
+  return out
+}
+
+/** Rows read with bigint integers, narrowed: safe integers become numbers (in place). */
+export function convertRows<Row>(rows: unknown[]): Row[] {
+  for (const row of rows as Record<string, unknown>[]) {
+    for (const key in row) {
+      const value = row[key]
+      if (typeof value === 'bigint') row[key] = fromSqlInteger(value)
+    }
+  }
+  return rows as Row[]
+}

@@ -1,0 +1,139 @@
+import { AgentFsError, type Driver } from '@agentfs/core'
+import {
+  createSyncDriver,
+  lazyConnection,
+  type SyncConnection,
+  type SyncDriverOptions,
+  type SyncStatement,
+} from '@agentfs/core/driver-kit'
+
+/** The parts of a `node:sqlite` `StatementSync` this driver uses (structural). */
+export interface NodeSqliteStatement {
+  all(...params: unknown[]): unknown[]
+  run(...params: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint }
+  columns(): readonly unknown[]
+  setReadBigInts(enabled: boolean): void
+}
+
+/** The parts of a `node:sqlite` `DatabaseSync` this driver uses (structural). */
+export interface NodeSqliteDatabase {
+  readonly isOpen: boolean
+  /** The file of the main database, or null in memory (Node 24; absent in 22). */
+  location?(): string | null
+  readonly isTransaction: boolean
+  prepare(sql: string): NodeSqliteStatement
+  exec(sql: string): void
+  close(): void
+}
+
+/** Options of {@link nodeSqliteDriver}. Give exactly one of `path` and `database`. */
+export interface NodeSqliteDriverConfig extends SyncDriverOptions {
+  /** A file path, or `:memory:`. The driver opens it on first use. */
+  readonly path?: string
+  /**
+   * An open `DatabaseSync`, or a (lazy) factory for one. The driver closes it on `close()`. It
+   * must have been opened with `timeout: 0` (the default): lock waits happen in the driver.
+   */
+  readonly database?: NodeSqliteDatabase | (() => NodeSqliteDatabase | Promise<NodeSqliteDatabase>)
+  /** Open the file read-only (only with `path`; the file must exist). */
+  readonly readonly?: boolean
+}
+
+/**
+ * Why `node:sqlite` cannot serve this process, or undefined. The driver needs Node.js 22.16 or
+ * newer: `isTransaction` and `StatementSync#columns()` arrived there.
+ */
+export function nodeSqliteProblem(version = process.versions.node): string | undefined {
+  const [major, minor] = version.split('.').map(Number) as [number, number]
+  if (major > 22 || (major === 22 && minor >= 16)) return undefined
+  return `node:sqlite needs Node.js 22.16 or newer for this driver, and this is Node.js ${version}: use a newer Node.js, or @agentfs/driver-better-sqlite3`
+}
+
+interface NodeSqliteModule {
+  DatabaseSync: new (
+    path: string,
+    options: { readOnly: boolean; timeout: number },
+  ) => NodeSqliteDatabase
+}
+
+async function openFile(path: string, readonly: boolean): Promise<NodeSqliteDatabase> {
+  const problem = nodeSqliteProblem()
+  if (problem !== undefined) throw new AgentFsError('CANT_OPEN', problem)
+  const sqlite = (await import('node:sqlite' as string)) as NodeSqliteModule
+  return new sqlite.DatabaseSync(path, { readOnly: readonly, timeout: 0 })
+}
+
+/**
+ * A statement that returns rows is a reader; of those, only `… RETURNING` changes anything
+ * (`node:sqlite`, unlike better-sqlite3, does not say whether a statement is read-only).
+ */
+const RETURNING = /\bRETURNING\b/i
+
+function connection(db: NodeSqliteDatabase, file: string | undefined, readonly: boolean) {
+  const conn: SyncConnection = {
+    file,
+    readonly,
+    get isOpen() {
+      return db.isOpen
+    },
+    get inTransaction() {
+      return db.isTransaction
+    },
+    prepare(sql: string): SyncStatement {
+      const statement = db.prepare(sql)
+      const reader = statement.columns().length > 0
+      if (reader) statement.setReadBigInts(true)
+      return {
+        reader,
+        readonly: reader && !RETURNING.test(sql),
+        all: (params) => statement.all(...params),
+        run: (params) => statement.run(...params),
+      }
+    },
+    exec(sql: string) {
+      db.exec(sql)
+    },
+    close() {
+      db.close()
+    },
+  }
+  return conn
+}
+
+/**
+ * A {@link Driver} over Node's built-in `node:sqlite` (Node.js 22.16+): nothing native to
+ * install or build. Built with the core driver kit, so it behaves as the better-sqlite3 driver
+ * does: WAL, an asynchronous busy wait, a per-file lock between the connections of a process,
+ * a statement cache.
+ *
+ * @example
+ * const driver = nodeSqliteDriver({ path: 'agent.db' })
+ * const db = await openDatabase({ driver })
+ */
+export function nodeSqliteDriver(config: NodeSqliteDriverConfig): Driver {
+  if ((config.path === undefined) === (config.database === undefined))
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      'nodeSqliteDriver needs exactly one of `path` and `database`',
+    )
+  const memory = config.path === ':memory:' || config.path === ''
+  const readonly = config.readonly ?? false
+  const given =
+    config.database === undefined
+      ? lazyConnection(() => openFile(config.path!, readonly))
+      : lazyConnection(config.database)
+  return createSyncDriver({
+    ...config,
+    name: 'node:sqlite',
+    target: config.path ?? 'database',
+    memory,
+    reopenable: given.reopenable,
+    open: async () => {
+      const db = await given.open()
+      // A database handed in says its file where Node can (`location()`); else it is treated
+      // as unshared: no per-file lock, no WAL set up by the driver.
+      const file = memory ? undefined : (config.path ?? db.location?.() ?? undefined)
+      return connection(db, file || undefined, readonly)
+    },
+  })
+}
