@@ -1,10 +1,3 @@
-export type {
-  DifferentialFs,
-  DifferentialOp,
-  DifferentialOptions,
-  InitialTree,
-} from './differential.js'
-export { runDifferential, snapshotTree, writeTree } from './differential.js'
 export type { DumpOptions } from './dump.js'
 export { canonicalDump, stableReplacer } from './dump.js'
 export type { FixtureLayout } from './fixtures/layouts.js'
@@ -24,8 +17,6 @@ export type {
   ScenarioOutcome,
 } from './harness.js'
 export { formatObservations, runScenario, TestResources } from './harness.js'
-export type { HostileCase } from './hostile.js'
-export { HOSTILE_BASE, HOSTILE_CASES, writeHostileCorpus } from './hostile.js'
 export { REFERENCE_CONTENT, referenceSdkScript } from './reference-fixture.js'
 export type { ConformanceOptions } from './run-conformance.js'
 export { runConformance } from './run-conformance.js'

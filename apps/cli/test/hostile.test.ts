@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { mkdir, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { HOSTILE_CASES } from '@agentfs/conformance'
+import { HOSTILE_CASES } from '@agentfs/test-kit'
 import { describe, expect, test } from 'vitest'
 import { useCliSandbox } from './helpers.js'
 

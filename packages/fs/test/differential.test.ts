@@ -1,12 +1,12 @@
-import { type DifferentialFs, runDifferential } from '@agentfs/conformance'
 import { fixedClock, fsck, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
+import { type DifferentialFs, runDifferential } from '@agentfs/test-kit'
 import { describe, expect, test } from 'vitest'
 import { createFileSystem } from '../src/index.js'
 
 /**
- * Differential test (harness in @agentfs/conformance): random operation sequences on AgentFS
+ * Differential test (harness in @agentfs/test-kit): random operation sequences on AgentFS
  * and on node:fs must agree after every step. CI: 50 × 200 = 10,000 operations per driver.
  * Long run (1,000,000 operations per driver): AGENTFS_FUZZ_RUNS=5000 pnpm --filter @agentfs/fs exec vitest run test/differential.test.ts
  * (AGENTFS_FUZZ_SEED replays a seed; AGENTFS_FUZZ_SHRINK=1 shrinks a failure).

@@ -2,17 +2,17 @@ import * as nodeFs from 'node:fs/promises'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fixedClock, fsck, openDatabase } from '@agentfs/core'
+import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import { libsqlDriver } from '@agentfs/driver-libsql'
+import { createFileSystem } from '@agentfs/fs'
 import {
   type DifferentialFs,
   type InitialTree,
   runDifferential,
   snapshotTree,
   writeTree,
-} from '@agentfs/conformance'
-import { fixedClock, fsck, openDatabase } from '@agentfs/core'
-import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
-import { libsqlDriver } from '@agentfs/driver-libsql'
-import { createFileSystem } from '@agentfs/fs'
+} from '@agentfs/test-kit'
 import { describe, expect, test } from 'vitest'
 import { createOverlay, HostFileSystem } from '../src/index.js'
 

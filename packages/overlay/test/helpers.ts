@@ -2,15 +2,10 @@ import * as nodeFs from 'node:fs/promises'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import {
-  type DifferentialFs,
-  type InitialTree,
-  snapshotTree,
-  writeTree,
-} from '@agentfs/conformance'
 import { type AgentDatabase, fixedClock, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { createFileSystem } from '@agentfs/fs'
+import { type DifferentialFs, type InitialTree, snapshotTree, writeTree } from '@agentfs/test-kit'
 import { afterEach } from 'vitest'
 import { createOverlay, HostFileSystem, type OverlayFs } from '../src/index.js'
 

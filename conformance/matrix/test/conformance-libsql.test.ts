@@ -1,5 +1,5 @@
 import { runConformance } from '@agentfs/conformance'
-import { libsqlDriver } from '../src/index.js'
+import { libsqlDriver } from '@agentfs/driver-libsql'
 
 runConformance({
   createDriver: ({ tempDir, slot }) =>

@@ -2,8 +2,8 @@ import { referenceSdkScript } from '@agentfs/conformance'
 import { guardDriver, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
+import { createToolCalls } from '@agentfs/tool-calls'
 import { describe, expect, test } from 'vitest'
-import { createToolCalls } from '../src/index.js'
 
 const DRIVERS = {
   'better-sqlite3': () => betterSqlite3Driver({ path: ':memory:' }),

@@ -1,5 +1,5 @@
 import { runConformance } from '@agentfs/conformance'
-import { betterSqlite3Driver } from '../src/index.js'
+import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 
 runConformance({
   name: 'better-sqlite3 :memory:',

@@ -1,6 +1,6 @@
 import { runConformance } from '@agentfs/conformance'
+import { nodeSqliteDriver, nodeSqliteProblem } from '@agentfs/driver-node-sqlite'
 import { test } from 'vitest'
-import { nodeSqliteDriver, nodeSqliteProblem } from '../src/index.js'
 
 // node:sqlite exists from Node 22.5 and this driver needs 22.16: on older Node.js the suite is
 // skipped with the reason printed (.ci/run's Node 24 leg runs it).

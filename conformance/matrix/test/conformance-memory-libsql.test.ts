@@ -1,4 +1,4 @@
 import { runConformance } from '@agentfs/conformance'
-import { libsqlDriver } from '../src/index.js'
+import { libsqlDriver } from '@agentfs/driver-libsql'
 
 runConformance({ name: 'libsql :memory:', createDriver: () => libsqlDriver({ url: ':memory:' }) })
