@@ -1,0 +1,147 @@
+import {
+  type AgentFsError,
+  describeDatabase,
+  type FsckReport,
+  fsck,
+  SQLITE_INTEGRITY_RULE,
+} from '@agentfs/core'
+import type { Command } from 'commander'
+import { json, positiveInteger, print, withAgent } from './shared.js'
+
+/** `timeline`, `stats`, `info`, `fsck`: what a database holds and whether it is sound. */
+export function registerInspect(program: Command): void {
+  program
+    .command('timeline')
+    .description('tool calls, newest first (filters apply before the limit)')
+    .argument('<db>')
+    .option('--session <id>')
+    .option('--name <tool>')
+    .option('--since <time>', 'ISO time or ms since the epoch')
+    .option('--errors', 'only failed calls')
+    .option('--limit <n>', 'at most this many', positiveInteger('--limit'), 50)
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        db: string,
+        o: {
+          session?: string
+          name?: string
+          since?: string
+          errors?: boolean
+          limit: number
+          json?: boolean
+        },
+      ) =>
+        withAgent(db, async (agent) => {
+          const since =
+            o.since === undefined
+              ? undefined
+              : /^\d+$/.test(o.since)
+                ? Number(o.since)
+                : Date.parse(o.since)
+          if (since !== undefined && Number.isNaN(since))
+            throw new Error(`--since: cannot read '${o.since}' as a time`)
+          const calls = await agent.tools.query({
+            limit: o.limit,
+            ...(o.session === undefined ? {} : { sessionId: o.session }),
+            ...(o.name === undefined ? {} : { name: o.name }),
+            ...(since === undefined ? {} : { since }),
+            ...(o.errors ? { errorsOnly: true } : {}),
+          })
+          if (o.json) return json(calls)
+          if (calls.length === 0) return print('no tool calls recorded (with these filters)')
+          for (const c of calls) {
+            print(
+              `${new Date(c.startedAt).toISOString()} #${c.id} ${c.name} ${c.status}${c.durationMs === null ? '' : ` ${c.durationMs.toFixed(1)}ms`}${c.error ? ` — ${c.error.split('\n')[0]}` : ''}`,
+            )
+          }
+        }),
+    )
+  program
+    .command('stats')
+    .description('per-tool statistics')
+    .argument('<db>')
+    .option('--json', 'print JSON')
+    .action(async (db: string, o: { json?: boolean }) =>
+      withAgent(db, async (agent) => {
+        const stats = await agent.tools.stats()
+        if (o.json) return json(stats)
+        if (stats.length === 0) return print('no tool calls recorded')
+        const ms = (v: number | null) => (v === null ? '-' : v.toFixed(1))
+        const rows = [
+          ['tool', 'calls', 'ok', 'failed', 'avg ms', 'p50 ms', 'p95 ms'],
+          ...stats.map((s) => [
+            s.name,
+            String(s.totalCalls),
+            String(s.successful),
+            String(s.failed),
+            ms(s.avgDurationMs),
+            ms(s.p50DurationMs),
+            ms(s.p95DurationMs),
+          ]),
+        ]
+        // An aligned table: names to the left, numbers to the right.
+        const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
+        for (const row of rows)
+          print(
+            row
+              .map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)))
+              .join('  ')
+              .trimEnd(),
+          )
+      }),
+    )
+  program
+    .command('info')
+    .description('schema version, chunk size, counts and sizes')
+    .argument('<db>')
+    .option('--json', 'print JSON')
+    .action(async (db: string, o: { json?: boolean }) =>
+      withAgent(db, async (agent) => {
+        const info = { path: agent.path, ...(await describeDatabase(agent.db)) }
+        if (o.json) return json(info)
+        const notes: Record<string, string> = {
+          specVersion: 'the Agent Filesystem Specification layout the tables follow',
+          schemaVersion: "this library's own extension tables (PRAGMA user_version)",
+        }
+        for (const [k, v] of Object.entries(info))
+          print(`${k.padEnd(14)} ${v}${notes[k] ? `   (${notes[k]})` : ''}`)
+      }),
+    )
+  program
+    .command('fsck')
+    .description('check every consistency rule of the spec; --repair fixes the safe ones')
+    .argument('<db>')
+    .option(
+      '--repair',
+      'recount links and sizes, drop rows that point at nothing, re-derive whiteout parents',
+    )
+    .option('--json', 'print JSON')
+    .action(async (db: string, o: { repair?: boolean; json?: boolean }) => {
+      // A file too damaged to open is a finding too, reported like the others.
+      let report: FsckReport
+      try {
+        report = await withAgent(db, (agent) => fsck(agent.db, { repair: o.repair ?? false }))
+      } catch (error) {
+        if ((error as AgentFsError).code !== 'CORRUPT') throw error
+        const finding = {
+          rule: SQLITE_INTEGRITY_RULE,
+          message: (error as Error).message,
+          repairable: false,
+        }
+        report = { findings: [finding], repaired: [], ok: false }
+      }
+      if (o.json) json(report)
+      else {
+        for (const f of report.repaired) print(`repaired  ${f.rule}: ${f.message}`)
+        for (const f of report.findings)
+          print(`${f.repairable ? 'fixable ' : 'problem '}  ${f.rule}: ${f.message}`)
+        print(
+          report.ok
+            ? 'clean'
+            : `${report.findings.length} problem(s)${report.findings.some((f) => f.repairable) ? '; run with --repair to fix the safe ones' : ''}`,
+        )
+      }
+      if (!report.ok) process.exitCode = 1
+    })
+}

@@ -1,0 +1,24 @@
+import type { Command } from 'commander'
+import { openExisting, viewOf } from '../open.js'
+
+/** `serve mcp`: the agent tools as an MCP server over stdio. */
+export function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .description('serve a database')
+    .command('mcp')
+    .description('an MCP server over stdio with the AgentFS tools')
+    .argument('<db>')
+    .option('--read-only', 'only the tools that change nothing')
+    .action(async (db: string, o: { readOnly?: boolean }) => {
+      const agent = await openExisting(db)
+      const { serveMcpStdio } = await import('@agentfs/mcp')
+      await serveMcpStdio({
+        fs: await viewOf(agent),
+        kv: agent.kv,
+        audit: agent.tools,
+        sessionId: 'mcp',
+        ...(o.readOnly ? { readOnly: true } : {}),
+      })
+    })
+}

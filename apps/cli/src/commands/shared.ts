@@ -1,0 +1,59 @@
+import type { AgentFS } from '@agentfs/sdk'
+import { databasePath, explainDatabaseError, openExisting } from '../open.js'
+
+export type Out = (text: string) => void
+export const print: Out = (text) => process.stdout.write(`${text}\n`)
+export const json = (value: unknown) =>
+  print(JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2))
+
+/** Colour on a terminal unless NO_COLOR is set (https://no-color.org), or FORCE_COLOR asks. */
+export function useColor(stream: NodeJS.WriteStream = process.stdout): boolean {
+  if (process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '') return false
+  if (process.env.FORCE_COLOR !== undefined && process.env.FORCE_COLOR !== '0') return true
+  return stream.isTTY === true
+}
+
+/** A unified diff with added lines green, removed ones red and hunk headers cyan. */
+export function colorDiff(diff: string, enabled: boolean): string {
+  if (!enabled) return diff
+  const paint = (code: number, line: string) => `\x1b[${code}m${line}\x1b[0m`
+  return diff
+    .split('\n')
+    .map((line) =>
+      line.startsWith('+++') || line.startsWith('---')
+        ? paint(1, line)
+        : line.startsWith('+')
+          ? paint(32, line)
+          : line.startsWith('-')
+            ? paint(31, line)
+            : line.startsWith('@@')
+              ? paint(36, line)
+              : line,
+    )
+    .join('\n')
+}
+
+/** A commander option parser that accepts only a positive whole number, saying so otherwise. */
+export function positiveInteger(flag: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value)
+    if (!Number.isSafeInteger(n) || n < 1)
+      throw new Error(`${flag} expects a positive whole number, got ${JSON.stringify(value)}`)
+    return n
+  }
+}
+
+export async function withAgent<T>(
+  target: string,
+  fn: (agent: AgentFS) => Promise<T>,
+  options: { migrate?: boolean } = {},
+): Promise<T> {
+  const agent = await openExisting(target, options)
+  try {
+    return await fn(agent)
+  } catch (error) {
+    throw explainDatabaseError(error, databasePath(target))
+  } finally {
+    await agent.close()
+  }
+}
