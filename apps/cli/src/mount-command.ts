@@ -29,6 +29,10 @@ Examples:
   $ agentfs mount --read-only session.db /mnt/review`,
     )
     .action(async (db: string, mountpoint: string, o: { readOnly?: boolean }) => {
+      // Listening before anything is mounted: a signal that comes while mounting, or right
+      // after "mounted" is printed, still unmounts (the default action would leave a dead
+      // mount behind).
+      const signalled = untilSignal()
       const agent = await openExisting(db)
       const target = resolve(mountpoint)
       try {
@@ -37,7 +41,7 @@ Examples:
         process.stdout.write(`mounted ${db} at ${target}; Ctrl-C or SIGTERM unmounts\n`)
         const limitation = fuseLimitation()
         if (limitation) process.stderr.write(`agentfs: warning: ${limitation}\n`)
-        await untilSignal()
+        await signalled
         await mounted.unmount()
         process.stdout.write(`unmounted ${target}\n`)
       } finally {

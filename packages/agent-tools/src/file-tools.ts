@@ -1,4 +1,4 @@
-import { ConflictError } from '@agentfs/fs'
+import { isAgentFsError } from '@agentfs/core'
 import { z } from 'zod'
 import { ToolFailure } from './failure.js'
 import { dirnameOf } from './posix.js'
@@ -134,7 +134,7 @@ const writeFile: AgentToolDefinition<{
         input.expected_version === undefined ? {} : { ifMatch: input.expected_version },
       )
     } catch (error) {
-      if (error instanceof ConflictError)
+      if (isAgentFsError(error, 'CONFLICT'))
         await checkExpected(env, fsPath, display, input.expected_version, input.content)
       throw error
     }
@@ -230,7 +230,7 @@ const editFile: AgentToolDefinition<EditInput> = {
     try {
       await env.fs.writeFile(fsPath, result.text, { ifMatch: version })
     } catch (error) {
-      if (error instanceof ConflictError)
+      if (isAgentFsError(error, 'CONFLICT'))
         await checkExpected(env, fsPath, display, version, result.text)
       throw error
     }

@@ -1,4 +1,5 @@
-import { KvConflictError } from '@agentfs/kv'
+import { isAgentFsError } from '@agentfs/core'
+import type { KvConflictError } from '@agentfs/kv'
 import { z } from 'zod'
 import { ToolFailure } from './failure.js'
 import type { AgentToolDefinition, ToolEnvironment } from './types.js'
@@ -50,10 +51,11 @@ const kvSet: AgentToolDefinition<{
       )
       return { text: `Stored '${input.key}'. [version: ${version}]`, data: { version } }
     } catch (error) {
-      if (error instanceof KvConflictError) {
+      if (isAgentFsError(error, 'CONFLICT')) {
+        const current = (error as KvConflictError).currentVersion
         throw new ToolFailure(
           'STALE',
-          `Key '${input.key}' has been modified since read (version ${input.expected_version}, now ${error.currentVersion ?? 'deleted'}). Read it again before writing it.`,
+          `Key '${input.key}' has been modified since read (version ${input.expected_version}, now ${current ?? 'deleted'}). Read it again before writing it.`,
         )
       }
       throw error

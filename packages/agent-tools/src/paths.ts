@@ -1,4 +1,4 @@
-import { FsError, isWithin, normalizePath } from '@agentfs/core'
+import { FsError, isFsError, isWithin, normalizePath } from '@agentfs/core'
 import type { FileSystem, FsPolicy } from '@agentfs/fs'
 import { ToolFailure } from './failure.js'
 import type { PathPolicy } from './types.js'
@@ -25,8 +25,7 @@ export async function landing(fs: FileSystem, path: string): Promise<string> {
     }
     const candidate = `/${[...at, name].join('/')}`
     const stats = await fs.lstat(candidate).catch((error: unknown) => {
-      if (error instanceof FsError || (error as { code?: unknown }).code !== undefined)
-        return undefined
+      if (isFsError(error) || (error as { code?: unknown }).code !== undefined) return undefined
       throw error
     })
     if (!stats) return normalizePath(`/${[...at, name, ...queue].join('/')}`)
@@ -42,7 +41,7 @@ export async function landing(fs: FileSystem, path: string): Promise<string> {
   return `/${at.join('/')}`
 }
 
-/** A filesystem that can narrow itself by a policy inside its own transactions (AgentFs). */
+/** A filesystem that can narrow itself by a policy inside its own transactions (SqlFileSystem). */
 interface Restrictable {
   restrict(policy: FsPolicy): FileSystem
 }
@@ -54,7 +53,7 @@ const canRestrict = (fs: FileSystem): fs is FileSystem & Restrictable =>
  * The model's paths: absolute POSIX paths, relative ones taken from `/`, `..` never above `/`.
  * With `root`, the model's `/` is that directory; with `allowedRoots`, anything else is refused —
  * judged where the path really lands, through symlinks (dangling ones too) and for paths that
- * do not exist yet. On a filesystem that enforces policies itself (AgentFs), {@link confine}
+ * do not exist yet. On a filesystem that enforces policies itself (SqlFileSystem), {@link confine}
  * also narrows it to the roots, so every check runs again inside the change's transaction.
  */
 export function createPathPolicy(options: {

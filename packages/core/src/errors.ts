@@ -83,13 +83,23 @@ export class AgentFsError<Code extends string = ErrorCode> extends Error {
  * @example
  * if (isAgentFsError(err, 'BUSY')) retryLater()
  */
-export function isAgentFsError<Code extends string = ErrorCode | PosixCode | 'ECONFLICT'>(
+export function isAgentFsError<Code extends string = ErrorCode | PosixCode>(
   error: unknown,
   code?: Code,
 ): error is AgentFsError<Code> {
   if (typeof error !== 'object' || error === null) return false
   if ((error as Record<symbol, unknown>)[BRAND] !== true) return false
   return code === undefined || (error as { code?: unknown }).code === code
+}
+
+/**
+ * Brand check for a filesystem error ({@link FsError}: a POSIX code and a syscall) that works
+ * across package copies. With `code`, also checks the error's code.
+ */
+export function isFsError(error: unknown, code?: PosixCode): error is FsError {
+  if (!isAgentFsError(error, code)) return false
+  const e = error as { code: string; syscall?: unknown }
+  return e.code in POSIX_ERRORS && typeof e.syscall === 'string'
 }
 
 /** POSIX error numbers (Linux values) and Node's message text for each code we raise. */

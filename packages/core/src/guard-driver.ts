@@ -1,5 +1,5 @@
 import type { Driver, Executor, QueryResult, SqlValue, Statement } from './driver.js'
-import { AgentFsError } from './errors.js'
+import { AgentFsError, isAgentFsError } from './errors.js'
 import { mapSqliteError } from './map-error.js'
 import { Mutex } from './mutex.js'
 
@@ -195,7 +195,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
           })
         } catch (error) {
           // Errors thrown by `fn` itself pass through untouched; engine errors get mapped.
-          if (error instanceof Error && !(error instanceof AgentFsError) && isEngineError(error)) {
+          if (error instanceof Error && !isAgentFsError(error) && isEngineError(error)) {
             throw mapSqliteError(error)
           }
           throw error

@@ -21,6 +21,7 @@ export {
   FsError,
   fsError,
   isAgentFsError,
+  isFsError,
   POSIX_ERRORS,
   undefinedIfAbsent,
 } from './errors.js'

@@ -1,4 +1,4 @@
-import { AgentFsError, type ErrorCode } from './errors.js'
+import { AgentFsError, type ErrorCode, isAgentFsError } from './errors.js'
 
 const BY_NAME: ReadonlyArray<readonly [prefix: string, code: ErrorCode]> = [
   ['SQLITE_CONSTRAINT_UNIQUE', 'CONSTRAINT_UNIQUE'],
@@ -78,7 +78,7 @@ export function classifySqliteCode(code: unknown, extended?: unknown): ErrorCode
  * Drivers call this; the core also applies it to anything a driver lets through.
  */
 export function mapSqliteError(error: unknown, context?: { sql?: string }): AgentFsError {
-  if (error instanceof AgentFsError) return error
+  if (isAgentFsError(error)) return error as AgentFsError
   const source = (typeof error === 'object' && error !== null ? error : {}) as {
     code?: unknown
     rawCode?: unknown

@@ -4,7 +4,7 @@ import { AgentFsError } from '@agentfs/core'
  * A write carried `ifMatch` and the file had changed since that version was read. Read the
  * file again (its current version is `currentVersion`), then decide; never retry blindly.
  */
-export class ConflictError extends AgentFsError<'ECONFLICT'> {
+export class ConflictError extends AgentFsError<'CONFLICT'> {
   readonly path: string
   readonly expectedVersion: string
   /** The file's version now; undefined when the file no longer exists. */
@@ -12,8 +12,8 @@ export class ConflictError extends AgentFsError<'ECONFLICT'> {
 
   constructor(path: string, expected: string, current: string | undefined) {
     super(
-      'ECONFLICT',
-      `ECONFLICT: file has been modified since version ${expected} (now ${current ?? 'deleted'}), write '${path}'; read it again before writing`,
+      'CONFLICT',
+      `CONFLICT: file has been modified since version ${expected} (now ${current ?? 'deleted'}), write '${path}'; read it again before writing`,
     )
     this.path = path
     this.expectedVersion = expected

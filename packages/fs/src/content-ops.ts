@@ -1,4 +1,11 @@
-import { FsError, fsError, MODE_PERMISSION_MASK, normalizePath, S_IFREG } from '@agentfs/core'
+import {
+  FsError,
+  fsError,
+  isFsError,
+  MODE_PERMISSION_MASK,
+  normalizePath,
+  S_IFREG,
+} from '@agentfs/core'
 import { resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
 import { COPYFILE_EXCL, checkLength, existing, type FsContext, write } from './context.js'
@@ -68,7 +75,7 @@ export async function copyFile(ctx: FsContext, src: string, dest: string, mode =
       new FsError({ code, syscall: 'copyfile', path: src, dest })
     const source = await lookup(q, src, { followLast: true, syscall: 'copyfile' }).catch(
       (error: unknown) => {
-        if (error instanceof FsError) throw fail(error.code)
+        if (isFsError(error)) throw fail(error.code)
         throw error
       },
     )
@@ -78,7 +85,7 @@ export async function copyFile(ctx: FsContext, src: string, dest: string, mode =
       syscall: 'copyfile',
       allowMissing: true,
     }).catch((error: unknown) => {
-      if (error instanceof FsError) throw fail(error.code)
+      if (isFsError(error)) throw fail(error.code)
       throw error
     })
     // Like Node, errors of the destination's path come first. Unlike libuv, an existing

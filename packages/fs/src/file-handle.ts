@@ -1,11 +1,11 @@
 import { FsError, fsError, normalizePath, type Queryable, type Timestamp } from '@agentfs/core'
-import type { AgentFs } from './agent-fs.js'
 import { readAll, readAt, readRange, resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
 import { write } from './context.js'
 import type { OpenMode } from './flags.js'
 import { type InodeRow, isDir, versionOf } from './inode.js'
 import { loadInode, touchContent, touchMeta } from './mutate.js'
+import { contextOf, type SqlFileSystem } from './sql-file-system.js'
 import { Stats } from './stats.js'
 import type { Encoding, TimeLike, WriteData } from './types.js'
 
@@ -33,14 +33,14 @@ export class FileHandle {
   /** A process-unique descriptor number (not a kernel fd). */
   readonly fd: number
   readonly path: string
-  readonly #fs: AgentFs
+  readonly #fs: SqlFileSystem
   readonly #ino: number
   readonly #mode: OpenMode
   #position = 0
   #closed = false
 
   /** @internal Use `fs.open()`. */
-  constructor(fs: AgentFs, ino: number, path: string, mode: OpenMode) {
+  constructor(fs: SqlFileSystem, ino: number, path: string, mode: OpenMode) {
     this.fd = nextFd++
     this.#fs = fs
     this.#ino = ino
@@ -49,7 +49,7 @@ export class FileHandle {
   }
 
   get #q(): Queryable {
-    return this.#fs.context.q
+    return contextOf(this.#fs).q
   }
 
   #check(syscall: string, need?: 'read' | 'write'): void {
@@ -62,7 +62,7 @@ export class FileHandle {
 
   /** `deny: ['delete']` refuses a change that destroys existing bytes through a handle too. */
   #refuseDestroying(syscall: string): void {
-    if (this.#fs.context.policy?.denies('delete'))
+    if (contextOf(this.#fs).policy?.denies('delete'))
       throw fsError('EPERM', syscall, this.path, {
         hint: 'the policy denies delete, and this change would destroy existing content; append instead',
       })
@@ -132,7 +132,7 @@ export class FileHandle {
       at = position ?? null
     }
     if (at !== null && (!Number.isSafeInteger(at) || at < 0)) throw fsError('EINVAL', 'write')
-    const written = await write(this.#fs.context, async (q, now) => {
+    const written = await write(contextOf(this.#fs), async (q, now) => {
       const node = await this.#inode(q, 'write')
       if (ifMatch !== undefined && versionOf(node) !== ifMatch) {
         throw new ConflictError(this.path, ifMatch, versionOf(node))
@@ -178,7 +178,7 @@ export class FileHandle {
     this.#check('write', 'write')
     const opts = typeof options === 'string' ? { encoding: options } : options
     const bytes = typeof data === 'string' ? Buffer.from(data, opts.encoding ?? 'utf8') : data
-    await write(this.#fs.context, async (q, now) => {
+    await write(contextOf(this.#fs), async (q, now) => {
       const node = await this.#inode(q, 'write')
       if (opts.ifMatch !== undefined && versionOf(node) !== opts.ifMatch) {
         throw new ConflictError(this.path, opts.ifMatch, versionOf(node))
@@ -200,7 +200,7 @@ export class FileHandle {
   async appendFile(data: WriteData, encoding?: Encoding): Promise<void> {
     this.#check('write', 'write')
     const bytes = typeof data === 'string' ? Buffer.from(data, encoding ?? 'utf8') : data
-    await write(this.#fs.context, async (q, now) => {
+    await write(contextOf(this.#fs), async (q, now) => {
       const node = await this.#inode(q, 'write')
       const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
       await touchContent(q, node.ino, size, now)
@@ -210,7 +210,7 @@ export class FileHandle {
   async truncate(length = 0): Promise<void> {
     this.#check('ftruncate', 'write')
     if (!Number.isSafeInteger(length) || length < 0) throw fsError('EINVAL', 'ftruncate')
-    await write(this.#fs.context, async (q, now) => {
+    await write(contextOf(this.#fs), async (q, now) => {
       const node = await this.#inode(q, 'ftruncate')
       if (length < node.size) this.#refuseDestroying('ftruncate')
       await resize(q, node.ino, node.size, this.#fs.chunkSize, length)
@@ -255,7 +255,7 @@ export class FileHandle {
   }
 
   async #meta(syscall: string, set: (node: InodeRow) => Record<string, number>): Promise<void> {
-    await write(this.#fs.context, async (q, now) => {
+    await write(contextOf(this.#fs), async (q, now) => {
       const node = await this.#inode(q, syscall)
       await touchMeta(q, node.ino, now, set(node))
     })
@@ -281,7 +281,7 @@ export class FileHandle {
 
 /** Opens (and per the flags creates or truncates) a file; the work behind `fs.open()`. */
 export async function openHandle(
-  fs: AgentFs,
+  fs: SqlFileSystem,
   path: string,
   mode: OpenMode,
   create: (q: Queryable, now: Timestamp) => Promise<number | undefined>,
@@ -291,10 +291,10 @@ export async function openHandle(
   // the caller's checks must share one transaction with the look-up (a policy).
   const ino =
     mode.create || mode.truncate
-      ? await write(fs.context, (q, now) => create(q, now))
+      ? await write(contextOf(fs), (q, now) => create(q, now))
       : inTransaction
-        ? await fs.context.q.transaction((tx) => create(tx, fs.context.clock.now()))
-        : await create(fs.context.q, fs.context.clock.now())
+        ? await contextOf(fs).q.transaction((tx) => create(tx, contextOf(fs).clock.now()))
+        : await create(contextOf(fs).q, contextOf(fs).clock.now())
   if (ino === undefined) throw new FsError({ code: 'ENOENT', syscall: 'open', path })
   return new FileHandle(fs, ino, normalizePath(path), mode)
 }

@@ -1,6 +1,7 @@
 import {
   FsError,
   fsError,
+  isFsError,
   MODE_PERMISSION_MASK,
   normalizePath,
   parsePath,
@@ -98,7 +99,7 @@ export async function mkdir(
             target =
               (await lookup(q, prefix, { followLast: true, syscall: 'mkdir' })).node ?? target
           } catch (error) {
-            const code = error instanceof FsError ? error.code : undefined
+            const code = isFsError(error) ? error.code : undefined
             if (code === 'ELOOP') throw fsError('ELOOP', 'mkdir', path)
             throw fsError(last && code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR', 'mkdir', path)
           }
@@ -135,7 +136,7 @@ export async function rm(ctx: FsContext, path: string, options: RmOptions = {}):
     try {
       found = await existing(q, path, 'rm', false)
     } catch (error) {
-      if (options.force && error instanceof FsError && error.code === 'ENOENT') return
+      if (options.force && isFsError(error) && error.code === 'ENOENT') return
       throw error
     }
     const { node, dirIno, name } = found
@@ -174,7 +175,7 @@ export async function rename(ctx: FsContext, from: string, to: string): Promise<
       syscall: 'rename',
       allowMissing: true,
     }).catch((error: unknown) => {
-      if (error instanceof FsError)
+      if (isFsError(error))
         throw new FsError({ code: error.code, syscall: 'rename', path: from, dest: to })
       throw error
     })
@@ -187,7 +188,7 @@ export async function rename(ctx: FsContext, from: string, to: string): Promise<
       syscall: 'rename',
       allowMissing: true,
     }).catch((error: unknown) => {
-      if (error instanceof FsError) throw fail(error.code)
+      if (isFsError(error)) throw fail(error.code)
       throw error
     })
     // Like rename(2): both parents are resolved before a missing source is reported.
@@ -234,7 +235,7 @@ export async function link(ctx: FsContext, existing: string, newPath: string): P
       new FsError({ code, syscall: 'link', path: existing, dest: newPath })
     const source = await lookup(q, existing, { followLast: false, syscall: 'link' }).catch(
       (error: unknown) => {
-        if (error instanceof FsError) throw fail(error.code)
+        if (isFsError(error)) throw fail(error.code)
         throw error
       },
     )
@@ -244,7 +245,7 @@ export async function link(ctx: FsContext, existing: string, newPath: string): P
       syscall: 'link',
       allowMissing: true,
     }).catch((error: unknown) => {
-      if (error instanceof FsError) throw fail(error.code)
+      if (isFsError(error)) throw fail(error.code)
       throw error
     })
     if (target.node || target.name === undefined) throw fail('EEXIST')
@@ -273,7 +274,7 @@ export async function symlink(ctx: FsContext, target: string, path: string): Pro
       syscall: 'symlink',
       allowMissing: true,
     }).catch((error: unknown) => {
-      if (error instanceof FsError)
+      if (isFsError(error))
         throw new FsError({ code: error.code, syscall: 'symlink', path: target, dest: path })
       throw error
     })

@@ -1,4 +1,11 @@
-import { FsError, fsError, normalizePath, parsePath, type Queryable, ROOT_INO } from '@agentfs/core'
+import {
+  fsError,
+  isFsError,
+  normalizePath,
+  parsePath,
+  type Queryable,
+  ROOT_INO,
+} from '@agentfs/core'
 import { type InodeRow, isDir } from './inode.js'
 import { pathOf } from './mutate.js'
 import type { CompiledPolicy, FsOperation } from './policy.js'
@@ -38,7 +45,7 @@ const MAX_NAMES = 1000
 /**
  * Applies a {@link CompiledPolicy} to one filesystem: resolves paths the way the operations
  * will (symlinks, `..`), checks them, and filters listings. It runs on the transaction of the
- * change it guards (see `AgentFs`), so nothing can change between the check and the change.
+ * change it guards (see `SqlFileSystem`), so nothing can change between the check and the change.
  * `unchecked` is the same filesystem without the policy, for the gate's own look-ups.
  */
 export class PolicyGate {
@@ -69,7 +76,7 @@ export class PolicyGate {
         ...nodeOf(found.node),
       }
     } catch (error) {
-      if (!(error instanceof FsError)) throw error
+      if (!isFsError(error)) throw error
       // Two or more components are missing (or the path is broken): judge it where it lands.
       return { path: await this.#deepest(path, syscall), exists: false }
     }
@@ -82,7 +89,7 @@ export class PolicyGate {
       const prefix = `/${parts.slice(0, k).join('/')}`
       const found = await lookup(this.q, prefix, { followLast: true, syscall }).catch(
         (error: unknown) => {
-          if (error instanceof FsError) return undefined
+          if (isFsError(error)) return undefined
           throw error
         },
       )

@@ -76,7 +76,7 @@ export class CompiledPolicy {
   /** A policy this one narrows: both must allow everything. */
   readonly #outer: CompiledPolicy | undefined
 
-  /** `outer`, when given, must allow everything too (see `AgentFs.restrict`). */
+  /** `outer`, when given, must allow everything too (see `SqlFileSystem.restrict`). */
   constructor(policy: FsPolicy, outer?: CompiledPolicy) {
     this.#outer = outer
     for (const key of ['read', 'write', 'readOnly', 'protected'] as const) {

@@ -1,6 +1,6 @@
 import { Readable, Writable } from 'node:stream'
-import type { AgentFs } from './agent-fs.js'
 import type { FileHandle } from './file-handle.js'
+import type { SqlFileSystem } from './sql-file-system.js'
 
 /** Options of `createReadStream`. */
 export interface ReadStreamOptions {
@@ -29,7 +29,7 @@ export interface WriteStreamOptions {
  * consumer asks, so memory stays bounded whatever the file size.
  */
 export function createReadStream(
-  fs: AgentFs,
+  fs: SqlFileSystem,
   path: string,
   options: ReadStreamOptions = {},
 ): Readable {
@@ -72,7 +72,7 @@ export function createReadStream(
  * not (use `writeFile` for all-or-nothing).
  */
 export function createWriteStream(
-  fs: AgentFs,
+  fs: SqlFileSystem,
   path: string,
   options: WriteStreamOptions = {},
 ): Writable {

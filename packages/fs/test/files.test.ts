@@ -82,7 +82,7 @@ for (const driver of Object.keys(DRIVERS)) {
       expect(v2).not.toBe(v1)
       const error = await fs.writeFile('/v', 'three', { ifMatch: v1 }).catch((e: unknown) => e)
       expect(error).toBeInstanceOf(ConflictError)
-      expect((error as ConflictError).code).toBe('ECONFLICT')
+      expect((error as ConflictError).code).toBe('CONFLICT')
       expect((error as ConflictError).currentVersion).toBe(v2)
       expect(await fs.readFile('/v', 'utf8')).toBe('two')
       await fs.chmod('/v', 0o600)

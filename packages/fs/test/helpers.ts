@@ -8,7 +8,7 @@ import {
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { afterEach, expect } from 'vitest'
-import { type AgentFs, createFileSystem, type FileSystemOptions } from '../src/index.js'
+import { createFileSystem, type FileSystemOptions, type SqlFileSystem } from '../src/index.js'
 
 /** Every first-party driver; tests run once per driver. */
 export const DRIVERS: Record<string, () => Driver> = {
@@ -25,7 +25,7 @@ afterEach(async () => {
 export async function freshFs(
   driver: string,
   options: FileSystemOptions & { chunkSize?: number } = {},
-): Promise<{ fs: AgentFs; db: AgentDatabase }> {
+): Promise<{ fs: SqlFileSystem; db: AgentDatabase }> {
   const db = await openDatabase({
     driver: DRIVERS[driver]!(),
     clock: fixedClock(),

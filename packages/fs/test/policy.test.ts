@@ -130,7 +130,7 @@ describe('read-only and protected paths, denied operations', () => {
       ),
     ).toBe('EACCES')
     expect(await fs.exists('/workspace/ok.txt')).toBe(false)
-    expect(await code(fs.bind(fs.context.q).readFile('/secrets/key'))).toBe('EACCES')
+    expect(await code(fs.bind(fs.queryable).readFile('/secrets/key'))).toBe('EACCES')
   })
 })
 

@@ -1,9 +1,9 @@
 import { type AgentDatabase, AgentFsError, type Queryable } from '@agentfs/core'
 import {
-  type AgentFs,
   createFileSystem,
   type FileSystem,
   type FileSystemOptions,
+  type SqlFileSystem,
 } from '@agentfs/fs'
 import { HostFileSystem } from './host-fs.js'
 import { OverlayFs } from './overlay-fs.js'
@@ -57,7 +57,7 @@ export interface CreateOverlayOptions {
   /** The read-only base: a HostFileSystem, another AgentFS filesystem, any FileSystem. */
   readonly base: FileSystem
   /** The writable layer: an AgentFS filesystem in the delta database. */
-  readonly delta: AgentFs
+  readonly delta: SqlFileSystem
   /**
    * Stored in the delta database so `openOverlay` can restore the overlay. Derived for a
    * HostFileSystem base; give it for an AgentFS base (its database path).
@@ -80,7 +80,7 @@ export async function createOverlay(options: CreateOverlayOptions): Promise<Over
     (options.base instanceof HostFileSystem
       ? { kind: 'host' as const, path: options.base.root }
       : undefined)
-  if (description) await saveOverlayBase(options.delta.context.q, description)
+  if (description) await saveOverlayBase(options.delta.queryable, description)
   return new OverlayFs(options.base, options.delta)
 }
 

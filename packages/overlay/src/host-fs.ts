@@ -5,6 +5,7 @@ import {
   badEntryName,
   FsError,
   fsError,
+  isFsError,
   joinPath,
   normalizePath,
   POSIX_ERRORS,
@@ -164,7 +165,7 @@ export class HostFileSystem implements FileSystem {
   }
 
   #rethrow(error: unknown, syscall: string, path: string, dest?: string): never {
-    if (error instanceof FsError) throw error
+    if (isFsError(error)) throw error
     const code = (error as { code?: string }).code
     const known = code !== undefined && code in POSIX_ERRORS
     throw new FsError({
@@ -778,7 +779,7 @@ export class HostFileSystem implements FileSystem {
 }
 
 function toFsError(error: unknown, syscall: string, path: string): Error {
-  if (error instanceof FsError) return error
+  if (isFsError(error)) return error
   const code = (error as { code?: string }).code
   if (code !== undefined && code in POSIX_ERRORS)
     return new FsError({ code: code as PosixCode, syscall, path, cause: error })

@@ -2,6 +2,7 @@ import { Readable, Writable } from 'node:stream'
 import {
   FsError,
   fsError,
+  isFsError,
   joinPath,
   normalizePath,
   parentPath,
@@ -11,7 +12,6 @@ import {
   undefinedIfAbsent,
 } from '@agentfs/core'
 import {
-  type AgentFs,
   ConflictError,
   type CpOptions,
   copyTree,
@@ -29,6 +29,7 @@ import {
   type ReadStreamOptions,
   type RmOptions,
   rmDirectoryError,
+  type SqlFileSystem,
   type StatFs,
   type Stats,
   type TimeLike,
@@ -98,13 +99,13 @@ async function pump(input: FsFileHandle, output: FsFileHandle): Promise<void> {
  */
 export class OverlayFs implements FileSystem {
   readonly base: FileSystem
-  readonly delta: AgentFs
+  readonly delta: SqlFileSystem
   readonly #q: Queryable
 
-  constructor(base: FileSystem, delta: AgentFs) {
+  constructor(base: FileSystem, delta: SqlFileSystem) {
     this.base = base
     this.delta = delta
-    this.#q = delta.context.q
+    this.#q = delta.queryable
   }
 
   /** Added, modified and deleted entries relative to the base, with unified diffs for text. */
@@ -137,7 +138,7 @@ export class OverlayFs implements FileSystem {
 
   #write<T>(fn: (overlay: OverlayFs, q: Queryable, now: Timestamp) => Promise<T>): Promise<T> {
     return this.#q.transaction((tx) =>
-      fn(new OverlayFs(this.base, this.delta.bind(tx)), tx, this.delta.context.clock.now()),
+      fn(new OverlayFs(this.base, this.delta.bind(tx)), tx, this.delta.clock.now()),
     )
   }
 
@@ -412,7 +413,7 @@ export class OverlayFs implements FileSystem {
       await this.#existing(path, 'access')
       return true
     } catch (error) {
-      if (error instanceof FsError) return false
+      if (isFsError(error)) return false
       throw error
     }
   }
@@ -636,7 +637,7 @@ export class OverlayFs implements FileSystem {
         new FsError({ code, syscall: 'rename', path: from, dest: to })
       const wrap = async <T>(p: Promise<T>) =>
         p.catch((error: unknown) => {
-          if (error instanceof FsError) throw fail(error.code)
+          if (isFsError(error)) throw fail(error.code)
           throw error
         })
       const source = await wrap(o.#resolve(from, false, 'rename', true))
@@ -732,7 +733,7 @@ export class OverlayFs implements FileSystem {
     path: string,
     syscall: string,
     follow: boolean,
-    fn: (delta: AgentFs, real: string) => Promise<void>,
+    fn: (delta: SqlFileSystem, real: string) => Promise<void>,
   ): Promise<void> {
     await this.#write(async (o) => {
       const { path: real } = await o.#existing(path, syscall, follow)

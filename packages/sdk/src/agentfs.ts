@@ -9,7 +9,12 @@ import {
   type IdSource,
   openDatabase,
 } from '@agentfs/core'
-import { type AgentFs, createFileSystem, type FileSystemOptions, type FsPolicy } from '@agentfs/fs'
+import {
+  createFileSystem,
+  type FileSystemOptions,
+  type FsPolicy,
+  type SqlFileSystem,
+} from '@agentfs/fs'
 import { createKvStore, type KvStore } from '@agentfs/kv'
 import { createToolCalls, type ToolCalls } from '@agentfs/tool-calls'
 
@@ -47,7 +52,7 @@ export interface AgentFSOptions {
 
 /** The three stores, as `agent` and inside `agent.transaction(tx => …)`. */
 export interface AgentScope {
-  readonly fs: AgentFs
+  readonly fs: SqlFileSystem
   readonly kv: KvStore
   readonly tools: ToolCalls
 }
@@ -66,7 +71,7 @@ const ID = /^[a-zA-Z0-9_-]+$/
  */
 export class AgentFS implements AgentScope {
   readonly db: AgentDatabase
-  readonly fs: AgentFs
+  readonly fs: SqlFileSystem
   readonly kv: KvStore
   readonly tools: ToolCalls
   /** The database file, when the SDK opened one by id or path. */

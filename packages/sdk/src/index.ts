@@ -1,10 +1,10 @@
 export { AgentFsError, FsError, isAgentFsError } from '@agentfs/core'
 export type {
-  AgentFs,
   FileSystem,
   FileSystemOptions,
   FsOperation,
   FsPolicy,
+  SqlFileSystem,
   Stats,
 } from '@agentfs/fs'
 export { ConflictError } from '@agentfs/fs'

@@ -1,9 +1,10 @@
 import type { Readable, Writable } from 'node:stream'
 import {
   type AgentDatabase,
-  FsError,
+  type Clock,
   fsError,
   isAgentFsError,
+  isFsError,
   joinPath,
   MODE_PERMISSION_MASK,
   normalizePath,
@@ -70,9 +71,15 @@ const SPARSE_STAT_THRESHOLD = 64 * 1024
 /**
  * The AgentFS filesystem: POSIX semantics over the spec's inode, dentry and chunk tables, with
  * `node:fs/promises` names. Every mutating call is one transaction (a savepoint inside
- * {@link AgentFs.transaction}).
+ * {@link SqlFileSystem.transaction}).
  */
-export class AgentFs implements FileSystem {
+/**
+ * The context of a filesystem, for FileHandle and the streams of this package (not exported from
+ * the package: the context is internal).
+ */
+export let contextOf: (fs: SqlFileSystem) => FsContext
+
+export class SqlFileSystem implements FileSystem {
   readonly #ctx: FsContext
 
   /** @internal Use {@link createFileSystem}. */
@@ -93,8 +100,8 @@ export class AgentFs implements FileSystem {
    * This filesystem running its statements on `q` — e.g. a transaction opened by another
    * package, so that file, key and tool-call writes commit together.
    */
-  bind(q: Queryable): AgentFs {
-    return new AgentFs({ ...this.#ctx, q })
+  bind(q: Queryable): SqlFileSystem {
+    return new SqlFileSystem({ ...this.#ctx, q })
   }
 
   /**
@@ -104,12 +111,12 @@ export class AgentFs implements FileSystem {
    * @example
    * const workspace = agent.fs.restrict({ read: ['/ws', '/ws/**'], write: ['/ws/**'] })
    */
-  restrict(policy: FsPolicy): AgentFs {
-    return new AgentFs({ ...this.#ctx, policy: new CompiledPolicy(policy, this.#ctx.policy) })
+  restrict(policy: FsPolicy): SqlFileSystem {
+    return new SqlFileSystem({ ...this.#ctx, policy: new CompiledPolicy(policy, this.#ctx.policy) })
   }
 
-  transaction<T>(fn: (fs: AgentFs) => Promise<T>): Promise<T> {
-    return this.#ctx.q.transaction((tx) => fn(new AgentFs({ ...this.#ctx, q: tx })))
+  transaction<T>(fn: (fs: SqlFileSystem) => Promise<T>): Promise<T> {
+    return this.#ctx.q.transaction((tx) => fn(new SqlFileSystem({ ...this.#ctx, q: tx })))
   }
 
   #stats(row: InodeRow, blocks?: number): Stats {
@@ -138,7 +145,7 @@ export class AgentFs implements FileSystem {
   #gateOn(q: Queryable): PolicyGate | undefined {
     const { policy, ...ctx } = this.#ctx
     if (!policy) return undefined
-    return new PolicyGate(policy, q, new AgentFs({ ...ctx, q }))
+    return new PolicyGate(policy, q, new SqlFileSystem({ ...ctx, q }))
   }
 
   /**
@@ -148,12 +155,12 @@ export class AgentFs implements FileSystem {
    */
   #guarded<T>(
     check: (gate: PolicyGate) => Promise<unknown>,
-    op: (ctx: FsContext, fs: AgentFs) => Promise<T>,
+    op: (ctx: FsContext, fs: SqlFileSystem) => Promise<T>,
   ): Promise<T> {
     if (!this.#ctx.policy) return op(this.#ctx, this)
     return this.#withGate(async (gate, ctx) => {
       await check(gate)
-      return op(ctx, new AgentFs(ctx))
+      return op(ctx, new SqlFileSystem(ctx))
     })
   }
 
@@ -166,7 +173,7 @@ export class AgentFs implements FileSystem {
   #reading<T>(
     path: string,
     syscall: string,
-    op: (ctx: FsContext, fs: AgentFs) => Promise<T>,
+    op: (ctx: FsContext, fs: SqlFileSystem) => Promise<T>,
     follow = true,
   ): Promise<T> {
     return this.#guarded((gate) => gate.read(path, syscall, follow), op)
@@ -178,7 +185,7 @@ export class AgentFs implements FileSystem {
     syscall: string,
     operation: FsOperation,
     check: WriteCheck,
-    op: (ctx: FsContext, fs: AgentFs) => Promise<T>,
+    op: (ctx: FsContext, fs: SqlFileSystem) => Promise<T>,
   ): Promise<T> {
     return this.#guarded((gate) => gate.write(path, syscall, operation, check), op)
   }
@@ -350,7 +357,7 @@ export class AgentFs implements FileSystem {
       await this.#reading(path, 'access', ({ q }) => existing(q, path, 'access'))
       return true
     } catch (error) {
-      if (error instanceof FsError) return false
+      if (isFsError(error)) return false
       throw error
     }
   }
@@ -624,9 +631,18 @@ export class AgentFs implements FileSystem {
     await this.transaction((tx) => copyTree(tx, src, dest, options))
   }
 
-  /** @internal Shared with FileHandle and streams. */
-  get context(): FsContext {
-    return this.#ctx
+  /** What this filesystem runs its SQL on: the database, or the transaction it was bound to. */
+  get queryable(): Queryable {
+    return this.#ctx.q
+  }
+
+  /** The clock its timestamps come from (the database's). */
+  get clock(): Clock {
+    return this.#ctx.clock
+  }
+
+  static {
+    contextOf = (fs) => fs.#ctx
   }
 }
 
@@ -637,8 +653,11 @@ export class AgentFs implements FileSystem {
  * const fs = createFileSystem(await openDatabase({ driver }))
  * await fs.writeFile('/notes/todo.md', '- ship it\n')
  */
-export function createFileSystem(db: AgentDatabase, options: FileSystemOptions = {}): AgentFs {
-  return new AgentFs({
+export function createFileSystem(
+  db: AgentDatabase,
+  options: FileSystemOptions = {},
+): SqlFileSystem {
+  return new SqlFileSystem({
     q: db,
     chunkSize: db.chunkSize,
     clock: db.clock,
@@ -650,4 +669,4 @@ export function createFileSystem(db: AgentDatabase, options: FileSystemOptions =
   })
 }
 
-export type { FileSystemOptions, FsContext as FileSystemContext }
+export type { FileSystemOptions }
