@@ -102,6 +102,26 @@ export function isFsError(error: unknown, code?: PosixCode): error is FsError {
   return e.code in POSIX_ERRORS && typeof e.syscall === 'string'
 }
 
+/**
+ * Errors of a call on two paths (rename, link, copyfile) name both, as Node's do: `fail(code)`
+ * makes one, `wrap(promise)` re-raises a filesystem error from resolving either path with both
+ * paths; other errors pass through unchanged.
+ */
+export function twoPathErrors(
+  syscall: string,
+  path: string,
+  dest: string,
+): { fail(code: PosixCode): FsError; wrap<T>(promise: Promise<T>): Promise<T> } {
+  const fail = (code: PosixCode) => new FsError({ code, syscall, path, dest })
+  return {
+    fail,
+    wrap: (promise) =>
+      promise.catch((error: unknown) => {
+        throw isFsError(error) ? fail(error.code) : error
+      }),
+  }
+}
+
 /** POSIX error numbers (Linux values) and Node's message text for each code we raise. */
 export const POSIX_ERRORS = {
   EPERM: [1, 'operation not permitted'],

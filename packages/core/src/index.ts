@@ -23,6 +23,7 @@ export {
   isAgentFsError,
   isFsError,
   POSIX_ERRORS,
+  twoPathErrors,
   undefinedIfAbsent,
 } from './errors.js'
 export type { ExtensionMigration } from './extensions.js'

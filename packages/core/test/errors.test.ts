@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { AgentFsError, FsError, fsError, isAgentFsError } from '../src/index.js'
+import { AgentFsError, FsError, fsError, isAgentFsError, twoPathErrors } from '../src/index.js'
 
 describe('AgentFsError', () => {
   test('carries a code, a cause and a brand', () => {
@@ -56,4 +56,16 @@ describe('FsError', () => {
     expect(fsError('ENOTEMPTY', 'rmdir').errno).toBe(-39)
     expect(fsError('ELOOP', 'open').errno).toBe(-40)
   })
+})
+
+test('twoPathErrors: both paths in every filesystem error; other errors pass through unchanged', async () => {
+  const { fail, wrap } = twoPathErrors('rename', '/a', '/b')
+  expect(fail('EEXIST').message).toBe("EEXIST: file already exists, rename '/a' -> '/b'")
+  const rewrapped = await wrap(Promise.reject(fsError('ENOENT', 'lstat', '/a/x'))).catch((e) => e)
+  expect(rewrapped).toMatchObject({ code: 'ENOENT', syscall: 'rename', path: '/a', dest: '/b' })
+  const other = new AgentFsError('BUSY', 'locked')
+  expect(await wrap(Promise.reject(other)).catch((e) => e)).toBe(other)
+  const plain = new TypeError('boom')
+  expect(await wrap(Promise.reject(plain)).catch((e) => e)).toBe(plain)
+  expect(await wrap(Promise.resolve(7))).toBe(7)
 })

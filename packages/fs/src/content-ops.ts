@@ -1,11 +1,4 @@
-import {
-  FsError,
-  fsError,
-  isFsError,
-  MODE_PERMISSION_MASK,
-  normalizePath,
-  S_IFREG,
-} from '@agentfs/core'
+import { fsError, MODE_PERMISSION_MASK, normalizePath, S_IFREG, twoPathErrors } from '@agentfs/core'
 import { resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
 import { COPYFILE_EXCL, checkLength, existing, type FsContext, write } from './context.js'
@@ -71,23 +64,12 @@ export async function truncate(ctx: FsContext, path: string, length = 0): Promis
 
 export async function copyFile(ctx: FsContext, src: string, dest: string, mode = 0): Promise<void> {
   await write(ctx, async (q, now) => {
-    const fail = (code: FsError['code']) =>
-      new FsError({ code, syscall: 'copyfile', path: src, dest })
-    const source = await lookup(q, src, { followLast: true, syscall: 'copyfile' }).catch(
-      (error: unknown) => {
-        if (isFsError(error)) throw fail(error.code)
-        throw error
-      },
-    )
+    const { fail, wrap } = twoPathErrors('copyfile', src, dest)
+    const source = await wrap(lookup(q, src, { followLast: true, syscall: 'copyfile' }))
     if (!source.node) throw fail('ENOENT')
-    const target = await lookup(q, dest, {
-      followLast: true,
-      syscall: 'copyfile',
-      allowMissing: true,
-    }).catch((error: unknown) => {
-      if (isFsError(error)) throw fail(error.code)
-      throw error
-    })
+    const target = await wrap(
+      lookup(q, dest, { followLast: true, syscall: 'copyfile', allowMissing: true }),
+    )
     // Like Node, errors of the destination's path come first. Unlike libuv, an existing
     // destination is left alone when the source is a directory (libuv deletes it).
     if (isDir(source.node.mode)) throw fail('EISDIR')

@@ -16,6 +16,7 @@ import {
   S_IFREG,
   S_IFSOCK,
   type Timestamp,
+  twoPathErrors,
 } from '@agentfs/core'
 import { existing, type FsContext, write } from './context.js'
 import type { InodeRow } from './inode.js'
@@ -170,27 +171,15 @@ export async function removeTree(q: Queryable, ino: number, now: Timestamp): Pro
 
 export async function rename(ctx: FsContext, from: string, to: string): Promise<void> {
   await write(ctx, async (q, now) => {
-    const source = await lookup(q, from, {
-      followLast: false,
-      syscall: 'rename',
-      allowMissing: true,
-    }).catch((error: unknown) => {
-      if (isFsError(error))
-        throw new FsError({ code: error.code, syscall: 'rename', path: from, dest: to })
-      throw error
-    })
-    const fail = (code: FsError['code']) =>
-      new FsError({ code, syscall: 'rename', path: from, dest: to })
+    const { fail, wrap } = twoPathErrors('rename', from, to)
+    const source = await wrap(
+      lookup(q, from, { followLast: false, syscall: 'rename', allowMissing: true }),
+    )
     if (source.node && (source.node.ino === ROOT_INO || source.name === undefined))
       throw fail('EBUSY')
-    const target = await lookup(q, to, {
-      followLast: false,
-      syscall: 'rename',
-      allowMissing: true,
-    }).catch((error: unknown) => {
-      if (isFsError(error)) throw fail(error.code)
-      throw error
-    })
+    const target = await wrap(
+      lookup(q, to, { followLast: false, syscall: 'rename', allowMissing: true }),
+    )
     // Like rename(2): both parents are resolved before a missing source is reported.
     if (!source.node) throw fail('ENOENT')
     if (target.name === undefined) throw fail('EBUSY')
@@ -231,23 +220,12 @@ export async function rename(ctx: FsContext, from: string, to: string): Promise<
 
 export async function link(ctx: FsContext, existing: string, newPath: string): Promise<void> {
   await write(ctx, async (q, now) => {
-    const fail = (code: FsError['code']) =>
-      new FsError({ code, syscall: 'link', path: existing, dest: newPath })
-    const source = await lookup(q, existing, { followLast: false, syscall: 'link' }).catch(
-      (error: unknown) => {
-        if (isFsError(error)) throw fail(error.code)
-        throw error
-      },
-    )
+    const { fail, wrap } = twoPathErrors('link', existing, newPath)
+    const source = await wrap(lookup(q, existing, { followLast: false, syscall: 'link' }))
     if (!source.node) throw fail('ENOENT')
-    const target = await lookup(q, newPath, {
-      followLast: false,
-      syscall: 'link',
-      allowMissing: true,
-    }).catch((error: unknown) => {
-      if (isFsError(error)) throw fail(error.code)
-      throw error
-    })
+    const target = await wrap(
+      lookup(q, newPath, { followLast: false, syscall: 'link', allowMissing: true }),
+    )
     if (target.node || target.name === undefined) throw fail('EEXIST')
     if (isDir(source.node.mode)) throw fail('EPERM')
     await q.execute({

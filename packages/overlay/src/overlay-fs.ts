@@ -9,6 +9,7 @@ import {
   parsePath,
   type Queryable,
   type Timestamp,
+  twoPathErrors,
   undefinedIfAbsent,
 } from '@agentfs/core'
 import {
@@ -633,13 +634,7 @@ export class OverlayFs implements FileSystem {
 
   async rename(from: string, to: string): Promise<void> {
     await this.#write(async (o, _q, now) => {
-      const fail = (code: FsError['code']) =>
-        new FsError({ code, syscall: 'rename', path: from, dest: to })
-      const wrap = async <T>(p: Promise<T>) =>
-        p.catch((error: unknown) => {
-          if (isFsError(error)) throw fail(error.code)
-          throw error
-        })
+      const { fail, wrap } = twoPathErrors('rename', from, to)
       const source = await wrap(o.#resolve(from, false, 'rename', true))
       const target = await wrap(o.#resolve(to, false, 'rename', true))
       if (!source.node) throw fail('ENOENT')
@@ -688,15 +683,10 @@ export class OverlayFs implements FileSystem {
 
   async link(existing: string, newPath: string): Promise<void> {
     await this.#write(async (o) => {
-      const fail = (code: FsError['code']) =>
-        new FsError({ code, syscall: 'link', path: existing, dest: newPath })
-      const source = await o.#resolve(existing, false, 'link', true).catch((e: FsError) => {
-        throw fail(e.code)
-      })
+      const { fail, wrap } = twoPathErrors('link', existing, newPath)
+      const source = await wrap(o.#resolve(existing, false, 'link', true))
       if (!source.node) throw fail('ENOENT')
-      const target = await o.#resolve(newPath, false, 'link', true).catch((e: FsError) => {
-        throw fail(e.code)
-      })
+      const target = await wrap(o.#resolve(newPath, false, 'link', true))
       if (target.node) throw fail('EEXIST')
       if (source.node.stats.isDirectory()) throw fail('EPERM')
       await o.#copyUp(source.path)
@@ -764,15 +754,10 @@ export class OverlayFs implements FileSystem {
 
   async copyFile(src: string, dest: string, mode = 0): Promise<void> {
     await this.#write(async (o) => {
-      const fail = (code: FsError['code']) =>
-        new FsError({ code, syscall: 'copyfile', path: src, dest })
-      const source = await o.#resolve(src, true, 'copyfile', true).catch((e: FsError) => {
-        throw fail(e.code)
-      })
+      const { fail, wrap } = twoPathErrors('copyfile', src, dest)
+      const source = await wrap(o.#resolve(src, true, 'copyfile', true))
       if (!source.node) throw fail('ENOENT')
-      const target = await o.#resolve(dest, true, 'copyfile', true).catch((e: FsError) => {
-        throw fail(e.code)
-      })
+      const target = await wrap(o.#resolve(dest, true, 'copyfile', true))
       if (source.node.stats.isDirectory()) throw fail('EISDIR')
       if (target.node) {
         if (mode & 1) throw fail('EEXIST')
