@@ -16,7 +16,7 @@ import {
   ConflictError,
   type CpOptions,
   copyTree,
-  Dirent,
+  type Dirent,
   type Encoding,
   type FileSystem,
   type FsDir,
@@ -48,49 +48,9 @@ import {
   type PendingCommit,
   pendingCommit,
 } from './changes.js'
+import { CopyUp, pump } from './copy-up.js'
 import { openListedDir, walkGlob, walkGrep } from './generic-search.js'
-
-type Layer = 'delta' | 'base'
-
-/** An entry of the merged view: which layer it comes from and its lstat. */
-interface Node {
-  readonly layer: Layer
-  readonly stats: Stats
-}
-
-/** Where a path leads in the merged view. `path` has no symlink in any directory part. */
-interface Resolved {
-  readonly path: string
-  readonly node: Node | undefined
-}
-
-const MAX_HOPS = 40
-const COPY_CHUNK = 1024 * 1024
-
-/** A Stats with another inode number (origin tracking). */
-function withIno(stats: Stats, ino: number): Stats {
-  return Object.assign(Object.create(Object.getPrototypeOf(stats) as object) as Stats, stats, {
-    ino,
-  })
-}
-
-const seconds = (ns: bigint) => Number(ns) / 1e9
-
-/** Copies one open file into another a chunk at a time (never the whole file), then closes both. */
-async function pump(input: FsFileHandle, output: FsFileHandle): Promise<void> {
-  try {
-    const buffer = Buffer.allocUnsafe(COPY_CHUNK)
-    for (let position = 0; ; ) {
-      const { bytesRead } = await input.read(buffer, 0, COPY_CHUNK, position)
-      if (bytesRead === 0) break
-      await output.write(buffer, 0, bytesRead, position)
-      position += bytesRead
-    }
-  } finally {
-    await input.close()
-    await output.close()
-  }
-}
+import { MergedView, type Node } from './merged-view.js'
 
 /**
  * Copy-on-write over a read-only base: reads fall through delta → whiteout → base, the first
@@ -102,11 +62,17 @@ export class OverlayFs implements FileSystem {
   readonly base: FileSystem
   readonly delta: SqlFileSystem
   readonly #q: Queryable
+  /** The merged view this front reads through. */
+  readonly #view: MergedView
+  /** Copy-up and whiteouts, the writes the overlay makes on its own behalf. */
+  readonly #up: CopyUp
 
   constructor(base: FileSystem, delta: SqlFileSystem) {
     this.base = base
     this.delta = delta
     this.#q = delta.queryable
+    this.#view = new MergedView(base, delta, this.#q)
+    this.#up = new CopyUp(this.#view)
   }
 
   /** Added, modified and deleted entries relative to the base, with unified diffs for text. */
@@ -143,240 +109,6 @@ export class OverlayFs implements FileSystem {
     )
   }
 
-  // ---- merged lookup -------------------------------------------------------------------
-
-  /** True when `path` or one of its ancestors has a whiteout. */
-  async #whitedOut(path: string): Promise<boolean> {
-    const candidates: string[] = []
-    for (let p = path; p !== '/'; p = parentPath(p)) candidates.push(p)
-    if (candidates.length === 0) return false
-    const { rows } = await this.#q.execute({
-      sql: `SELECT 1 FROM fs_whiteout WHERE path IN (${candidates.map(() => '?').join(', ')}) LIMIT 1`,
-      params: candidates,
-    })
-    return rows.length > 0
-  }
-
-  /** True when the base's children of directory `dir` show through (no whiteout, a base dir all the way). */
-  async #baseVisible(dir: string): Promise<boolean> {
-    if (dir === '/') return true
-    if (await this.#whitedOut(dir)) return false
-    let prefix = ''
-    for (const part of dir.slice(1).split('/')) {
-      prefix += `/${part}`
-      const stats = await this.base.lstat(prefix).catch(undefinedIfAbsent)
-      if (!stats?.isDirectory()) return false
-    }
-    return true
-  }
-
-  /** The base entry at `path`, if the merged view lets it show through. */
-  async #baseEntry(path: string): Promise<Stats | undefined> {
-    if (path === '/') return this.base.lstat('/')
-    if (!(await this.#baseVisible(parentPath(path)))) return undefined
-    if (await this.#whitedOut(path)) return undefined
-    return this.base.lstat(path).catch(undefinedIfAbsent)
-  }
-
-  /** The base entry at `path` regardless of whiteouts on the path itself (what a whiteout hides). */
-  async #baseBehind(path: string): Promise<Stats | undefined> {
-    if (!(await this.#baseVisible(parentPath(path)))) return undefined
-    return this.base.lstat(path).catch(undefinedIfAbsent)
-  }
-
-  async #node(path: string): Promise<Node | undefined> {
-    const own = await this.delta.lstat(path).catch(undefinedIfAbsent)
-    if (own) return { layer: 'delta', stats: own }
-    const base = await this.#baseEntry(path)
-    return base ? { layer: 'base', stats: base } : undefined
-  }
-
-  #layer(node: Node): FileSystem {
-    return node.layer === 'delta' ? this.delta : this.base
-  }
-
-  /** POSIX resolution over the merged view: links in every component, `..` physically, ELOOP at 40. */
-  async #resolve(
-    path: string,
-    followLast: boolean,
-    syscall: string,
-    allowMissing = false,
-  ): Promise<Resolved> {
-    const parsed = parsePath(path, syscall)
-    const queue = [...parsed.parts]
-    let current = '/'
-    let node: Node | undefined = { layer: 'delta', stats: await this.delta.lstat('/') }
-    let hops = 0
-    const follow = followLast || parsed.trailingSlash
-    while (queue.length > 0) {
-      const name = queue.shift()!
-      if (name === '..') {
-        current = parentPath(current)
-        node = await this.#node(current)
-        continue
-      }
-      const candidate = joinPath(current, name)
-      const found = await this.#node(candidate)
-      if (!found) {
-        if (queue.length === 0 && allowMissing) return { path: candidate, node: undefined }
-        throw fsError('ENOENT', syscall, parsed.input)
-      }
-      if (found.stats.isSymbolicLink() && (queue.length > 0 || follow)) {
-        if (++hops > MAX_HOPS) throw fsError('ELOOP', syscall, parsed.input)
-        const target = await this.#layer(found).readlink(candidate)
-        queue.unshift(...parsePath(target, syscall).parts)
-        if (target.startsWith('/')) current = '/'
-        node = await this.#node(current)
-        continue
-      }
-      if (queue.length > 0 && !found.stats.isDirectory())
-        throw fsError('ENOTDIR', syscall, parsed.input)
-      current = candidate
-      node = found
-    }
-    if (parsed.trailingSlash && node && !node.stats.isDirectory())
-      throw fsError('ENOTDIR', syscall, parsed.input)
-    return { path: current, node }
-  }
-
-  async #existing(
-    path: string,
-    syscall: string,
-    follow = true,
-  ): Promise<{ path: string; node: Node }> {
-    const r = await this.#resolve(path, follow, syscall)
-    if (!r.node) throw fsError('ENOENT', syscall, path)
-    return r as { path: string; node: Node }
-  }
-
-  async #stats(node: Node): Promise<Stats> {
-    if (node.layer === 'base') return node.stats
-    const { rows } = await this.#q.execute<{ base_ino: number }>({
-      sql: 'SELECT base_ino FROM fs_origin WHERE delta_ino = ?',
-      params: [node.stats.ino],
-    })
-    return rows[0] ? withIno(node.stats, rows[0].base_ino) : node.stats
-  }
-
-  /** Merged directory listing: delta entries, then base entries not shadowed or whited out. */
-  async #list(dir: string): Promise<Dirent[]> {
-    const byName = new Map<string, Dirent>()
-    const own = await this.delta.lstat(dir).catch(undefinedIfAbsent)
-    if (own?.isDirectory()) {
-      for (const entry of (await this.delta.readdir(dir, { withFileTypes: true })) as Dirent[])
-        byName.set(entry.name, entry)
-    }
-    if (await this.#baseVisible(dir)) {
-      const baseDir = await this.base.lstat(dir).catch(undefinedIfAbsent)
-      if (baseDir?.isDirectory()) {
-        const { rows } = await this.#q.execute<{ path: string }>({
-          sql: 'SELECT path FROM fs_whiteout WHERE parent_path = ?',
-          params: [dir],
-        })
-        const hidden = new Set(rows.map((r) => r.path))
-        for (const entry of (await this.base.readdir(dir, { withFileTypes: true })) as Dirent[]) {
-          if (!byName.has(entry.name) && !hidden.has(joinPath(dir, entry.name)))
-            byName.set(entry.name, entry)
-        }
-      }
-    }
-    return [...byName.values()]
-      .map(
-        (d) =>
-          new Dirent(
-            d.name,
-            dir,
-            d.isDirectory()
-              ? 0o040000
-              : d.isSymbolicLink()
-                ? 0o120000
-                : d.isFile()
-                  ? 0o100000
-                  : 0o010000,
-          ),
-      )
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  }
-
-  // ---- copy-up and whiteouts ---------------------------------------------------------------
-
-  async #recordBase(path: string, stats: Stats): Promise<void> {
-    await this.#q.execute({
-      sql: 'INSERT INTO agentfs_overlay_base_state (path, token) VALUES (?, ?) ON CONFLICT(path) DO NOTHING',
-      params: [path, stats.version],
-    })
-  }
-
-  async #whiteout(path: string, now: Timestamp): Promise<void> {
-    const behind = await this.#baseBehind(path)
-    if (!behind) return
-    await this.#recordBase(path, behind)
-    // Hiding a base directory hides everything below it: remember what that was, so a commit
-    // can tell the user's later additions and edits there from what the agent deleted.
-    if (behind.isDirectory()) {
-      const entries = (await this.base.readdir(path, {
-        recursive: true,
-        withFileTypes: true,
-      })) as Dirent[]
-      for (const entry of entries) {
-        const below = joinPath(entry.parentPath, entry.name)
-        const stats = await this.base.lstat(below).catch(undefinedIfAbsent)
-        if (stats) await this.#recordBase(below, stats)
-      }
-    }
-    await this.#q.execute({
-      sql: 'INSERT INTO fs_whiteout (path, parent_path, created_at) VALUES (?, ?, ?) ON CONFLICT(path) DO UPDATE SET created_at = excluded.created_at',
-      params: [path, parentPath(path), now.sec],
-    })
-  }
-
-  async #unwhiteout(path: string): Promise<void> {
-    await this.#q.execute({ sql: 'DELETE FROM fs_whiteout WHERE path = ?', params: [path] })
-  }
-
-  /** Hides the base's children of `dir` (a directory re-created where a base one was deleted). */
-  async #opaque(dir: string, now: Timestamp): Promise<void> {
-    const behind = await this.#baseBehind(dir)
-    if (!behind?.isDirectory()) return
-    for (const name of (await this.base.readdir(dir)) as string[])
-      await this.#whiteout(joinPath(dir, name), now)
-  }
-
-  /** Makes `path` exist in the delta, copying the base entry (content chunk by chunk) if needed. */
-  async #copyUp(path: string): Promise<void> {
-    if (await this.delta.lstat(path).catch(undefinedIfAbsent)) return
-    if (path !== '/') await this.#copyUp(parentPath(path))
-    const stats = await this.#baseEntry(path)
-    if (!stats) throw fsError('ENOENT', 'copyup', path)
-    const mode = stats.mode & 0o7777
-    if (stats.isDirectory()) {
-      await this.delta.mkdir(path, { mode })
-    } else if (stats.isSymbolicLink()) {
-      await this.delta.symlink(await this.base.readlink(path), path)
-    } else if (stats.isFile()) {
-      await pump(await this.base.open(path, 'r'), await this.delta.open(path, 'wx', mode))
-    } else {
-      await this.delta.mknod(path, stats.mode, stats.rdev)
-    }
-    if (!stats.isSymbolicLink()) await this.delta.chmod(path, mode)
-    await this.delta.lchown(path, stats.uid, stats.gid)
-    await this.delta.lutimes(path, seconds(stats.atimeNs), seconds(stats.mtimeNs))
-    const copied = await this.delta.lstat(path)
-    await this.#q.execute({
-      sql: 'INSERT OR REPLACE INTO fs_origin (delta_ino, base_ino) VALUES (?, ?)',
-      params: [copied.ino, stats.ino],
-    })
-    await this.#recordBase(path, stats)
-  }
-
-  /** Copies up `path` and, for a directory, everything visible below it. */
-  async #copyUpTree(path: string): Promise<void> {
-    await this.#copyUp(path)
-    const node = await this.#node(path)
-    if (!node?.stats.isDirectory()) return
-    for (const entry of await this.#list(path)) await this.#copyUpTree(joinPath(path, entry.name))
-  }
-
   // ---- reads -------------------------------------------------------------------------------
 
   readFile(path: string): Promise<Buffer>
@@ -385,33 +117,35 @@ export class OverlayFs implements FileSystem {
     path: string,
     options?: Encoding | { encoding?: Encoding },
   ): Promise<Buffer | string> {
-    const { path: real, node } = await this.#existing(path, 'open')
+    const { path: real, node } = await this.#view.existing(path, 'open')
     if (node.stats.isDirectory()) throw fsError('EISDIR', 'read', path)
     const encoding = typeof options === 'string' ? options : options?.encoding
-    return encoding ? this.#layer(node).readFile(real, encoding) : this.#layer(node).readFile(real)
+    return encoding
+      ? this.#view.layer(node).readFile(real, encoding)
+      : this.#view.layer(node).readFile(real)
   }
 
   async stat(path: string): Promise<Stats> {
-    return this.#stats((await this.#existing(path, 'stat')).node)
+    return this.#view.stats((await this.#view.existing(path, 'stat')).node)
   }
 
   async lstat(path: string): Promise<Stats> {
-    return this.#stats((await this.#existing(path, 'lstat', false)).node)
+    return this.#view.stats((await this.#view.existing(path, 'lstat', false)).node)
   }
 
   async readlink(path: string): Promise<string> {
-    const { path: real, node } = await this.#existing(path, 'readlink', false)
+    const { path: real, node } = await this.#view.existing(path, 'readlink', false)
     if (!node.stats.isSymbolicLink()) throw fsError('EINVAL', 'readlink', path)
-    return this.#layer(node).readlink(real)
+    return this.#view.layer(node).readlink(real)
   }
 
   async realpath(path: string): Promise<string> {
-    return (await this.#existing(path, 'realpath')).path
+    return (await this.#view.existing(path, 'realpath')).path
   }
 
   async exists(path: string): Promise<boolean> {
     try {
-      await this.#existing(path, 'access')
+      await this.#view.existing(path, 'access')
       return true
     } catch (error) {
       if (isFsError(error)) return false
@@ -420,7 +154,7 @@ export class OverlayFs implements FileSystem {
   }
 
   async access(path: string, mode = 0): Promise<void> {
-    const { node } = await this.#existing(path, 'access')
+    const { node } = await this.#view.existing(path, 'access')
     if (mode & 1 && !node.stats.isDirectory() && (node.stats.mode & 0o111) === 0)
       throw fsError('EACCES', 'access', path)
   }
@@ -429,11 +163,11 @@ export class OverlayFs implements FileSystem {
   readdir(path: string, options: ReaddirOptions & { withFileTypes: true }): Promise<Dirent[]>
   readdir(path: string, options: ReaddirOptions): Promise<string[] | Dirent[]>
   async readdir(path: string, options: ReaddirOptions = {}): Promise<string[] | Dirent[]> {
-    const { path: real, node } = await this.#existing(path, 'scandir')
+    const { path: real, node } = await this.#view.existing(path, 'scandir')
     if (!node.stats.isDirectory()) throw fsError('ENOTDIR', 'scandir', path)
     const out: Dirent[] = []
     const walk = async (dir: string) => {
-      for (const entry of await this.#list(dir)) {
+      for (const entry of await this.#view.list(dir)) {
         out.push(entry)
         if (options.recursive && entry.isDirectory()) await walk(joinPath(dir, entry.name))
       }
@@ -460,8 +194,8 @@ export class OverlayFs implements FileSystem {
   createReadStream(path: string, options?: ReadStreamOptions): Readable {
     const overlay = this
     async function* chunks(): AsyncGenerator<Buffer | string> {
-      const { path: real, node } = await overlay.#existing(path, 'open')
-      for await (const chunk of overlay.#layer(node).createReadStream(real, options))
+      const { path: real, node } = await overlay.#view.existing(path, 'open')
+      for await (const chunk of overlay.#view.layer(node).createReadStream(real, options))
         yield chunk as Buffer | string
     }
     return Readable.from(chunks(), { objectMode: false })
@@ -511,7 +245,7 @@ export class OverlayFs implements FileSystem {
     exclusive: boolean,
     opts: WriteFileOptions,
   ) {
-    const r = await this.#resolve(path, true, 'open', true)
+    const r = await this.#view.resolve(path, true, 'open', true)
     const { ifMatch, ...rest } = opts
     if (r.node) {
       if (exclusive) throw fsError('EEXIST', 'open', path)
@@ -520,21 +254,21 @@ export class OverlayFs implements FileSystem {
       if (ifMatch !== undefined && r.node.stats.version !== ifMatch) {
         throw new ConflictError(r.path, ifMatch, r.node.stats.version)
       }
-      if (r.node.layer === 'base') await this.#copyUp(r.path)
+      if (r.node.layer === 'base') await this.#up.copyUp(r.path)
       await this.delta.writeFile(r.path, data, { ...rest, flag: append ? 'a' : 'w' })
       return
     }
     if (ifMatch !== undefined) throw new ConflictError(r.path, ifMatch, undefined)
-    await this.#copyUp(parentPath(r.path))
-    await this.#unwhiteout(r.path)
+    await this.#up.copyUp(parentPath(r.path))
+    await this.#up.unwhiteout(r.path)
     await this.delta.writeFile(r.path, data, { ...rest, flag: 'wx' })
   }
 
   async truncate(path: string, length = 0): Promise<void> {
     await this.#write(async (o) => {
-      const { path: real, node } = await o.#existing(path, 'open')
+      const { path: real, node } = await o.#view.existing(path, 'open')
       if (node.stats.isDirectory()) throw fsError('EISDIR', 'open', path)
-      await o.#copyUp(real)
+      await o.#up.copyUp(real)
       await o.delta.truncate(real, length)
     })
   }
@@ -551,12 +285,12 @@ export class OverlayFs implements FileSystem {
       for (let i = 1; i <= parts.length; i++) {
         const prefix = `/${parts.slice(0, i).join('/')}`
         const last = i === parts.length
-        const existing = await o.#resolve(prefix, false, 'mkdir', true)
+        const existing = await o.#view.resolve(prefix, false, 'mkdir', true)
         if (existing.node) {
           let target = existing.node
           if (target.stats.isSymbolicLink()) {
             try {
-              target = (await o.#resolve(prefix, true, 'mkdir')).node ?? target
+              target = (await o.#view.resolve(prefix, true, 'mkdir')).node ?? target
             } catch (error) {
               const code = (error as { code?: string }).code
               if (code === 'ELOOP') throw fsError('ELOOP', 'mkdir', path)
@@ -574,29 +308,29 @@ export class OverlayFs implements FileSystem {
   }
 
   async #mkdirOne(path: string, mode: number | undefined, now: Timestamp): Promise<void> {
-    const r = await this.#resolve(path, false, 'mkdir', true)
+    const r = await this.#view.resolve(path, false, 'mkdir', true)
     if (r.node || r.path === '/') throw fsError('EEXIST', 'mkdir', path)
-    await this.#copyUp(parentPath(r.path))
-    await this.#unwhiteout(r.path)
+    await this.#up.copyUp(parentPath(r.path))
+    await this.#up.unwhiteout(r.path)
     await this.delta.mkdir(r.path, mode === undefined ? {} : { mode })
-    await this.#opaque(r.path, now)
+    await this.#up.opaque(r.path, now)
   }
 
   async unlink(path: string): Promise<void> {
     await this.#write(async (o, _q, now) => {
-      const { path: real, node } = await o.#existing(path, 'unlink', false)
+      const { path: real, node } = await o.#view.existing(path, 'unlink', false)
       if (node.stats.isDirectory()) throw fsError('EISDIR', 'unlink', path)
       if (node.layer === 'delta') await o.delta.unlink(real)
-      await o.#whiteout(real, now)
+      await o.#up.whiteout(real, now)
     })
   }
 
   async rmdir(path: string): Promise<void> {
     await this.#write(async (o, _q, now) => {
-      const { path: real, node } = await o.#existing(path, 'rmdir', false)
+      const { path: real, node } = await o.#view.existing(path, 'rmdir', false)
       if (real === '/') throw fsError('EPERM', 'rmdir', path)
       if (!node.stats.isDirectory()) throw fsError('ENOTDIR', 'rmdir', path)
-      if ((await o.#list(real)).length > 0) throw fsError('ENOTEMPTY', 'rmdir', path)
+      if ((await o.#view.list(real)).length > 0) throw fsError('ENOTEMPTY', 'rmdir', path)
       await o.#removeDir(real, now)
     })
   }
@@ -609,14 +343,14 @@ export class OverlayFs implements FileSystem {
       sql: 'DELETE FROM fs_whiteout WHERE path >= ? AND path < ?',
       params: [`${real}/`, `${real}0`],
     })
-    await this.#whiteout(real, now)
+    await this.#up.whiteout(real, now)
   }
 
   async rm(path: string, options: RmOptions = {}): Promise<void> {
     await this.#write(async (o, _q, now) => {
       let found: { path: string; node: Node }
       try {
-        found = await o.#existing(path, 'rm', false)
+        found = await o.#view.existing(path, 'rm', false)
       } catch (error) {
         if (options.force && (error as { code?: string }).code === 'ENOENT') return
         throw error
@@ -628,15 +362,15 @@ export class OverlayFs implements FileSystem {
         return
       }
       if (found.node.layer === 'delta') await o.delta.unlink(found.path)
-      await o.#whiteout(found.path, now)
+      await o.#up.whiteout(found.path, now)
     })
   }
 
   async rename(from: string, to: string): Promise<void> {
     await this.#write(async (o, _q, now) => {
       const { fail, wrap } = twoPathErrors('rename', from, to)
-      const source = await wrap(o.#resolve(from, false, 'rename', true))
-      const target = await wrap(o.#resolve(to, false, 'rename', true))
+      const source = await wrap(o.#view.resolve(from, false, 'rename', true))
+      const target = await wrap(o.#view.resolve(to, false, 'rename', true))
       if (!source.node) throw fail('ENOENT')
       if (source.path === '/' || target.path === '/') throw fail('EBUSY')
       const moving = source.node.stats
@@ -658,63 +392,63 @@ export class OverlayFs implements FileSystem {
           throw fail('ENOTEMPTY')
         if (moving.isDirectory()) {
           if (!target.node.stats.isDirectory()) throw fail('ENOTDIR')
-          if ((await o.#list(target.path)).length > 0) throw fail('ENOTEMPTY')
+          if ((await o.#view.list(target.path)).length > 0) throw fail('ENOTEMPTY')
         } else if (target.node.stats.isDirectory()) {
           throw fail('EISDIR')
         }
       } else if (parsePath(to, 'rename').trailingSlash && !moving.isDirectory()) {
         throw fail('ENOTDIR')
       }
-      await o.#copyUpTree(source.path)
-      await o.#copyUp(parentPath(target.path))
+      await o.#up.copyUpTree(source.path)
+      await o.#up.copyUp(parentPath(target.path))
       if (target.node) {
         if (target.node.stats.isDirectory()) await o.#removeDir(target.path, now)
         else {
           if (target.node.layer === 'delta') await o.delta.unlink(target.path)
-          await o.#whiteout(target.path, now)
+          await o.#up.whiteout(target.path, now)
         }
       }
-      await o.#unwhiteout(target.path)
+      await o.#up.unwhiteout(target.path)
       await o.delta.rename(source.path, target.path)
-      if (moving.isDirectory()) await o.#opaque(target.path, now)
-      await o.#whiteout(source.path, now)
+      if (moving.isDirectory()) await o.#up.opaque(target.path, now)
+      await o.#up.whiteout(source.path, now)
     })
   }
 
   async link(existing: string, newPath: string): Promise<void> {
     await this.#write(async (o) => {
       const { fail, wrap } = twoPathErrors('link', existing, newPath)
-      const source = await wrap(o.#resolve(existing, false, 'link', true))
+      const source = await wrap(o.#view.resolve(existing, false, 'link', true))
       if (!source.node) throw fail('ENOENT')
-      const target = await wrap(o.#resolve(newPath, false, 'link', true))
+      const target = await wrap(o.#view.resolve(newPath, false, 'link', true))
       if (target.node) throw fail('EEXIST')
       if (source.node.stats.isDirectory()) throw fail('EPERM')
-      await o.#copyUp(source.path)
-      await o.#copyUp(parentPath(target.path))
-      await o.#unwhiteout(target.path)
+      await o.#up.copyUp(source.path)
+      await o.#up.copyUp(parentPath(target.path))
+      await o.#up.unwhiteout(target.path)
       await o.delta.link(source.path, target.path)
     })
   }
 
   async symlink(target: string, path: string): Promise<void> {
     await this.#write(async (o) => {
-      const r = await o.#resolve(path, false, 'symlink', true).catch((e: FsError) => {
+      const r = await o.#view.resolve(path, false, 'symlink', true).catch((e: FsError) => {
         throw new FsError({ code: e.code, syscall: 'symlink', path: target, dest: path })
       })
       if (r.node)
         throw new FsError({ code: 'EEXIST', syscall: 'symlink', path: target, dest: path })
-      await o.#copyUp(parentPath(r.path))
-      await o.#unwhiteout(r.path)
+      await o.#up.copyUp(parentPath(r.path))
+      await o.#up.unwhiteout(r.path)
       await o.delta.symlink(target, r.path)
     })
   }
 
   async mknod(path: string, mode: number, rdev = 0): Promise<void> {
     await this.#write(async (o) => {
-      const r = await o.#resolve(path, false, 'mknod', true)
+      const r = await o.#view.resolve(path, false, 'mknod', true)
       if (r.node) throw fsError('EEXIST', 'mknod', path)
-      await o.#copyUp(parentPath(r.path))
-      await o.#unwhiteout(r.path)
+      await o.#up.copyUp(parentPath(r.path))
+      await o.#up.unwhiteout(r.path)
       await o.delta.mknod(r.path, mode, rdev)
     })
   }
@@ -726,8 +460,8 @@ export class OverlayFs implements FileSystem {
     fn: (delta: SqlFileSystem, real: string) => Promise<void>,
   ): Promise<void> {
     await this.#write(async (o) => {
-      const { path: real } = await o.#existing(path, syscall, follow)
-      await o.#copyUp(real)
+      const { path: real } = await o.#view.existing(path, syscall, follow)
+      await o.#up.copyUp(real)
       await fn(o.delta, real)
     })
   }
@@ -755,9 +489,9 @@ export class OverlayFs implements FileSystem {
   async copyFile(src: string, dest: string, mode = 0): Promise<void> {
     await this.#write(async (o) => {
       const { fail, wrap } = twoPathErrors('copyfile', src, dest)
-      const source = await wrap(o.#resolve(src, true, 'copyfile', true))
+      const source = await wrap(o.#view.resolve(src, true, 'copyfile', true))
       if (!source.node) throw fail('ENOENT')
-      const target = await wrap(o.#resolve(dest, true, 'copyfile', true))
+      const target = await wrap(o.#view.resolve(dest, true, 'copyfile', true))
       if (source.node.stats.isDirectory()) throw fail('EISDIR')
       if (target.node) {
         if (mode & 1) throw fail('EEXIST')
@@ -772,7 +506,7 @@ export class OverlayFs implements FileSystem {
       }
       await o.#prepareForWrite(target.path)
       await pump(
-        await o.#layer(source.node).open(source.path, 'r'),
+        await o.#view.layer(source.node).open(source.path, 'r'),
         await o.delta.open(target.path, 'w', source.node.stats.mode & 0o7777),
       )
     })
@@ -780,23 +514,23 @@ export class OverlayFs implements FileSystem {
 
   /** Makes `real` writable in the delta: copies a base entry up, or prepares its parent and clears a whiteout. */
   async #prepareForWrite(real: string): Promise<void> {
-    const node = await this.#node(real)
-    if (node?.layer === 'base') await this.#copyUp(real)
+    const node = await this.#view.node(real)
+    if (node?.layer === 'base') await this.#up.copyUp(real)
     else if (!node) {
-      await this.#copyUp(parentPath(real))
-      await this.#unwhiteout(real)
+      await this.#up.copyUp(parentPath(real))
+      await this.#up.unwhiteout(real)
     }
   }
 
   async open(path: string, flags: string | number = 'r', mode = 0o666): Promise<FsFileHandle> {
     const readOnly = flags === 'r' || flags === 'rs' || flags === 0
     if (readOnly) {
-      const { path: real, node } = await this.#existing(path, 'open')
-      return this.#layer(node).open(real, 'r')
+      const { path: real, node } = await this.#view.existing(path, 'open')
+      return this.#view.layer(node).open(real, 'r')
     }
     // Copy-up happens in a transaction; the handle lives on after it, on the unbound delta.
     const real = await this.#write(async (o) => {
-      const r = await o.#resolve(path, true, 'open', true)
+      const r = await o.#view.resolve(path, true, 'open', true)
       if (!r.node && typeof flags === 'string' && flags.startsWith('r'))
         throw fsError('ENOENT', 'open', path)
       await o.#prepareForWrite(r.path)
