@@ -42,13 +42,12 @@ import {
 import {
   type CommitResult,
   commitOverlay,
-  diffOverlay,
   discardOverlay,
-  type OverlayChange,
   type PendingCommit,
   pendingCommit,
-} from './changes.js'
+} from './commit.js'
 import { CopyUp, pump } from './copy-up.js'
+import { diffOverlay, type OverlayChange } from './diff.js'
 import { openListedDir, walkGlob, walkGrep } from './generic-search.js'
 import { MergedView, type Node } from './merged-view.js'
 

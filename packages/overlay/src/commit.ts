@@ -10,19 +10,10 @@ import {
   ROOT_INO,
   undefinedIfAbsent,
 } from '@agentfs/core'
-import { compareCodePoints, type Dirent, type FileSystem, type Stats } from '@agentfs/fs'
-import { createTwoFilesPatch } from 'diff'
+import { compareCodePoints, type Dirent, type FileSystem } from '@agentfs/fs'
+import { diffOverlay, type OverlayChange, typeOf } from './diff.js'
 import { HostFileSystem } from './host-fs.js'
 import type { OverlayFs } from './overlay-fs.js'
-
-/** One difference between the overlay and its base. */
-export interface OverlayChange {
-  readonly path: string
-  readonly kind: 'added' | 'modified' | 'deleted'
-  readonly type: 'file' | 'directory' | 'symlink' | 'other'
-  /** Unified diff, for text files up to 1 MiB. */
-  readonly diff?: string
-}
 
 /** The base changed since the overlay copied or hid an entry; nothing was committed. */
 export class OverlayConflictError extends AgentFsError<'CONFLICT'> {
@@ -42,136 +33,6 @@ export class OverlayConflictError extends AgentFsError<'CONFLICT'> {
   override get name(): string {
     return 'OverlayConflictError'
   }
-}
-
-const typeOf = (s: Stats): OverlayChange['type'] =>
-  s.isFile() ? 'file' : s.isDirectory() ? 'directory' : s.isSymbolicLink() ? 'symlink' : 'other'
-
-const TEXT_LIMIT = 1024 * 1024
-const isText = (bytes: Buffer) => !bytes.subarray(0, 8192).includes(0)
-
-async function sameContent(
-  a: FileSystem,
-  b: FileSystem,
-  path: string,
-  size: number,
-): Promise<boolean> {
-  if (size <= 64 * 1024 * 1024)
-    return Buffer.compare(await a.readFile(path), await b.readFile(path)) === 0
-  const ha = await a.open(path, 'r')
-  const hb = await b.open(path, 'r')
-  try {
-    const x = Buffer.allocUnsafe(1 << 20)
-    const y = Buffer.allocUnsafe(1 << 20)
-    for (let position = 0; position < size; position += 1 << 20) {
-      const r1 = await ha.read(x, 0, x.length, position)
-      const r2 = await hb.read(y, 0, y.length, position)
-      if (
-        r1.bytesRead !== r2.bytesRead ||
-        Buffer.compare(x.subarray(0, r1.bytesRead), y.subarray(0, r2.bytesRead)) !== 0
-      )
-        return false
-    }
-    return true
-  } finally {
-    await ha.close()
-    await hb.close()
-  }
-}
-
-async function textDiff(
-  overlay: OverlayFs,
-  path: string,
-  before: Stats | undefined,
-  after: Stats | undefined,
-) {
-  if (
-    (before && (!before.isFile() || before.size > TEXT_LIMIT)) ||
-    (after && (!after.isFile() || after.size > TEXT_LIMIT))
-  )
-    return undefined
-  const old = before ? await overlay.base.readFile(path) : Buffer.alloc(0)
-  const now = after ? await overlay.delta.readFile(path) : Buffer.alloc(0)
-  if (!isText(old) || !isText(now)) return undefined
-  return createTwoFilesPatch(
-    before ? `a${path}` : '/dev/null',
-    after ? `b${path}` : '/dev/null',
-    old.toString('utf8'),
-    now.toString('utf8'),
-  )
-}
-
-/** What the overlay changed relative to its base: added, modified and deleted entries. */
-export async function diffOverlay(overlay: OverlayFs, q: Queryable): Promise<OverlayChange[]> {
-  const changes: OverlayChange[] = []
-  const entries = (await overlay.delta.readdir('/', {
-    recursive: true,
-    withFileTypes: true,
-  })) as Dirent[]
-  for (const entry of entries) {
-    const path = joinPath(entry.parentPath, entry.name)
-    const now = await overlay.delta.lstat(path)
-    const before = await overlay.base.lstat(path).catch(undefinedIfAbsent)
-    if (!before) {
-      changes.push({
-        path,
-        kind: 'added',
-        type: typeOf(now),
-        ...withDiff(await textDiff(overlay, path, undefined, now)),
-      })
-      continue
-    }
-    let modified = typeOf(before) !== typeOf(now) || (before.mode & 0o7777) !== (now.mode & 0o7777)
-    if (!modified && now.isFile())
-      modified =
-        before.size !== now.size ||
-        !(await sameContent(overlay.base, overlay.delta, path, now.size))
-    if (!modified && now.isSymbolicLink())
-      modified = (await overlay.base.readlink(path)) !== (await overlay.delta.readlink(path))
-    if (modified) {
-      changes.push({
-        path,
-        kind: 'modified',
-        type: typeOf(now),
-        ...withDiff(await textDiff(overlay, path, before, now)),
-      })
-    }
-  }
-  const { rows } = await q.execute<{ path: string }>({
-    sql: 'SELECT path FROM fs_whiteout ORDER BY path',
-  })
-  for (const { path } of rows) {
-    if (await overlay.delta.lstat(path).catch(undefinedIfAbsent)) continue
-    const before = await overlay.base.lstat(path).catch(undefinedIfAbsent)
-    if (before)
-      changes.push({
-        path,
-        kind: 'deleted',
-        type: typeOf(before),
-        ...withDiff(await textDiff(overlay, path, before, undefined)),
-      })
-  }
-  return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-}
-
-const withDiff = (diff: string | undefined) => (diff === undefined ? {} : { diff })
-
-/** Deletes the whole delta filesystem and its overlay bookkeeping, in one transaction. */
-export async function discardOverlay(q: Queryable): Promise<void> {
-  await q.transaction(async (tx) => {
-    for (const sql of [
-      'DELETE FROM fs_dentry',
-      'DELETE FROM fs_data',
-      'DELETE FROM fs_symlink',
-      `DELETE FROM fs_inode WHERE ino != ${ROOT_INO}`,
-      'DELETE FROM fs_whiteout',
-      'DELETE FROM fs_origin',
-      'DELETE FROM agentfs_overlay_base_state',
-      `DROP TABLE IF EXISTS ${JOURNAL}`,
-    ]) {
-      await tx.execute({ sql })
-    }
-  })
 }
 
 /** Result of a commit. */
@@ -440,4 +301,22 @@ async function applyStep(overlay: OverlayFs, target: FileSystem, step: Step): Pr
       return
     }
   }
+}
+
+/** Deletes the whole delta filesystem and its overlay bookkeeping, in one transaction. */
+export async function discardOverlay(q: Queryable): Promise<void> {
+  await q.transaction(async (tx) => {
+    for (const sql of [
+      'DELETE FROM fs_dentry',
+      'DELETE FROM fs_data',
+      'DELETE FROM fs_symlink',
+      `DELETE FROM fs_inode WHERE ino != ${ROOT_INO}`,
+      'DELETE FROM fs_whiteout',
+      'DELETE FROM fs_origin',
+      'DELETE FROM agentfs_overlay_base_state',
+      `DROP TABLE IF EXISTS ${JOURNAL}`,
+    ]) {
+      await tx.execute({ sql })
+    }
+  })
 }
