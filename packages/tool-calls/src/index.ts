@@ -5,5 +5,5 @@ export type {
   ToolCall,
   ToolStats,
   TrackOptions,
-} from './tool-calls.js'
+} from './model.js'
 export { createToolCalls, ToolCalls } from './tool-calls.js'
