@@ -333,6 +333,28 @@ catch (error) { console.log(error.code + ': ' + error.message) }
     expect(existsSync(join(dir, '.agentfs'))).toBe(false)
   })
 
+  test('the sdk with only the node:sqlite driver: opens on Node 22.16+, names what to install before', async () => {
+    const { dir, installed } = await project('sdk-node-sqlite', [
+      '@agentfs/sdk',
+      '@agentfs/driver-node-sqlite',
+    ])
+    expect(installed.some((entry) => entry.startsWith('better-sqlite3'))).toBe(false)
+    const out = await node(
+      dir,
+      'open.mjs',
+      `import { AgentFS } from '@agentfs/sdk'
+try {
+  const agent = await AgentFS.open({ id: 'agent' })
+  await agent.fs.writeFile('/a.txt', 'built in')
+  console.log('ok: ' + (await agent.fs.readFile('/a.txt', 'utf8')))
+  await agent.close()
+} catch (error) { console.log(error.code + ': ' + error.message) }
+`,
+    )
+    if (nodeSqliteProblem() === undefined) expect(out).toBe('ok: built in\n')
+    else expect(out).toMatch(/^CANT_OPEN: .*@agentfs\/driver-node-sqlite \(no native build\)/)
+  })
+
   test('a better-sqlite3 whose native module was never built gets an error saying how to build it', async () => {
     const { dir } = await project('unbuilt', [
       '@agentfs/sdk',

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { dirname, resolve } from 'node:path'
 import {
   type AgentDatabase,
@@ -111,17 +112,9 @@ export class AgentFS implements AgentScope {
         path = resolve(options.dir ?? '.agentfs', `${id}.db`)
       }
       // The driver loads before anything is created: a missing one leaves no folder behind.
-      const { betterSqlite3Driver } = await import('@agentfs/driver-better-sqlite3').catch(
-        (error: unknown) => {
-          throw new AgentFsError(
-            'CANT_OPEN',
-            'Opening a database by path or id uses the better-sqlite3 driver, which is not installed: npm install @agentfs/driver-better-sqlite3 better-sqlite3 (on Node.js 20: better-sqlite3@12), or pass { driver } (e.g. libsqlDriver from @agentfs/driver-libsql)',
-            { cause: error },
-          )
-        },
-      )
+      const local = await localDriver()
       if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
-      driver = betterSqlite3Driver({
+      driver = local({
         path,
         ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
         ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
@@ -162,4 +155,45 @@ export class AgentFS implements AgentScope {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close()
   }
+}
+
+type LocalDriver = (config: {
+  path: string
+  synchronous?: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
+  busyTimeoutMs?: number
+}) => Driver
+
+/**
+ * The driver for opening by path or id: better-sqlite3 when it is installed (the fastest), else
+ * Node's built-in `node:sqlite` through `@agentfs/driver-node-sqlite` (Node.js 22.16+, nothing
+ * native to build). Neither installed: an error naming what to install.
+ */
+async function localDriver(): Promise<LocalDriver> {
+  const require = createRequire(import.meta.url)
+  const installed = (name: string) => {
+    try {
+      require.resolve(name)
+      return true
+    } catch {
+      return false
+    }
+  }
+  const node = await import('@agentfs/driver-node-sqlite').catch(() => undefined)
+  const nodeUsable = node !== undefined && node.nodeSqliteProblem() === undefined
+  if (installed('better-sqlite3')) {
+    const better = await import('@agentfs/driver-better-sqlite3').catch(() => undefined)
+    if (better) {
+      // A better-sqlite3 build that crashes this Node.js gives way to node:sqlite when it can.
+      if (!nodeUsable) return better.betterSqlite3Driver
+      try {
+        better.checkEngineVersion()
+        return better.betterSqlite3Driver
+      } catch {}
+    }
+  }
+  if (nodeUsable) return node.nodeSqliteDriver
+  throw new AgentFsError(
+    'CANT_OPEN',
+    'Opening a database by path or id needs a local driver, and none is installed: npm install @agentfs/driver-better-sqlite3 better-sqlite3, or on Node.js 22.16+ npm install @agentfs/driver-node-sqlite (no native build), or pass { driver } (e.g. libsqlDriver from @agentfs/driver-libsql)',
+  )
 }
