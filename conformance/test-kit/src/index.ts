@@ -5,5 +5,13 @@ export type {
   InitialTree,
 } from './differential.js'
 export { runDifferential, snapshotTree, writeTree } from './differential.js'
+export type {
+  FileSystemSuiteOptions,
+  SuiteFs,
+  SuiteHandle,
+  SuiteInstance,
+  SuiteStats,
+} from './filesystem-suite.js'
+export { FILESYSTEM_SUITE_IDS, runFileSystemSuite } from './filesystem-suite.js'
 export type { HostileCase } from './hostile.js'
 export { HOSTILE_BASE, HOSTILE_CASES, writeHostileCorpus } from './hostile.js'
