@@ -119,6 +119,12 @@ const CASES: Record<string, (fs: SuiteFs) => Promise<void>> = {
     expect(bytesRead).toBe(6)
     expect([...buffer]).toEqual([1, 2, 3, 0, 0, 9])
   },
+  'files/handle-closed': async (fs) => {
+    const handle = await fs.open('/c.txt', 'w')
+    await handle.close()
+    await handle.close()
+    expect(await codeOf(handle.write(new Uint8Array([1]), 0, 1, 0))).toBe('EBADF')
+  },
   'files/copy': async (fs) => {
     await fs.writeFile('/src.txt', 'copy me')
     await fs.copyFile('/src.txt', '/dst.txt')
@@ -141,6 +147,7 @@ const CASES: Record<string, (fs: SuiteFs) => Promise<void>> = {
     await fs.writeFile('/full/sub/f', 'x')
     expect(await codeOf(fs.rmdir('/full'))).toBe('ENOTEMPTY')
     expect(await codeOf(fs.unlink('/full'))).toMatch(/^(EISDIR|EPERM)$/)
+    expect(await codeOf(fs.rm('/full'))).toBe('EISDIR')
     await fs.rm('/full', { recursive: true })
     expect(await fs.exists('/full')).toBe(false)
     await fs.rm('/full', { recursive: true, force: true })
