@@ -10,6 +10,7 @@ import {
   type GlobOptions,
   type GrepMatch,
   type GrepOptions,
+  LineSplitter,
   SearchBudget,
 } from '@agentfs/fs'
 
@@ -41,7 +42,7 @@ export async function openListedDir(fs: Pick<FileSystem, 'readdir'>, path: strin
   return dir
 }
 
-type Listable = Pick<FileSystem, 'readdir' | 'lstat' | 'stat' | 'readFile'>
+type Listable = Pick<FileSystem, 'readdir' | 'lstat' | 'stat' | 'open'>
 
 /** `glob` for any filesystem, by walking it (filesystems without SQL of their own). */
 export async function walkGlob(
@@ -102,17 +103,40 @@ export async function walkGrep(
     : [base]
   const out: GrepMatch[] = []
   const limit = options.maxMatches ?? Number.POSITIVE_INFINITY
+  const buffer = new Uint8Array(READ_PIECE)
   for (const file of files) {
-    const bytes = await fs.readFile(file)
-    budget.spend(bytes.byteLength, file)
-    if (bytes.subarray(0, 4096).includes(0)) continue
-    const lines = bytes.toString('utf8').split('\n')
-    if (lines.at(-1) === '') lines.pop()
-    for (let i = 0; i < lines.length; i++) {
-      if (!regex.test(lines[i]!)) continue
-      out.push({ path: file, line: i + 1, text: lines[i]! })
-      if (out.length >= limit) return out
+    // Read piece by piece, each piece paid for before the next: a huge or growing file stops
+    // at the budget instead of being read whole first.
+    const handle = await fs.open(file, 'r')
+    try {
+      const lines = new LineSplitter()
+      let line = 0
+      const test = (text: string) => {
+        line++
+        if (regex.test(text)) out.push({ path: file, line, text })
+        return out.length >= limit
+      }
+      let binary = false
+      for (let position = 0; ; ) {
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, position)
+        if (bytesRead === 0) break
+        budget.spend(bytesRead, file)
+        const piece = buffer.subarray(0, bytesRead)
+        if (position === 0 && piece.subarray(0, 4096).includes(0)) {
+          binary = true
+          break
+        }
+        position += bytesRead
+        for (const text of lines.push(piece)) if (test(text)) return out
+      }
+      const last = binary ? undefined : lines.end()
+      if (last !== undefined && test(last)) return out
+    } finally {
+      await handle.close()
     }
   }
   return out
 }
+
+/** How much of a file `walkGrep` reads at a time. */
+const READ_PIECE = 64 * 1024
