@@ -5,7 +5,6 @@ import {
   fsError,
   isAgentFsError,
   isFsError,
-  joinPath,
   MODE_PERMISSION_MASK,
   normalizePath,
   type Queryable,
@@ -13,7 +12,7 @@ import {
   S_IFMT,
   S_IFREG,
 } from '@agentfs/core'
-import { readAll, resize } from './chunks.js'
+import { readAll } from './chunks.js'
 import * as content from './content-ops.js'
 import {
   DAY,
@@ -31,11 +30,12 @@ import { Dir } from './dir.js'
 import { type FileHandle, openHandle } from './file-handle.js'
 import { parseFlags } from './flags.js'
 import { type InodeRow, isDir, isLnk } from './inode.js'
-import { createNode, pathOf, touchContent, touchMeta } from './mutate.js'
+import { listDirectory, openDirectory, openOrCreate, statfsOf } from './listing-ops.js'
+import { pathOf, touchMeta } from './mutate.js'
 import * as ns from './namespace-ops.js'
 import { CompiledPolicy, type FsOperation, type FsPolicy } from './policy.js'
 import { PolicyGate, type WriteCheck } from './policy-gate.js'
-import { lookup, readRegularFile } from './resolver.js'
+import { readRegularFile } from './resolver.js'
 import {
   type GlobMatch,
   type GlobOptions,
@@ -44,7 +44,7 @@ import {
   glob,
   grep,
 } from './search.js'
-import { Dirent, Stats } from './stats.js'
+import { type Dirent, Stats } from './stats.js'
 import {
   createReadStream,
   createWriteStream,
@@ -63,7 +63,6 @@ import type {
   WriteData,
   WriteFileOptions,
 } from './types.js'
-import { checkedName, sortByRel, walkTree } from './walk.js'
 
 /** Files up to this size report `blocks` from their size without counting chunks. */
 const SPARSE_STAT_THRESHOLD = 64 * 1024
@@ -476,49 +475,11 @@ export class SqlFileSystem implements FileSystem {
         const entries = (await gate.unchecked.readdir(path, options)) as (string | Dirent)[]
         return gate.readableEntries(path, real, entries) as string[] | Dirent[]
       })
-    const q = this.#ctx.q
-    const { node } = await existing(q, path, 'scandir')
-    if (!isDir(node.mode)) throw fsError('ENOTDIR', 'scandir', path)
-    const base = normalizePath(path)
-    if (!options.recursive) {
-      if (!options.withFileTypes) {
-        // Names only: an index-only scan of idx_fs_dentry_parent (parent_ino, name).
-        const { rows } = await q.execute<{ name: string }>({
-          sql: 'SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name',
-          params: [node.ino],
-        })
-        return rows.map((r) => checkedName(r.name, node.ino, path))
-      }
-      const { rows } = await q.execute<{ name: string; mode: number }>({
-        sql: 'SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name',
-        params: [node.ino],
-      })
-      return rows.map((r) => new Dirent(checkedName(r.name, node.ino, path), base, r.mode))
-    }
-    const rows = sortByRel(await walkTree(q, node.ino, { syscall: 'scandir', path }))
-    if (!options.withFileTypes) return rows.map((r) => r.rel)
-    return rows.map(
-      (r) => new Dirent(r.name, r.parentRel ? joinPath(base, r.parentRel) : base, r.mode),
-    )
+    return listDirectory(this.#ctx.q, path, options)
   }
 
   async statfs(_path: string): Promise<StatFs> {
-    const q = this.#ctx.q
-    const { rows } = await q.execute<{ bytes: number; files: number }>({
-      sql: 'SELECT (SELECT COALESCE(SUM(size), 0) FROM fs_inode) AS bytes, (SELECT COUNT(*) FROM fs_inode) AS files',
-    })
-    const bsize = this.#ctx.chunkSize
-    const used = Math.ceil((rows[0]?.bytes ?? 0) / bsize)
-    const total = Math.max(used, 2 ** 31)
-    return {
-      type: 0x61676673,
-      bsize,
-      blocks: total,
-      bfree: total - used,
-      bavail: total - used,
-      files: rows[0]?.files ?? 0,
-      ffree: 2 ** 31,
-    }
+    return statfsOf(this.#ctx.q, this.#ctx.chunkSize)
   }
 
   /**
@@ -543,27 +504,7 @@ export class SqlFileSystem implements FileSystem {
               destroys: (node) => want.truncate && want.write && node.size > 0,
             })
         }
-        const found = await lookup(q, path, {
-          followLast: true,
-          syscall: 'open',
-          allowMissing: want.create,
-        })
-        if (found.node) {
-          if (want.create && want.exclusive) throw fsError('EEXIST', 'open', path)
-          if (isDir(found.node.mode) && want.write) throw fsError('EISDIR', 'open', path)
-          if (want.truncate && want.write && found.node.size > 0) {
-            await resize(q, found.node.ino, found.node.size, this.#ctx.chunkSize, 0)
-            await touchContent(q, found.node.ino, 0, now)
-          }
-          return found.node.ino
-        }
-        if (!want.create || found.name === undefined) return undefined
-        return createNode(q, found.dirIno, found.name, {
-          mode: S_IFREG | (mode & ~this.#ctx.umask & MODE_PERMISSION_MASK),
-          uid: this.#ctx.uid,
-          gid: this.#ctx.gid,
-          now,
-        })
+        return openOrCreate(this.#ctx, q, now, path, want, mode)
       },
       policy !== undefined,
     )
@@ -581,18 +522,9 @@ export class SqlFileSystem implements FileSystem {
 
   /** Iterates a directory in pages of `bufferSize` entries (default 256). */
   async opendir(path: string, options: { bufferSize?: number } = {}): Promise<Dir> {
-    const open = async (q: Queryable, gate?: PolicyGate) => {
-      const real = gate ? await gate.read(path, 'opendir') : undefined
-      const { node } = await existing(q, path, 'opendir')
-      if (!isDir(node.mode)) throw fsError('ENOTDIR', 'opendir', path)
-      // Entries the policy does not let the caller read are never listed.
-      const filter =
-        gate && real !== undefined ? (name: string) => gate.listable(real, name) : undefined
-      return { node, filter }
-    }
     const { node, filter } = this.#ctx.policy
-      ? await this.#withGate((gate, { q }) => open(q, gate))
-      : await open(this.#ctx.q)
+      ? await this.#withGate((gate, { q }) => openDirectory(q, path, gate))
+      : await openDirectory(this.#ctx.q, path)
     return new Dir(
       this.#ctx.q,
       node.ino,

@@ -1,0 +1,121 @@
+import {
+  fsError,
+  joinPath,
+  MODE_PERMISSION_MASK,
+  normalizePath,
+  type Queryable,
+  S_IFREG,
+  type Timestamp,
+} from '@agentfs/core'
+import { resize } from './chunks.js'
+import { existing, type FsContext } from './context.js'
+import type { OpenMode } from './flags.js'
+import { type InodeRow, isDir } from './inode.js'
+import { createNode, touchContent } from './mutate.js'
+import type { PolicyGate } from './policy-gate.js'
+import { lookup } from './resolver.js'
+import { Dirent } from './stats.js'
+import type { ReaddirOptions, StatFs } from './types.js'
+import { checkedName, sortByRel, walkTree } from './walk.js'
+
+// The bodies of SqlFileSystem's listing, statfs and open calls: SQL over one Queryable, with no
+// policy of their own (the class runs them behind its gate).
+
+/** `readdir`: names or Dirents in name order; `recursive` walks the tree (cycle-safe). */
+export async function listDirectory(
+  q: Queryable,
+  path: string,
+  options: ReaddirOptions,
+): Promise<string[] | Dirent[]> {
+  const { node } = await existing(q, path, 'scandir')
+  if (!isDir(node.mode)) throw fsError('ENOTDIR', 'scandir', path)
+  const base = normalizePath(path)
+  if (!options.recursive) {
+    if (!options.withFileTypes) {
+      // Names only: an index-only scan of idx_fs_dentry_parent (parent_ino, name).
+      const { rows } = await q.execute<{ name: string }>({
+        sql: 'SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name',
+        params: [node.ino],
+      })
+      return rows.map((r) => checkedName(r.name, node.ino, path))
+    }
+    const { rows } = await q.execute<{ name: string; mode: number }>({
+      sql: 'SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name',
+      params: [node.ino],
+    })
+    return rows.map((r) => new Dirent(checkedName(r.name, node.ino, path), base, r.mode))
+  }
+  const rows = sortByRel(await walkTree(q, node.ino, { syscall: 'scandir', path }))
+  if (!options.withFileTypes) return rows.map((r) => r.rel)
+  return rows.map(
+    (r) => new Dirent(r.name, r.parentRel ? joinPath(base, r.parentRel) : base, r.mode),
+  )
+}
+
+/** `statfs`: used space from the sizes, a nominal 2^31 blocks and files free. */
+export async function statfsOf(q: Queryable, chunkSize: number): Promise<StatFs> {
+  const { rows } = await q.execute<{ bytes: number; files: number }>({
+    sql: 'SELECT (SELECT COALESCE(SUM(size), 0) FROM fs_inode) AS bytes, (SELECT COUNT(*) FROM fs_inode) AS files',
+  })
+  const used = Math.ceil((rows[0]?.bytes ?? 0) / chunkSize)
+  const total = Math.max(used, 2 ** 31)
+  return {
+    type: 0x61676673,
+    bsize: chunkSize,
+    blocks: total,
+    bfree: total - used,
+    bavail: total - used,
+    files: rows[0]?.files ?? 0,
+    ffree: 2 ** 31,
+  }
+}
+
+/** The directory `opendir` iterates, and (under a policy) which names it may list. */
+export async function openDirectory(
+  q: Queryable,
+  path: string,
+  gate?: PolicyGate,
+): Promise<{ node: InodeRow; filter: ((name: string) => boolean) | undefined }> {
+  const real = gate ? await gate.read(path, 'opendir') : undefined
+  const { node } = await existing(q, path, 'opendir')
+  if (!isDir(node.mode)) throw fsError('ENOTDIR', 'opendir', path)
+  // Entries the policy does not let the caller read are never listed.
+  const filter =
+    gate && real !== undefined ? (name: string) => gate.listable(real, name) : undefined
+  return { node, filter }
+}
+
+/**
+ * `open`'s work inside its transaction: the inode to open (created with `mode` less the umask,
+ * or truncated, as `want` says), or undefined when the file is absent and not to be created.
+ */
+export async function openOrCreate(
+  ctx: FsContext,
+  q: Queryable,
+  now: Timestamp,
+  path: string,
+  want: OpenMode,
+  mode: number,
+): Promise<number | undefined> {
+  const found = await lookup(q, path, {
+    followLast: true,
+    syscall: 'open',
+    allowMissing: want.create,
+  })
+  if (found.node) {
+    if (want.create && want.exclusive) throw fsError('EEXIST', 'open', path)
+    if (isDir(found.node.mode) && want.write) throw fsError('EISDIR', 'open', path)
+    if (want.truncate && want.write && found.node.size > 0) {
+      await resize(q, found.node.ino, found.node.size, ctx.chunkSize, 0)
+      await touchContent(q, found.node.ino, 0, now)
+    }
+    return found.node.ino
+  }
+  if (!want.create || found.name === undefined) return undefined
+  return createNode(q, found.dirIno, found.name, {
+    mode: S_IFREG | (mode & ~ctx.umask & MODE_PERMISSION_MASK),
+    uid: ctx.uid,
+    gid: ctx.gid,
+    now,
+  })
+}
