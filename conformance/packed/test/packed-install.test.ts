@@ -106,7 +106,8 @@ async function sh(
   options: { cwd: string; env?: NodeJS.ProcessEnv },
 ): Promise<string> {
   try {
-    return (await run(file, args, { ...options, maxBuffer: 16 << 20 })).stdout
+    // Bounded: a stuck install or script fails the test with its output instead of hanging.
+    return (await run(file, args, { ...options, maxBuffer: 16 << 20, timeout: 150_000 })).stdout
   } catch (error) {
     const { stderr, stdout } = error as { stderr?: string; stdout?: string }
     throw new Error(`${file} ${args.join(' ')} failed:\n${stdout ?? ''}\n${stderr ?? ''}`)
