@@ -78,7 +78,10 @@ function betterSqlite3Version(): string | undefined {
 /** The errors `bindings` and `node-gyp-build` throw when no compiled module exists. */
 function isUnbuiltBinding(error: unknown): boolean {
   const message = error instanceof Error ? error.message : ''
-  return /Could not locate the bindings file|No native build was found/.test(message)
+  // 12.x (bindings), node-gyp-build, and 13.x (a direct require of build/Release).
+  return /Could not locate the bindings file|No native build was found|Cannot find module '[^']*better_sqlite3\.node'/.test(
+    message,
+  )
 }
 
 /** Opens a file with better-sqlite3, with errors that say what to install or build. */

@@ -59,7 +59,11 @@ interface NodeSqliteModule {
 async function openFile(path: string, readonly: boolean): Promise<NodeSqliteDatabase> {
   const problem = nodeSqliteProblem()
   if (problem !== undefined) throw new AgentFsError('CANT_OPEN', problem)
-  const sqlite = (await import('node:sqlite' as string)) as NodeSqliteModule
+  // Not `import('node:sqlite')`: bundlers strip the `node:` prefix, and `sqlite` alone is no
+  // built-in module.
+  const sqlite = (
+    process as unknown as { getBuiltinModule(name: string): unknown }
+  ).getBuiltinModule('node:sqlite') as NodeSqliteModule
   return new sqlite.DatabaseSync(path, { readOnly: readonly, timeout: 0 })
 }
 
