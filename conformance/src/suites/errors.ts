@@ -74,26 +74,37 @@ export function errorsSuite({ resources, it }: SuiteContext): void {
     expect(await codeOf(db.execute({ sql: 'INSERT INTO t VALUES (1)' }))).toBe('READONLY')
   })
 
+  /**
+   * Two connections to one file database, `a` inside a write transaction (one row inserted) until
+   * `release()`; undefined for in-memory drivers (one connection per database).
+   */
+  async function heldLock() {
+    const first = await open()
+    if (first.driver.capabilities.inMemory) return undefined
+    const dir = await resources().tempDir()
+    const a = guardDriver(await resources().driver({ tempDir: dir, slot: 0 }))
+    const b = guardDriver(await resources().driver({ tempDir: dir, slot: 0 }))
+    await a.execute({ sql: 'CREATE TABLE t (x)' })
+    await b.execute({ sql: 'SELECT * FROM t' })
+    let release!: () => void
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const holding = a.transaction(async (tx) => {
+      await tx.execute({ sql: 'INSERT INTO t VALUES (1)' })
+      await held
+    })
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    return { a, b, release, holding }
+  }
+
   it(
     'errors/busy',
     'a write lock held by another connection maps to BUSY after the timeout',
     async () => {
-      const first = await open()
-      if (first.driver.capabilities.inMemory) return // one connection per database: nothing to contend
-      const dir = await resources().tempDir()
-      const a = guardDriver(await resources().driver({ tempDir: dir, slot: 0 }))
-      const b = guardDriver(await resources().driver({ tempDir: dir, slot: 0 }))
-      await a.execute({ sql: 'CREATE TABLE t (x)' })
-      await b.execute({ sql: 'SELECT * FROM t' })
-      let release!: () => void
-      const held = new Promise<void>((resolve) => {
-        release = resolve
-      })
-      const holding = a.transaction(async (tx) => {
-        await tx.execute({ sql: 'INSERT INTO t VALUES (1)' })
-        await held
-      })
-      await new Promise((resolve) => setTimeout(resolve, 20))
+      const lock = await heldLock()
+      if (!lock) return // one connection per database: nothing to contend
+      const { b, release, holding } = lock
       const code = await codeOf(
         b.transaction(async (tx) => tx.execute({ sql: 'INSERT INTO t VALUES (2)' })),
       )
@@ -108,22 +119,9 @@ export function errorsSuite({ resources, it }: SuiteContext): void {
     'errors/busy-wait',
     "waiting for another connection's write lock does not block the event loop: a lock released meanwhile lets the write through",
     async () => {
-      const first = await open()
-      if (first.driver.capabilities.inMemory) return
-      const dir = await resources().tempDir()
-      const a = guardDriver(await resources().driver({ tempDir: dir, slot: 0 }))
-      const b = guardDriver(await resources().driver({ tempDir: dir, slot: 0 }))
-      await a.execute({ sql: 'CREATE TABLE t (x)' })
-      await b.execute({ sql: 'SELECT * FROM t' })
-      let release!: () => void
-      const held = new Promise<void>((resolve) => {
-        release = resolve
-      })
-      const holding = a.transaction(async (tx) => {
-        await tx.execute({ sql: 'INSERT INTO t VALUES (1)' })
-        await held
-      })
-      await new Promise((resolve) => setTimeout(resolve, 20))
+      const lock = await heldLock()
+      if (!lock) return
+      const { a, b, release, holding } = lock
       // The lock is released on the event loop's next turn after the write starts. A driver
       // that waits inside SQLite (a blocking busy_timeout) holds the loop until its timeout,
       // so the release comes too late and the write fails with BUSY.
