@@ -1,44 +1,50 @@
-import { FsError, isFsError, isWithin, normalizePath } from '@agentfs/core'
-import type { FileSystem, FsPolicy } from '@agentfs/fs'
+import {
+  isFsError,
+  isWithin,
+  joinPath,
+  normalizePath,
+  type PathSteps,
+  parentPath,
+  parsePath,
+  resolvePath,
+} from '@agentfs/core'
+import type { FileSystem, FsPolicy, Stats } from '@agentfs/fs'
 import { ToolFailure } from './failure.js'
 import type { PathPolicy } from './types.js'
 
-/** Links followed while finding where a path lands (Linux's limit). */
-const MAX_HOPS = 40
+/** Where names lead on any {@link FileSystem}, from `lstat` and `readlink` alone; a directory is its path. */
+function fileSystemSteps(fs: FileSystem): PathSteps<string, Stats | undefined> {
+  return {
+    root: () => '/',
+    async step(dir, names) {
+      const entry = await fs.lstat(joinPath(dir, names[0]!)).catch((error: unknown) => {
+        if (isFsError(error) || (error as { code?: unknown }).code !== undefined) return undefined
+        throw error
+      })
+      return { found: entry ? 1 : 0, entry, dir }
+    },
+    isDirectory: (entry) => entry?.isDirectory() === true,
+    isSymbolicLink: (entry) => entry?.isSymbolicLink() === true,
+    readlink: (dir, name) => fs.readlink(joinPath(dir, name)),
+    enter: (dir, name) => joinPath(dir, name),
+    parent: (dir) => parentPath(dir),
+  }
+}
 
 /**
- * Where `path` lands on `fs`: every existing component resolved through symlinks (absolute
- * targets from `/`, relative ones from the link's directory, `..` physically), the missing rest
- * appended. Works on any {@link FileSystem} from `lstat` and `readlink` alone, so a dangling
- * link or a link in the middle of a path that does not exist yet is judged where it leads.
+ * Where `path` lands on `fs`: every existing component resolved through symlinks (the shared
+ * resolver: absolute targets from `/`, relative ones from the link's directory, `..`
+ * physically, ELOOP after 40 links), the missing rest appended. So a dangling link or a link in
+ * the middle of a path that does not exist yet is judged where it leads.
  */
 export async function landing(fs: FileSystem, path: string): Promise<string> {
-  const queue = normalizePath(path).split('/').filter(Boolean)
-  const at: string[] = []
-  let hops = 0
-  while (queue.length > 0) {
-    const name = queue.shift()!
-    if (name === '.' || name === '') continue
-    if (name === '..') {
-      at.pop()
-      continue
-    }
-    const candidate = `/${[...at, name].join('/')}`
-    const stats = await fs.lstat(candidate).catch((error: unknown) => {
-      if (isFsError(error) || (error as { code?: unknown }).code !== undefined) return undefined
-      throw error
-    })
-    if (!stats) return normalizePath(`/${[...at, name, ...queue].join('/')}`)
-    if (stats.isSymbolicLink()) {
-      if (++hops > MAX_HOPS) throw new FsError({ code: 'ELOOP', syscall: 'open', path })
-      const target = await fs.readlink(candidate)
-      if (target.startsWith('/')) at.length = 0
-      queue.unshift(...target.split('/').filter(Boolean))
-      continue
-    }
-    at.push(name)
-  }
-  return `/${at.join('/')}`
+  const r = await resolvePath(fileSystemSteps(fs), parsePath(normalizePath(path), 'open'), {
+    followLast: true,
+    syscall: 'open',
+    partial: true,
+  })
+  if (r.name === undefined) return r.dir
+  return normalizePath(`${joinPath(r.dir, r.name)}/${r.rest.join('/')}`)
 }
 
 /** A filesystem that can narrow itself by a policy inside its own transactions (SqlFileSystem). */

@@ -51,6 +51,8 @@ export {
   parsePath,
   pathToString,
 } from './path.js'
+export type { PathStep, PathSteps, Resolution, ResolveOptions } from './resolve.js'
+export { MAX_SYMLINK_HOPS, resolvePath } from './resolve.js'
 export type { SchemaObject } from './schema.js'
 export {
   DEFAULT_CHUNK_SIZE,

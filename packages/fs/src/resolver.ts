@@ -1,9 +1,13 @@
-import { type Executor, fsError, parsePath, ROOT_INO } from '@agentfs/core'
+import {
+  type Executor,
+  type PathSteps,
+  parsePath,
+  type ResolveOptions,
+  ROOT_INO,
+  resolvePath,
+} from '@agentfs/core'
 import { assembleWhole, MAX_READ_FILE } from './chunks.js'
 import { INODE_COLUMNS, type InodeRow, isDir, isLnk } from './inode.js'
-
-/** Linux's limit on symlinks followed while resolving one path. */
-export const MAX_SYMLINK_HOPS = 40
 
 /**
  * Walks as far as it can along `rest` (components joined by `/`) from a directory, through
@@ -122,13 +126,7 @@ export interface Lookup {
 }
 
 /** Options of {@link lookup}. */
-export interface LookupOptions {
-  /** Follow a symlink in the last component (stat, open) or not (lstat, unlink, rename). */
-  readonly followLast: boolean
-  readonly syscall: string
-  /** Let the last component be missing (create). Otherwise a missing entry is ENOENT. */
-  readonly allowMissing?: boolean
-}
+export type LookupOptions = ResolveOptions
 
 async function readTarget(q: Executor, ino: number): Promise<string> {
   const { rows } = await q.execute<{ target: string }>({
@@ -156,81 +154,41 @@ async function inodeRow(q: Executor, ino: number): Promise<InodeRow | undefined>
 }
 
 /**
- * Resolves a path POSIX-style: symlinks in every component (absolute targets from `/`, relative
- * ones from the link's directory), `..` physically (the parent of where we are, not a textual
- * step back), at most 40 links (ELOOP), a non-directory in the middle is ENOTDIR, a trailing
- * slash demands a directory. The common case (no `..`, no links) is one statement.
+ * The database's steps for the shared resolver: a directory is an inode number, and one step
+ * walks a whole run of names without `..` in one statement (the join chain, or the recursive
+ * query for long runs), so a path without links or `..` costs one statement.
+ */
+function databaseSteps(q: Executor): PathSteps<number, InodeRow> {
+  return {
+    root: () => ROOT_INO,
+    async step(dir, names) {
+      const row = await walk(q, dir, names)
+      const found = row.depth
+      return {
+        found,
+        entry: found > 0 ? row : undefined,
+        dir: row.parent ?? dir,
+        exhausted: true,
+      }
+    },
+    isDirectory: (entry) => isDir(entry.mode),
+    isSymbolicLink: (entry) => isLnk(entry.mode),
+    readlink: (_dir, _name, entry) => readTarget(q, entry.ino),
+    enter: (_dir, _name, entry) => entry.ino,
+    parent: (dir) => parentOf(q, dir),
+  }
+}
+
+/**
+ * Resolves a path POSIX-style with the shared resolver ({@link resolvePath}): symlinks in every
+ * component, `..` physically, ELOOP after 40 links, ENOTDIR for a non-directory in the middle
+ * or before a trailing slash. The common case (no `..`, no links) is one statement.
  */
 export async function lookup(q: Executor, path: unknown, options: LookupOptions): Promise<Lookup> {
-  const parsed = parsePath(path, options.syscall)
-  const input = parsed.input
-  const queue = [...parsed.parts]
-  let hops = 0
-  let dir = ROOT_INO
-  let node: InodeRow | undefined
-  let name: string | undefined
-  let followLast = options.followLast || parsed.trailingSlash
-
-  while (queue.length > 0) {
-    if (queue[0] === '..') {
-      queue.shift()
-      dir = await parentOf(q, dir)
-      node = undefined
-      name = undefined
-      continue
-    }
-    const end = queue.indexOf('..')
-    const segment = queue.slice(0, end === -1 ? queue.length : end)
-    const row = await walk(q, dir, segment)
-    const consumed = row.depth
-    const reached: InodeRow = row
-    if (consumed === 0) {
-      // Not even the first component exists in `dir`.
-      if (segment.length === queue.length && segment.length === 1 && options.allowMissing) {
-        return { dirIno: dir, name: segment[0], node: undefined }
-      }
-      throw fsError('ENOENT', options.syscall, input)
-    }
-    const lastInSegment = consumed === segment.length
-    const remaining = queue.length - consumed
-    const parent = row.parent ?? dir
-    if (isLnk(reached.mode) && (remaining > 0 || followLast)) {
-      if (++hops > MAX_SYMLINK_HOPS) throw fsError('ELOOP', options.syscall, input)
-      const target = await readTarget(q, reached.ino)
-      const targetParts = parsePath(target.length > 0 ? target : '.', options.syscall).parts
-      queue.splice(0, consumed, ...targetParts)
-      dir = target.startsWith('/') ? ROOT_INO : parent
-      node = undefined
-      name = undefined
-      if (queue.length === 0) followLast = true
-      continue
-    }
-    if (!lastInSegment) {
-      if (!isDir(reached.mode)) throw fsError('ENOTDIR', options.syscall, input)
-      // `reached` is a directory whose next child is missing.
-      if (remaining === 1 && options.allowMissing) {
-        return { dirIno: reached.ino, name: queue[consumed], node: undefined }
-      }
-      throw fsError('ENOENT', options.syscall, input)
-    }
-    queue.splice(0, consumed)
-    if (queue.length > 0) {
-      // Stopped before a `..`: continue from the directory reached.
-      if (!isDir(reached.mode)) throw fsError('ENOTDIR', options.syscall, input)
-      dir = reached.ino
-      node = reached
-      name = undefined
-      continue
-    }
-    dir = parent
-    node = reached
-    name = segment[segment.length - 1]
-  }
+  const r = await resolvePath(databaseSteps(q), parsePath(path, options.syscall), options)
+  if (r.name !== undefined) return { dirIno: r.dir, name: r.name, node: r.entry }
   // Ended on a directory reached by `..` or a link: read it (the walk did not return it).
-  node ??= await inodeRow(q, dir)
-  if (name === undefined && node)
-    dir = node.ino === ROOT_INO ? ROOT_INO : await parentOf(q, node.ino)
-  if (parsed.trailingSlash && node && !isDir(node.mode))
-    throw fsError('ENOTDIR', options.syscall, input)
-  return { dirIno: dir, name, node }
+  const node = await inodeRow(q, r.dir)
+  const dirIno = r.dir === ROOT_INO ? ROOT_INO : await parentOf(q, r.dir)
+  return { dirIno, name: undefined, node }
 }

@@ -1,9 +1,11 @@
 import {
   fsError,
   joinPath,
+  type PathSteps,
   parentPath,
   parsePath,
   type Queryable,
+  resolvePath,
   undefinedIfAbsent,
 } from '@agentfs/core'
 import { Dirent, type FileSystem, type SqlFileSystem, type Stats } from '@agentfs/fs'
@@ -21,8 +23,6 @@ export interface Resolved {
   readonly path: string
   readonly node: Node | undefined
 }
-
-const MAX_HOPS = 40
 
 /** A Stats with another inode number (origin tracking). */
 function withIno(stats: Stats, ino: number): Stats {
@@ -93,48 +93,34 @@ export class MergedView {
     return node.layer === 'delta' ? this.delta : this.base
   }
 
-  /** POSIX resolution over the merged view: links in every component, `..` physically, ELOOP at 40. */
+  /** The merged view's steps for the shared resolver: a directory is its path (never through a link). */
+  readonly #steps: PathSteps<string, Node> = {
+    root: () => '/',
+    step: async (dir, names) => {
+      const entry = await this.node(joinPath(dir, names[0]!))
+      return { found: entry ? 1 : 0, entry, dir }
+    },
+    isDirectory: (entry) => entry.stats.isDirectory(),
+    isSymbolicLink: (entry) => entry.stats.isSymbolicLink(),
+    readlink: (dir, name, entry) => this.layer(entry).readlink(joinPath(dir, name)),
+    enter: (dir, name) => joinPath(dir, name),
+    parent: (dir) => parentPath(dir),
+  }
+
+  /** POSIX resolution over the merged view ({@link resolvePath}): links in every component, `..` physically. */
   async resolve(
     path: string,
     followLast: boolean,
     syscall: string,
     allowMissing = false,
   ): Promise<Resolved> {
-    const parsed = parsePath(path, syscall)
-    const queue = [...parsed.parts]
-    let current = '/'
-    let node: Node | undefined = { layer: 'delta', stats: await this.delta.lstat('/') }
-    let hops = 0
-    const follow = followLast || parsed.trailingSlash
-    while (queue.length > 0) {
-      const name = queue.shift()!
-      if (name === '..') {
-        current = parentPath(current)
-        node = await this.node(current)
-        continue
-      }
-      const candidate = joinPath(current, name)
-      const found = await this.node(candidate)
-      if (!found) {
-        if (queue.length === 0 && allowMissing) return { path: candidate, node: undefined }
-        throw fsError('ENOENT', syscall, parsed.input)
-      }
-      if (found.stats.isSymbolicLink() && (queue.length > 0 || follow)) {
-        if (++hops > MAX_HOPS) throw fsError('ELOOP', syscall, parsed.input)
-        const target = await this.layer(found).readlink(candidate)
-        queue.unshift(...parsePath(target, syscall).parts)
-        if (target.startsWith('/')) current = '/'
-        node = await this.node(current)
-        continue
-      }
-      if (queue.length > 0 && !found.stats.isDirectory())
-        throw fsError('ENOTDIR', syscall, parsed.input)
-      current = candidate
-      node = found
-    }
-    if (parsed.trailingSlash && node && !node.stats.isDirectory())
-      throw fsError('ENOTDIR', syscall, parsed.input)
-    return { path: current, node }
+    const r = await resolvePath(this.#steps, parsePath(path, syscall), {
+      followLast,
+      syscall,
+      allowMissing,
+    })
+    if (r.name === undefined) return { path: r.dir, node: await this.node(r.dir) }
+    return { path: joinPath(r.dir, r.name), node: r.entry }
   }
 
   async existing(

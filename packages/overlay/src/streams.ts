@@ -1,0 +1,102 @@
+import type * as fsp from 'node:fs/promises'
+import { Readable, Writable } from 'node:stream'
+import { FsError, isFsError, POSIX_ERRORS, type PosixCode } from '@agentfs/core'
+import type { FsFileHandle, ReadStreamOptions, WriteStreamOptions } from '@agentfs/fs'
+
+function toFsError(error: unknown, syscall: string, path: string): Error {
+  if (isFsError(error)) return error
+  const code = (error as { code?: string }).code
+  if (code !== undefined && code in POSIX_ERRORS)
+    return new FsError({ code: code as PosixCode, syscall, path, cause: error })
+  return error as Error
+}
+
+/** A readable stream over a host file handle that `open` gives on the first read. */
+export function readStream(
+  open: () => Promise<FsFileHandle>,
+  path: string,
+  options: ReadStreamOptions,
+): Readable {
+  let handle: fsp.FileHandle | undefined
+  let position = options.start ?? 0
+  const end = options.end ?? Number.POSITIVE_INFINITY
+  const size = options.highWaterMark ?? 1 << 16
+  const stream = new Readable({
+    highWaterMark: size,
+    construct: (callback) => {
+      open().then(
+        (h) => {
+          handle = h as unknown as fsp.FileHandle
+          callback()
+        },
+        (error: Error) => callback(error),
+      )
+    },
+    read: () => {
+      const want = Math.min(size, end - position + 1)
+      if (want <= 0 || !handle) return void stream.push(null)
+      handle.read(Buffer.allocUnsafe(want), 0, want, position).then(
+        ({ bytesRead, buffer }) => {
+          position += bytesRead
+          stream.push(bytesRead === 0 ? null : buffer.subarray(0, bytesRead))
+        },
+        (error: unknown) => stream.destroy(toFsError(error, 'read', path)),
+      )
+    },
+    destroy: (error, callback) => {
+      const done = () => callback(error)
+      if (handle) handle.close().then(done, done)
+      else done()
+    },
+  })
+  if (options.encoding) stream.setEncoding(options.encoding)
+  return stream
+}
+
+/**
+ * A writable stream into a host file handle that `open` gives before the first write; `finish`
+ * comes after the file is closed, so the bytes are in the file by then.
+ */
+export function writeStream(
+  open: () => Promise<FsFileHandle>,
+  path: string,
+  options: WriteStreamOptions,
+): Writable {
+  let handle: fsp.FileHandle | undefined
+  let position: number | null = options.start ?? null
+  return new Writable({
+    ...(options.highWaterMark === undefined ? {} : { highWaterMark: options.highWaterMark }),
+    construct: (callback) => {
+      open().then(
+        (h) => {
+          handle = h as unknown as fsp.FileHandle
+          callback()
+        },
+        (error: Error) => callback(error),
+      )
+    },
+    write: (chunk: Buffer, _encoding, callback) => {
+      handle!.write(chunk, 0, chunk.length, position).then(
+        ({ bytesWritten }) => {
+          if (position !== null) position += bytesWritten
+          callback()
+        },
+        (error: unknown) => callback(toFsError(error, 'write', path)),
+      )
+    },
+    final: (callback) => {
+      const h = handle
+      handle = undefined
+      if (!h) return callback()
+      h.close().then(
+        () => callback(),
+        (error: unknown) => callback(toFsError(error, 'close', path)),
+      )
+    },
+    destroy: (error, callback) => {
+      const done = () => callback(error)
+      if (handle) handle.close().then(done, done)
+      else done()
+    },
+  })
+}
