@@ -1,16 +1,11 @@
-import { Readable, Writable } from 'node:stream'
+import { Readable, type Writable } from 'node:stream'
 import {
-  FsError,
   fsError,
   isFsError,
   joinPath,
-  normalizePath,
   parentPath,
-  parsePath,
   type Queryable,
   type Timestamp,
-  twoPathErrors,
-  undefinedIfAbsent,
 } from '@agentfs/core'
 import {
   ConflictError,
@@ -29,7 +24,6 @@ import {
   type ReaddirOptions,
   type ReadStreamOptions,
   type RmOptions,
-  rmDirectoryError,
   type SqlFileSystem,
   type StatFs,
   type Stats,
@@ -46,10 +40,12 @@ import {
   type PendingCommit,
   pendingCommit,
 } from './commit.js'
-import { CopyUp, pump } from './copy-up.js'
+import { CopyUp } from './copy-up.js'
 import { diffOverlay, type OverlayChange } from './diff.js'
 import { openListedDir, walkGlob, walkGrep } from './generic-search.js'
-import { MergedView, type Node } from './merged-view.js'
+import { MergedView } from './merged-view.js'
+import { OverlayNamespace } from './namespace.js'
+import { writeStream } from './streams.js'
 
 /**
  * Copy-on-write over a read-only base: reads fall through delta → whiteout → base, the first
@@ -65,6 +61,8 @@ export class OverlayFs implements FileSystem {
   readonly #view: MergedView
   /** Copy-up and whiteouts, the writes the overlay makes on its own behalf. */
   readonly #up: CopyUp
+  /** Namespace changes (mkdir, rm, rename, links) on the merged view. */
+  readonly #ns: OverlayNamespace
 
   constructor(base: FileSystem, delta: SqlFileSystem) {
     this.base = base
@@ -72,6 +70,7 @@ export class OverlayFs implements FileSystem {
     this.#q = delta.queryable
     this.#view = new MergedView(base, delta, this.#q)
     this.#up = new CopyUp(this.#view)
+    this.#ns = new OverlayNamespace(this.#view, this.#up, delta, this.#q)
   }
 
   /** Added, modified and deleted entries relative to the base, with unified diffs for text. */
@@ -102,9 +101,9 @@ export class OverlayFs implements FileSystem {
     return this.#q.transaction((tx) => fn(new OverlayFs(this.base, this.delta.bind(tx))))
   }
 
-  #write<T>(fn: (overlay: OverlayFs, q: Queryable, now: Timestamp) => Promise<T>): Promise<T> {
+  #write<T>(fn: (overlay: OverlayFs, now: Timestamp) => Promise<T>): Promise<T> {
     return this.#q.transaction((tx) =>
-      fn(new OverlayFs(this.base, this.delta.bind(tx)), tx, this.delta.clock.now()),
+      fn(new OverlayFs(this.base, this.delta.bind(tx)), this.delta.clock.now()),
     )
   }
 
@@ -274,182 +273,35 @@ export class OverlayFs implements FileSystem {
 
   async mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined> {
     const opts: MkdirOptions = typeof options === 'number' ? { mode: options } : (options ?? {})
-    return this.#write(async (o, _q, now) => {
-      if (!opts.recursive) {
-        await o.#mkdirOne(path, opts.mode, now)
-        return undefined
-      }
-      const parts = parsePath(path, 'mkdir').parts
-      let first: string | undefined
-      for (let i = 1; i <= parts.length; i++) {
-        const prefix = `/${parts.slice(0, i).join('/')}`
-        const last = i === parts.length
-        const existing = await o.#view.resolve(prefix, false, 'mkdir', true)
-        if (existing.node) {
-          let target = existing.node
-          if (target.stats.isSymbolicLink()) {
-            try {
-              target = (await o.#view.resolve(prefix, true, 'mkdir')).node ?? target
-            } catch (error) {
-              const code = (error as { code?: string }).code
-              if (code === 'ELOOP') throw fsError('ELOOP', 'mkdir', path)
-              throw fsError(last && code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR', 'mkdir', path)
-            }
-          }
-          if (!target.stats.isDirectory()) throw fsError(last ? 'EEXIST' : 'ENOTDIR', 'mkdir', path)
-          continue
-        }
-        await o.#mkdirOne(prefix, opts.mode, now)
-        first ??= normalizePath(prefix)
-      }
-      return first
-    })
-  }
-
-  async #mkdirOne(path: string, mode: number | undefined, now: Timestamp): Promise<void> {
-    const r = await this.#view.resolve(path, false, 'mkdir', true)
-    if (r.node || r.path === '/') throw fsError('EEXIST', 'mkdir', path)
-    await this.#up.copyUp(parentPath(r.path))
-    await this.#up.unwhiteout(r.path)
-    await this.delta.mkdir(r.path, mode === undefined ? {} : { mode })
-    await this.#up.opaque(r.path, now)
+    return this.#write((o, now) => o.#ns.mkdir(path, opts, now))
   }
 
   async unlink(path: string): Promise<void> {
-    await this.#write(async (o, _q, now) => {
-      const { path: real, node } = await o.#view.existing(path, 'unlink', false)
-      if (node.stats.isDirectory()) throw fsError('EISDIR', 'unlink', path)
-      if (node.layer === 'delta') await o.delta.unlink(real)
-      await o.#up.whiteout(real, now)
-    })
+    await this.#write((o, now) => o.#ns.unlink(path, now))
   }
 
   async rmdir(path: string): Promise<void> {
-    await this.#write(async (o, _q, now) => {
-      const { path: real, node } = await o.#view.existing(path, 'rmdir', false)
-      if (real === '/') throw fsError('EPERM', 'rmdir', path)
-      if (!node.stats.isDirectory()) throw fsError('ENOTDIR', 'rmdir', path)
-      if ((await o.#view.list(real)).length > 0) throw fsError('ENOTEMPTY', 'rmdir', path)
-      await o.#removeDir(real, now)
-    })
-  }
-
-  async #removeDir(real: string, now: Timestamp): Promise<void> {
-    if (await this.delta.lstat(real).catch(undefinedIfAbsent))
-      await this.delta.rm(real, { recursive: true })
-    // Whiteouts below are covered by the one on the directory itself.
-    await this.#q.execute({
-      sql: 'DELETE FROM fs_whiteout WHERE path >= ? AND path < ?',
-      params: [`${real}/`, `${real}0`],
-    })
-    await this.#up.whiteout(real, now)
+    await this.#write((o, now) => o.#ns.rmdir(path, now))
   }
 
   async rm(path: string, options: RmOptions = {}): Promise<void> {
-    await this.#write(async (o, _q, now) => {
-      let found: { path: string; node: Node }
-      try {
-        found = await o.#view.existing(path, 'rm', false)
-      } catch (error) {
-        if (options.force && (error as { code?: string }).code === 'ENOENT') return
-        throw error
-      }
-      if (found.path === '/') throw fsError('EPERM', 'rm', path)
-      if (found.node.stats.isDirectory()) {
-        if (!options.recursive) throw rmDirectoryError(path)
-        await o.#removeDir(found.path, now)
-        return
-      }
-      if (found.node.layer === 'delta') await o.delta.unlink(found.path)
-      await o.#up.whiteout(found.path, now)
-    })
+    await this.#write((o, now) => o.#ns.rm(path, options, now))
   }
 
   async rename(from: string, to: string): Promise<void> {
-    await this.#write(async (o, _q, now) => {
-      const { fail, wrap } = twoPathErrors('rename', from, to)
-      const source = await wrap(o.#view.resolve(from, false, 'rename', true))
-      const target = await wrap(o.#view.resolve(to, false, 'rename', true))
-      if (!source.node) throw fail('ENOENT')
-      if (source.path === '/' || target.path === '/') throw fail('EBUSY')
-      const moving = source.node.stats
-      if (
-        moving.isDirectory() &&
-        (target.path === source.path || target.path.startsWith(`${source.path}/`))
-      ) {
-        if (target.path !== source.path) throw fail('EINVAL')
-      }
-      if (target.path === source.path) return
-      if (target.node) {
-        if (
-          target.node.layer === source.node.layer &&
-          target.node.stats.ino === moving.ino &&
-          !moving.isDirectory()
-        )
-          return
-        if (target.node.stats.isDirectory() && source.path.startsWith(`${target.path}/`))
-          throw fail('ENOTEMPTY')
-        if (moving.isDirectory()) {
-          if (!target.node.stats.isDirectory()) throw fail('ENOTDIR')
-          if ((await o.#view.list(target.path)).length > 0) throw fail('ENOTEMPTY')
-        } else if (target.node.stats.isDirectory()) {
-          throw fail('EISDIR')
-        }
-      } else if (parsePath(to, 'rename').trailingSlash && !moving.isDirectory()) {
-        throw fail('ENOTDIR')
-      }
-      await o.#up.copyUpTree(source.path)
-      await o.#up.copyUp(parentPath(target.path))
-      if (target.node) {
-        if (target.node.stats.isDirectory()) await o.#removeDir(target.path, now)
-        else {
-          if (target.node.layer === 'delta') await o.delta.unlink(target.path)
-          await o.#up.whiteout(target.path, now)
-        }
-      }
-      await o.#up.unwhiteout(target.path)
-      await o.delta.rename(source.path, target.path)
-      if (moving.isDirectory()) await o.#up.opaque(target.path, now)
-      await o.#up.whiteout(source.path, now)
-    })
+    await this.#write((o, now) => o.#ns.rename(from, to, now))
   }
 
   async link(existing: string, newPath: string): Promise<void> {
-    await this.#write(async (o) => {
-      const { fail, wrap } = twoPathErrors('link', existing, newPath)
-      const source = await wrap(o.#view.resolve(existing, false, 'link', true))
-      if (!source.node) throw fail('ENOENT')
-      const target = await wrap(o.#view.resolve(newPath, false, 'link', true))
-      if (target.node) throw fail('EEXIST')
-      if (source.node.stats.isDirectory()) throw fail('EPERM')
-      await o.#up.copyUp(source.path)
-      await o.#up.copyUp(parentPath(target.path))
-      await o.#up.unwhiteout(target.path)
-      await o.delta.link(source.path, target.path)
-    })
+    await this.#write((o) => o.#ns.link(existing, newPath))
   }
 
   async symlink(target: string, path: string): Promise<void> {
-    await this.#write(async (o) => {
-      const r = await o.#view.resolve(path, false, 'symlink', true).catch((e: FsError) => {
-        throw new FsError({ code: e.code, syscall: 'symlink', path: target, dest: path })
-      })
-      if (r.node)
-        throw new FsError({ code: 'EEXIST', syscall: 'symlink', path: target, dest: path })
-      await o.#up.copyUp(parentPath(r.path))
-      await o.#up.unwhiteout(r.path)
-      await o.delta.symlink(target, r.path)
-    })
+    await this.#write((o) => o.#ns.symlink(target, path))
   }
 
   async mknod(path: string, mode: number, rdev = 0): Promise<void> {
-    await this.#write(async (o) => {
-      const r = await o.#view.resolve(path, false, 'mknod', true)
-      if (r.node) throw fsError('EEXIST', 'mknod', path)
-      await o.#up.copyUp(parentPath(r.path))
-      await o.#up.unwhiteout(r.path)
-      await o.delta.mknod(r.path, mode, rdev)
-    })
+    await this.#write((o) => o.#ns.mknod(path, mode, rdev))
   }
 
   async #modify(
@@ -486,39 +338,7 @@ export class OverlayFs implements FileSystem {
   }
 
   async copyFile(src: string, dest: string, mode = 0): Promise<void> {
-    await this.#write(async (o) => {
-      const { fail, wrap } = twoPathErrors('copyfile', src, dest)
-      const source = await wrap(o.#view.resolve(src, true, 'copyfile', true))
-      if (!source.node) throw fail('ENOENT')
-      const target = await wrap(o.#view.resolve(dest, true, 'copyfile', true))
-      if (source.node.stats.isDirectory()) throw fail('EISDIR')
-      if (target.node) {
-        if (mode & 1) throw fail('EEXIST')
-        if (target.node.stats.isDirectory()) throw fail('EISDIR')
-        // The same file (one path, or two hard links to one inode): copying is a no-op.
-        if (target.path === source.path) return
-        if (
-          target.node.layer === source.node.layer &&
-          target.node.stats.ino === source.node.stats.ino
-        )
-          return
-      }
-      await o.#prepareForWrite(target.path)
-      await pump(
-        await o.#view.layer(source.node).open(source.path, 'r'),
-        await o.delta.open(target.path, 'w', source.node.stats.mode & 0o7777),
-      )
-    })
-  }
-
-  /** Makes `real` writable in the delta: copies a base entry up, or prepares its parent and clears a whiteout. */
-  async #prepareForWrite(real: string): Promise<void> {
-    const node = await this.#view.node(real)
-    if (node?.layer === 'base') await this.#up.copyUp(real)
-    else if (!node) {
-      await this.#up.copyUp(parentPath(real))
-      await this.#up.unwhiteout(real)
-    }
+    await this.#write((o) => o.#ns.copyFile(src, dest, mode))
   }
 
   async open(path: string, flags: string | number = 'r', mode = 0o666): Promise<FsFileHandle> {
@@ -532,36 +352,18 @@ export class OverlayFs implements FileSystem {
       const r = await o.#view.resolve(path, true, 'open', true)
       if (!r.node && typeof flags === 'string' && flags.startsWith('r'))
         throw fsError('ENOENT', 'open', path)
-      await o.#prepareForWrite(r.path)
+      await o.#ns.prepareForWrite(r.path)
       return r.path
     })
     return this.delta.open(real, flags, mode)
   }
 
+  /** A writable stream into the file, opened as `open` does (copy-up first) before the first write. */
   createWriteStream(path: string, options: WriteStreamOptions = {}): Writable {
-    let handle: FsFileHandle | undefined
-    let position = options.start
-    return new Writable({
+    const flags = options.flags ?? (options.start === undefined ? 'w' : 'r+')
+    return writeStream(() => this.open(path, flags, options.mode), path, {
+      ...options,
       highWaterMark: options.highWaterMark ?? 1024 * 1024,
-      construct: (callback) => {
-        this.open(
-          path,
-          options.flags ?? (options.start === undefined ? 'w' : 'r+'),
-          options.mode,
-        ).then((h) => {
-          handle = h
-          callback()
-        }, callback)
-      },
-      write: (chunk: Buffer, _encoding, callback) => {
-        handle!.write(chunk, 0, chunk.length, position ?? null).then(() => {
-          if (position !== undefined) position += chunk.length
-          callback()
-        }, callback)
-      },
-      final: (callback) => {
-        handle!.close().then(() => callback(), callback)
-      },
     })
   }
 

@@ -1,0 +1,27 @@
+import type { AgentDatabase } from '@agentfs/core'
+import type { FileSystemOptions } from './context.js'
+import { CompiledPolicy } from './policy.js'
+import { SqlFileSystem } from './sql-file-system.js'
+
+/**
+ * Creates the filesystem over an open AgentFS database.
+ *
+ * @example
+ * const fs = createFileSystem(await openDatabase({ driver }))
+ * await fs.writeFile('/notes/todo.md', '- ship it\n')
+ */
+export function createFileSystem(
+  db: AgentDatabase,
+  options: FileSystemOptions = {},
+): SqlFileSystem {
+  return new SqlFileSystem({
+    q: db,
+    chunkSize: db.chunkSize,
+    clock: db.clock,
+    atime: options.atime ?? 'relatime',
+    umask: options.umask ?? 0o022,
+    uid: options.uid ?? 0,
+    gid: options.gid ?? 0,
+    ...(options.policy ? { policy: new CompiledPolicy(options.policy) } : {}),
+  })
+}

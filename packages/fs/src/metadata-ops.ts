@@ -1,0 +1,145 @@
+import {
+  fsError,
+  isAgentFsError,
+  MODE_PERMISSION_MASK,
+  ROOT_INO,
+  S_IFMT,
+  S_IFREG,
+  type Timestamp,
+} from '@agentfs/core'
+import { readAll } from './chunks.js'
+import { DAY, existing, type FsContext, write } from './context.js'
+import { type InodeRow, isDir, isLnk } from './inode.js'
+import { pathOf, touchMeta } from './mutate.js'
+import { readRegularFile } from './resolver.js'
+import { Stats } from './stats.js'
+
+/** Files up to this size report `blocks` from their size without counting chunks. */
+const SPARSE_STAT_THRESHOLD = 64 * 1024
+
+/**
+ * Stats with honest `blocks` for files that may have holes: above 64 KiB the stored chunks are
+ * counted (an index-only scan); smaller files report their size in 512-byte blocks.
+ */
+export async function statsOf(ctx: FsContext, row: InodeRow): Promise<Stats> {
+  const options = { blksize: ctx.chunkSize }
+  if ((row.mode & S_IFMT) !== S_IFREG || row.size <= SPARSE_STAT_THRESHOLD)
+    return new Stats(row, options)
+  const { rows } = await ctx.q.execute<{ n: number }>({
+    sql: 'SELECT COUNT(*) AS n FROM fs_data WHERE ino = ?',
+    params: [row.ino],
+  })
+  const stored = Math.min(row.size, (rows[0]?.n ?? 0) * ctx.chunkSize)
+  return new Stats(row, { ...options, blocks: Math.ceil(stored / 512) })
+}
+
+/** Updates the access time of a file just read, as the `atime` option says (relatime by default). */
+export async function touchAtime(ctx: FsContext, node: InodeRow): Promise<void> {
+  if (ctx.atime === 'noatime') return
+  const now = ctx.clock.now()
+  if (ctx.atime === 'relatime') {
+    const a = node.atime * 1e9 + node.atime_nsec
+    const stale =
+      a <= node.mtime * 1e9 + node.mtime_nsec ||
+      a <= node.ctime * 1e9 + node.ctime_nsec ||
+      now.sec - node.atime >= DAY
+    if (!stale) return
+  }
+  try {
+    await ctx.q.execute({
+      sql: 'UPDATE fs_inode SET atime = ?, atime_nsec = ? WHERE ino = ?',
+      params: [now.sec, now.nsec, node.ino],
+    })
+  } catch (error) {
+    // A read-only database reads like a read-only mount, and a full disk still reads: access
+    // times simply stay as they are.
+    if (!isAgentFsError(error, 'READONLY') && !isAgentFsError(error, 'FULL')) throw error
+  }
+}
+
+/** A whole file's bytes (one statement in the common case), its access time updated. */
+export async function readWhole(ctx: FsContext, path: string): Promise<Buffer> {
+  let node: InodeRow
+  let bytes: Uint8Array
+  const direct = await readRegularFile(ctx.q, path, 'open', ctx.chunkSize)
+  if (direct) ({ node, bytes } = direct)
+  else {
+    node = (await existing(ctx.q, path, 'open')).node
+    if (isDir(node.mode)) throw fsError('EISDIR', 'read', path)
+    bytes = await readAll(ctx.q, node.ino, node.size, ctx.chunkSize, 'read', path)
+  }
+  await touchAtime(ctx, node)
+  return Buffer.isBuffer(bytes)
+    ? bytes
+    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}
+
+/** The target of the symlink at `path` (EINVAL for anything else). */
+export async function readlink(ctx: FsContext, path: string): Promise<string> {
+  const { node } = await existing(ctx.q, path, 'readlink', false)
+  if (!isLnk(node.mode)) throw fsError('EINVAL', 'readlink', path)
+  const { rows } = await ctx.q.execute<{ target: string }>({
+    sql: 'SELECT target FROM fs_symlink WHERE ino = ?',
+    params: [node.ino],
+  })
+  return rows[0]?.target ?? ''
+}
+
+/** The canonical path of what `path` leads to. */
+export async function realpath(ctx: FsContext, path: string): Promise<string> {
+  const { node } = await existing(ctx.q, path, 'realpath')
+  return node.ino === ROOT_INO ? '/' : pathOf(ctx.q, node.ino)
+}
+
+/** Changes one inode's metadata in its own transaction, ctime moved forward. */
+function changeMeta(
+  ctx: FsContext,
+  path: string,
+  syscall: string,
+  follow: boolean,
+  set: (node: InodeRow, now: Timestamp) => Record<string, number>,
+): Promise<void> {
+  return write(ctx, async (q, now) => {
+    const { node } = await existing(q, path, syscall, follow)
+    await touchMeta(q, node.ino, now, set(node, now))
+  })
+}
+
+/** chmod with a mode already validated: the permission bits change, the type stays. */
+export function chmod(ctx: FsContext, path: string, mode: number): Promise<void> {
+  return changeMeta(ctx, path, 'chmod', true, (node) => ({
+    mode: (node.mode & S_IFMT) | (mode & MODE_PERMISSION_MASK),
+  }))
+}
+
+/** chown (`follow`) and lchown with ids already validated; -1 keeps an id. */
+export function chown(
+  ctx: FsContext,
+  path: string,
+  uid: number,
+  gid: number,
+  follow: boolean,
+  syscall: string,
+): Promise<void> {
+  return changeMeta(ctx, path, syscall, follow, (node) => ({
+    uid: uid === -1 ? node.uid : uid,
+    gid: gid === -1 ? node.gid : gid,
+  }))
+}
+
+/** utimes (`follow`) and lutimes, with times already validated. */
+export function utimes(
+  ctx: FsContext,
+  path: string,
+  atime: Timestamp,
+  mtime: Timestamp,
+  follow: boolean,
+  syscall: string,
+): Promise<void> {
+  return changeMeta(ctx, path, syscall, follow, () => ({
+    atime: atime.sec,
+    atime_nsec: atime.nsec,
+    mtime: mtime.sec,
+    mtime_nsec: mtime.nsec,
+  }))
+}
