@@ -200,6 +200,107 @@ const CASES: Record<string, (fs: SuiteFs) => Promise<void>> = {
     await fs.symlink('/ghost', '/dangling-abs')
     expect(await codeOf(fs.stat('/dangling-abs'))).toBe('ENOENT')
   },
+  'names/rename-refusals': async (fs) => {
+    await fs.mkdir('/dir/sub', { recursive: true })
+    await fs.mkdir('/full')
+    await fs.writeFile('/full/x', 'x')
+    await fs.mkdir('/empty')
+    await fs.writeFile('/file', 'f')
+    expect(await codeOf(fs.rename('/dir', '/dir/sub/inside'))).toBe('EINVAL')
+    expect(await codeOf(fs.rename('/dir', '/full'))).toBe('ENOTEMPTY')
+    expect(await codeOf(fs.rename('/dir', '/file'))).toBe('ENOTDIR')
+    expect(await codeOf(fs.rename('/file', '/empty'))).toBe('EISDIR')
+    expect(await codeOf(fs.rename('/missing', '/x'))).toBe('ENOENT')
+    expect(await codeOf(fs.rename('/file', '/nodir/x'))).toBe('ENOENT')
+    expect(await codeOf(fs.rename('/', '/x'))).toBe('EBUSY')
+    await fs.rename('/dir', '/empty')
+    expect(await fs.readdir('/empty')).toEqual(['sub'])
+    await fs.rename('/file', '/file')
+    expect(await fs.readFile('/file', 'utf8')).toBe('f')
+    const error = await fs.rename('/missing', '/x').catch((e: unknown) => e)
+    expect((error as Error).message).toBe(
+      "ENOENT: no such file or directory, rename '/missing' -> '/x'",
+    )
+  },
+  'links/targets': async (fs) => {
+    await fs.mkdir('/real/dir', { recursive: true })
+    await fs.writeFile('/real/dir/file.txt', 'through the link')
+    await fs.symlink('real/dir/file.txt', '/rel')
+    await fs.mkdir('/other')
+    await fs.symlink('../real', '/other/up')
+    expect(await fs.readFile('/other/up/dir/file.txt', 'utf8')).toBe('through the link')
+    expect((await fs.lstat('/rel')).size).toBe('real/dir/file.txt'.length)
+    expect(await codeOf(fs.readlink('/real'))).toBe('EINVAL')
+    expect(await fs.realpath('/other/up/dir/../dir/file.txt')).toBe('/real/dir/file.txt')
+    expect(await fs.realpath('/')).toBe('/')
+    // Writing through a link writes the target; unlink removes the link only.
+    await fs.writeFile('/rel', 'rewritten')
+    expect(await fs.readFile('/real/dir/file.txt', 'utf8')).toBe('rewritten')
+    await fs.unlink('/rel')
+    expect(await fs.exists('/real/dir/file.txt')).toBe(true)
+    expect(await codeOf(fs.symlink('x', '/other/up'))).toBe('EEXIST')
+  },
+  'links/dotdot-physical': async (fs) => {
+    await fs.mkdir('/a/b', { recursive: true })
+    await fs.mkdir('/c')
+    await fs.writeFile('/a/marker', 'a')
+    await fs.writeFile('/c/marker', 'c')
+    await fs.symlink('../a/b', '/c/link')
+    // /c/link/.. is /a (the parent of the link's target), not /c.
+    expect(await fs.readFile('/c/link/../marker', 'utf8')).toBe('a')
+    await fs.writeFile('/marker', 'root')
+    expect(await fs.readFile('/../../marker', 'utf8')).toBe('root')
+  },
+  'links/forty-hops': async (fs) => {
+    let previous = 'chain0'
+    await fs.writeFile(`/${previous}`, 'end')
+    for (let i = 1; i <= 41; i++) {
+      await fs.symlink(previous, `/chain${i}`)
+      previous = `chain${i}`
+    }
+    expect(await fs.readFile('/chain40', 'utf8')).toBe('end')
+    expect(await codeOf(fs.readFile('/chain41'))).toBe('ELOOP')
+    await fs.symlink('l2', '/l1')
+    await fs.symlink('l1', '/l2')
+    expect(await codeOf(fs.readFile('/l1/x'))).toBe('ELOOP')
+  },
+  'links/create-through-dangling': async (fs) => {
+    await fs.symlink('nowhere', '/dangling')
+    await fs.writeFile('/dangling', 'made')
+    expect(await fs.readFile('/nowhere', 'utf8')).toBe('made')
+  },
+  'paths/trailing-slash': async (fs) => {
+    await fs.mkdir('/dir')
+    await fs.writeFile('/file', 'x')
+    expect((await fs.stat('/dir/')).isDirectory()).toBe(true)
+    expect(await codeOf(fs.stat('/file/'))).toBe('ENOTDIR')
+    expect(await codeOf(fs.readFile('/file/'))).toBe('ENOTDIR')
+  },
+  'paths/invalid': async (fs) => {
+    expect(await codeOf(fs.readFile('/a\0b'))).toBe('EINVAL')
+    expect(await codeOf(fs.readFile(`/${'n'.repeat(256)}`))).toBe('ENAMETOOLONG')
+    await expect(fs.readFile('/missing')).rejects.toThrow(
+      "ENOENT: no such file or directory, open '/missing'",
+    )
+  },
+  'files/open-flags': async (fs) => {
+    expect(await codeOf(fs.open('/missing', 'r'))).toBe('ENOENT')
+    const created = await fs.open('/f', 'wx')
+    await created.write(new TextEncoder().encode('hello'), 0, 5, 0)
+    await created.close()
+    expect(await codeOf(fs.open('/f', 'wx'))).toBe('EEXIST')
+    const appender = await fs.open('/f', 'a')
+    const more = new TextEncoder().encode(' world')
+    await appender.write(more, 0, more.length, 0) // the position is ignored with O_APPEND
+    await appender.close()
+    expect(await fs.readFile('/f', 'utf8')).toBe('hello world')
+    await (await fs.open('/f', 'w')).close()
+    expect((await fs.stat('/f')).size).toBe(0)
+    expect(await codeOf(fs.open('/f', 'bogus'))).toBe('EINVAL')
+    await fs.mkdir('/d')
+    expect(await codeOf(fs.open('/d', 'w'))).toBe('EISDIR')
+    expect(await codeOf(fs.writeFile('/d', 'x'))).toBe('EISDIR')
+  },
   'links/hard': async (fs) => {
     await fs.writeFile('/one', 'shared')
     await fs.link('/one', '/two')

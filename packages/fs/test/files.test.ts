@@ -36,24 +36,6 @@ for (const driver of Object.keys(DRIVERS)) {
       expect(await code(fs.truncate('/a', -1))).toBe('EINVAL')
     })
 
-    test('errors carry POSIX codes and Node messages', async () => {
-      const { fs } = await freshFs(driver)
-      await fs.mkdir('/dir')
-      await fs.writeFile('/file', 'x')
-      expect(await code(fs.readFile('/missing'))).toBe('ENOENT')
-      expect(await code(fs.readFile('/dir'))).toBe('EISDIR')
-      expect(await code(fs.writeFile('/dir', 'x'))).toBe('EISDIR')
-      expect(await code(fs.writeFile('/file/child', 'x'))).toBe('ENOTDIR')
-      expect(await code(fs.readFile('/file/'))).toBe('ENOTDIR')
-      expect(await code(fs.writeFile('/nope/child', 'x'))).toBe('ENOENT')
-      expect(await code(fs.unlink('/dir'))).toBe('EISDIR')
-      expect(await code(fs.readFile('/a\0b'))).toBe('EINVAL')
-      expect(await code(fs.readFile(`/${'n'.repeat(256)}`))).toBe('ENAMETOOLONG')
-      await expect(fs.readFile('/missing')).rejects.toThrow(
-        "ENOENT: no such file or directory, open '/missing'",
-      )
-    })
-
     test('unlink frees the inode and its chunks only with the last link', async () => {
       const { fs, db } = await freshFs(driver, { chunkSize: 64 })
       await fs.writeFile('/a', 'x'.repeat(300))

@@ -6,25 +6,6 @@ import { code, DRIVERS, freshFs } from './helpers.js'
 
 for (const driver of Object.keys(DRIVERS)) {
   describe(`handles and streams (${driver})`, () => {
-    test('open flags: r needs the file, wx is exclusive, w truncates, a appends', async () => {
-      const { fs } = await freshFs(driver)
-      expect(await code(fs.open('/missing', 'r'))).toBe('ENOENT')
-      const created = await fs.open('/f', 'wx')
-      await created.write('hello')
-      await created.close()
-      expect(await code(fs.open('/f', 'wx'))).toBe('EEXIST')
-      const appender = await fs.open('/f', 'a')
-      await appender.write(' world', 0) // position is ignored with O_APPEND
-      await appender.close()
-      expect(await fs.readFile('/f', 'utf8')).toBe('hello world')
-      const truncating = await fs.open('/f', 'w')
-      await truncating.close()
-      expect((await fs.stat('/f')).size).toBe(0)
-      expect(await code(fs.open('/f', 'bogus'))).toBe('EINVAL')
-      await fs.mkdir('/d')
-      expect(await code(fs.open('/d', 'w'))).toBe('EISDIR')
-    })
-
     test('cursor reads and writes, pread/pwrite leave the cursor alone', async () => {
       const { fs } = await freshFs(driver, { chunkSize: 64 })
       const handle = await fs.open('/f', 'w+')
