@@ -9,7 +9,12 @@ export interface SuiteContext {
    * Registers a test under a stable id (`values/bigints`). A test the driver author skipped is
    * still listed, with the reason in its name.
    */
-  readonly it: (id: string, name: string, fn: () => Promise<void>, timeoutMs?: number) => void
+  readonly it: (
+    id: string,
+    name: string,
+    fn: (skip: (reason: string) => never) => Promise<void>,
+    timeoutMs?: number,
+  ) => void
   /** Write goldens instead of comparing. */
   readonly updateGoldens: boolean
 }
@@ -26,7 +31,18 @@ export function makeIt(
     ids.add(id)
     ids.add(id.split('/')[0]!)
     const reason = skips[id] ?? skips[id.split('/')[0]!]
-    if (reason !== undefined) test.skip(`${name} [${id}] — skipped: ${reason}`, fn)
-    else test(`${name} [${id}]`, fn, timeoutMs)
+    if (reason !== undefined) test.skip(`${name} [${id}] — skipped: ${reason}`, () => {})
+    else
+      test(
+        `${name} [${id}]`,
+        // A test may find out from the driver's capabilities that it cannot apply: it is then
+        // reported as skipped, with the reason printed.
+        (context) =>
+          fn((why) => {
+            console.log(`${id} skipped: ${why}`)
+            return context.skip(why) as never
+          }),
+        timeoutMs,
+      )
   }
 }

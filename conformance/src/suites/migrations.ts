@@ -92,43 +92,57 @@ export function migrationsSuite({ resources, it }: SuiteContext): void {
   )
 
   for (const layout of FIXTURE_LAYOUTS) {
-    it(
-      `migrations/${layout}`,
-      `a ${layout} database migrates with every row and byte preserved`,
-      async () => {
-        const db = await resources().open({ setupScript: fixtureScript(layout) })
-        if (layout !== 'v0.4') expect(db.migration.steps.length).toBeGreaterThan(0)
-        expect(db.migration.from).toBe(layout)
-        await expectSpecLayout(db)
-        await expectChunkRule(db)
-        for (const [path, bytes] of Object.entries(FIXTURE_CONTENT.files)) {
-          const read = await readFileBySql(db, path)
-          expect(read && Buffer.from(read).equals(Buffer.from(bytes)), `${path} bytes`).toBe(true)
-        }
-        for (const [table, count] of Object.entries(FIXTURE_CONTENT.rowCounts)) {
-          expect(await countRows(db, table), table).toBe(count)
-        }
-        const nlink = await db.execute<{ ino: number; nlink: number }>({
-          sql: 'SELECT ino, nlink FROM fs_inode ORDER BY ino',
-        })
-        expect(Object.fromEntries(nlink.rows.map((r) => [r.ino, r.nlink]))).toEqual(
-          FIXTURE_CONTENT.nlink,
-        )
-        const seq = await db.execute<{ seq: number }>({
-          sql: "SELECT seq FROM sqlite_sequence WHERE name = 'fs_inode'",
-        })
-        expect(seq.rows[0]!.seq).toBeGreaterThanOrEqual(FIXTURE_CONTENT.inodeSequence)
-        const target = await db.execute<{ target: string }>({
-          sql: 'SELECT target FROM fs_symlink WHERE ino = ?',
-          params: [(await inoBySql(db, '/latest'))!],
-        })
-        expect(target.rows[0]!.target).toBe(FIXTURE_CONTENT.symlinks['/latest'])
-        if (layout === 'v0.2' || layout === 'v0.3' || layout === 'v0.4')
-          expect(await countRows(db, 'fs_whiteout')).toBe(1)
-        const again = await resources().open({ driver: db.driver.driver })
-        expect(again.migration.steps).toEqual([])
-      },
+    for (const foreignKeys of [false, true]) {
+      it(
+        `migrations/${layout}${foreignKeys ? '/foreign-keys-on' : ''}`,
+        `a ${layout} database migrates with every row and byte preserved${foreignKeys ? ', with foreign keys enforced on the connection (as a remote server does)' : ''}`,
+        () => expectLayoutMigrates(layout, foreignKeys),
+      )
+    }
+  }
+
+  async function expectLayoutMigrates(
+    layout: (typeof FIXTURE_LAYOUTS)[number],
+    foreignKeys: boolean,
+  ) {
+    // Older layouts cascade deletes through foreign keys: the migration must keep every row
+    // whatever the connection's setting (it cannot switch it inside its transaction).
+    const setupScript = `${fixtureScript(layout)}${foreignKeys ? '\nPRAGMA foreign_keys = ON;' : ''}`
+    const db = await resources().open({ setupScript })
+    if (foreignKeys && db.driver.driver.capabilities.connectionPragmas !== false) {
+      const { rows } = await db.execute<{ foreign_keys: number }>({ sql: 'PRAGMA foreign_keys' })
+      expect(Number(rows[0]!.foreign_keys), 'foreign keys on').toBe(1)
+    }
+    if (layout !== 'v0.4') expect(db.migration.steps.length).toBeGreaterThan(0)
+    expect(db.migration.from).toBe(layout)
+    await expectSpecLayout(db)
+    await expectChunkRule(db)
+    for (const [path, bytes] of Object.entries(FIXTURE_CONTENT.files)) {
+      const read = await readFileBySql(db, path)
+      expect(read && Buffer.from(read).equals(Buffer.from(bytes)), `${path} bytes`).toBe(true)
+    }
+    for (const [table, count] of Object.entries(FIXTURE_CONTENT.rowCounts)) {
+      expect(await countRows(db, table), table).toBe(count)
+    }
+    const nlink = await db.execute<{ ino: number; nlink: number }>({
+      sql: 'SELECT ino, nlink FROM fs_inode ORDER BY ino',
+    })
+    expect(Object.fromEntries(nlink.rows.map((r) => [r.ino, r.nlink]))).toEqual(
+      FIXTURE_CONTENT.nlink,
     )
+    const seq = await db.execute<{ seq: number }>({
+      sql: "SELECT seq FROM sqlite_sequence WHERE name = 'fs_inode'",
+    })
+    expect(seq.rows[0]!.seq).toBeGreaterThanOrEqual(FIXTURE_CONTENT.inodeSequence)
+    const target = await db.execute<{ target: string }>({
+      sql: 'SELECT target FROM fs_symlink WHERE ino = ?',
+      params: [(await inoBySql(db, '/latest'))!],
+    })
+    expect(target.rows[0]!.target).toBe(FIXTURE_CONTENT.symlinks['/latest'])
+    if (layout === 'v0.2' || layout === 'v0.3' || layout === 'v0.4')
+      expect(await countRows(db, 'fs_whiteout')).toBe(1)
+    const again = await resources().open({ driver: db.driver.driver })
+    expect(again.migration.steps).toEqual([])
   }
 
   it(

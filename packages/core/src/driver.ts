@@ -52,6 +52,12 @@ export interface DriverCapabilities {
   readonly inMemory: boolean
   /** True when the database is reached over the network. */
   readonly remote: boolean
+  /**
+   * False when each call or transaction may run on a connection of its own (a remote server's
+   * streams), so a pragma set by one `execute` does not hold for the next; true or absent for
+   * one connection.
+   */
+  readonly connectionPragmas?: boolean
 }
 
 /**

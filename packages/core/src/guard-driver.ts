@@ -132,10 +132,25 @@ export function guardDriver(driver: Driver): GuardedDriver {
   /** Set once the driver itself is closed. */
   let closed = false
   let closing: Promise<void> | undefined
+  /** Calls running on a concurrent driver (a serial one queues them on the mutex instead). */
+  let running = 0
+  let whenIdle: (() => void) | undefined
 
   const guard = <T>(fn: () => Promise<T>): Promise<T> => {
     if (closeRequested) return Promise.reject(closedError(driver.name))
-    return serial ? mutex.run(fn) : fn()
+    if (serial) return mutex.run(fn)
+    running++
+    return fn().finally(() => {
+      if (--running === 0) whenIdle?.()
+    })
+  }
+  /** Resolves once every call started before it has finished. */
+  const drained = (): Promise<void> => {
+    if (serial) return mutex.run(async () => {})
+    if (running === 0) return Promise.resolve()
+    return new Promise((resolve) => {
+      whenIdle = resolve
+    })
   }
 
   return {
@@ -214,8 +229,8 @@ export function guardDriver(driver: Driver): GuardedDriver {
     close(): Promise<void> {
       if (!closing) {
         closeRequested = true
-        // Let calls already queued finish, then close the connection.
-        closing = (serial ? mutex.run(async () => {}) : Promise.resolve()).then(async () => {
+        // Let calls already queued or running finish, then close the connection.
+        closing = drained().then(async () => {
           closed = true
           await driver.close()
         })

@@ -40,11 +40,9 @@ export async function migrate(q: Queryable, options: MigrateOptions): Promise<Mi
   const quickPlan = planFromReport(quick)
   if (quickPlan.steps.length === 0) return quickPlan
 
-  const fk = await q.execute<{ foreign_keys: number }>({ sql: 'PRAGMA foreign_keys' })
-  const fkOn = Number(fk.rows[0]?.foreign_keys ?? 0) === 1
-  // v0.0 tables cascade deletes through foreign keys; rebuilding them with enforcement on would
-  // delete rows. The pragma is a no-op inside a transaction, so switch it around the transaction.
-  if (fkOn) await q.execute({ sql: 'PRAGMA foreign_keys = OFF' })
+  // Correct whatever the connection's `foreign_keys` setting (see dropAside): a remote server
+  // runs each request on a stream of its own, so a pragma sent before the transaction would not
+  // reach it.
   try {
     return await q.transaction(async (tx) => {
       // Re-inspect under the write lock: another process may have migrated meanwhile.
@@ -67,8 +65,6 @@ export async function migrate(q: Queryable, options: MigrateOptions): Promise<Mi
         `Cause: ${error instanceof Error ? error.message : String(error)}`,
       { cause: error },
     )
-  } finally {
-    if (fkOn) await q.execute({ sql: 'PRAGMA foreign_keys = ON' })
   }
 }
 
@@ -82,6 +78,8 @@ async function applyPlan(
   await tx.execute({ sql: 'PRAGMA legacy_alter_table = ON' })
   const now = clock.now()
   const byName = new Map(SPEC_TABLES.map((t) => [t.name, t]))
+  /** Tables moved aside, dropped at the end (see {@link dropAside}). */
+  const aside: string[] = []
   // fs_inode rebuilds derive nlink from fs_dentry, so dentries are rebuilt after inodes.
   for (const step of plan.steps) {
     const spec = byName.get(step.target)
@@ -90,13 +88,13 @@ async function applyPlan(
         await tx.execute({ sql: spec!.sql })
         break
       case 'rebuild-table':
-        await rebuildTable(tx, spec!, report.columns.get(spec!.name)!, now.sec)
+        aside.push(await rebuildTable(tx, spec!, report.columns.get(spec!.name)!, now.sec))
         break
       case 'add-columns':
         await addColumns(tx, spec!, report.columns.get(spec!.name)!)
         break
       case 'recut-data':
-        await recutData(tx, spec!, chunkSize)
+        aside.push(await recutData(tx, spec!, chunkSize))
         break
       case 'create-index':
         await tx.execute({ sql: SPEC_INDEXES.find((i) => i.name === step.target)!.sql })
@@ -139,8 +137,44 @@ VALUES (?, ?, 1, 0, 0, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT(ino) DO NOTHING`,
       }
     }
   }
+  await dropAside(tx, aside)
   await tx.execute({ sql: `PRAGMA user_version = ${plan.toVersion}` })
   await tx.execute({ sql: 'PRAGMA legacy_alter_table = OFF' })
+}
+
+/**
+ * Drops the tables moved aside, once every row is copied out of them, children before parents.
+ * This keeps migrations correct with foreign keys enforced (a remote server's connections start
+ * with `foreign_keys = ON`, and the pragma cannot be switched inside a transaction): renaming a
+ * parent then rewrites its children's REFERENCES to the old name, and dropping a table deletes
+ * its rows first, cascading into every table that still references it. Dropped in this order,
+ * a cascade only reaches tables that are themselves being dropped. A live table left
+ * referencing a table moved aside would lose rows or break: the migration fails instead.
+ */
+async function dropAside(tx: Transaction, aside: readonly string[]): Promise<void> {
+  const schema = async () =>
+    (
+      await tx.execute<{ name: string; sql: string | null }>({
+        sql: "SELECT name, sql FROM sqlite_schema WHERE type = 'table'",
+      })
+    ).rows
+  const references = (sql: string | null, table: string) =>
+    sql !== null && new RegExp(`REFERENCES\\s+["\\[\`]?${table}\\b`, 'i').test(sql)
+  const live = (await schema()).filter((t) => !aside.includes(t.name))
+  for (const table of live)
+    for (const old of aside)
+      if (references(table.sql, old))
+        throw new Error(`table ${table.name} references ${old}, which the migration replaces`)
+  const remaining = [...aside]
+  while (remaining.length > 0) {
+    const tables = (await schema()).filter((t) => remaining.includes(t.name))
+    // A table no other remaining table references goes first (any one, if they form a cycle).
+    const next =
+      remaining.find((name) => !tables.some((t) => t.name !== name && references(t.sql, name))) ??
+      remaining[0]!
+    await tx.execute({ sql: `DROP TABLE ${next}` })
+    remaining.splice(remaining.indexOf(next), 1)
+  }
 }
 
 /** Renames a table out of the way and drops its indexes (index names are global). */
@@ -188,12 +222,13 @@ async function restoreSequence(tx: Transaction, name: string, seq: number | unde
   }
 }
 
+/** Rebuilds a table to the spec's DDL, rows copied; returns the old table's name (moved aside). */
 async function rebuildTable(
   tx: Transaction,
   spec: SchemaObject,
   have: readonly string[],
   nowSec: number,
-) {
+): Promise<string> {
   const { old, seq } = await moveAside(tx, spec.name)
   await tx.execute({ sql: spec.sql })
   const target: string[] = []
@@ -216,8 +251,8 @@ async function rebuildTable(
   await tx.execute({
     sql: `INSERT INTO ${spec.name} (${target.join(', ')}) SELECT ${source.join(', ')} FROM ${old} AS old`,
   })
-  await tx.execute({ sql: `DROP TABLE ${old}` })
   await restoreSequence(tx, spec.name, seq)
+  return old
 }
 
 async function addColumns(tx: Transaction, spec: SchemaObject, have: readonly string[]) {
@@ -245,7 +280,7 @@ async function addColumns(tx: Transaction, spec: SchemaObject, have: readonly st
  * file's old chunks out at their offsets (gaps read as zeros, later rows win on overlap) and
  * re-cuts them. Works one file at a time.
  */
-async function recutData(tx: Transaction, spec: SchemaObject, chunkSize: number) {
+async function recutData(tx: Transaction, spec: SchemaObject, chunkSize: number): Promise<string> {
   const { old } = await moveAside(tx, 'fs_data')
   await tx.execute({ sql: spec.sql })
   const inodes = await tx.execute<{ ino: number }>({
@@ -288,5 +323,5 @@ async function recutData(tx: Transaction, spec: SchemaObject, chunkSize: number)
     }
     await tx.execute({ sql: 'UPDATE fs_inode SET size = ? WHERE ino = ?', params: [length, ino] })
   }
-  await tx.execute({ sql: `DROP TABLE ${old}` })
+  return old
 }

@@ -3,6 +3,7 @@ import {
   type Driver,
   type Executor,
   fromSqlInteger,
+  isAgentFsError,
   mapSqliteError,
   type QueryResult,
   type SqlValue,
@@ -56,7 +57,13 @@ export interface LibsqlDriverConfig {
    * integers back to numbers). The driver closes it on `close()`.
    */
   readonly client?: LibsqlClient | (() => LibsqlClient | Promise<LibsqlClient>)
-  /** Local files: how long to wait for another process's write lock, in ms (default 5000). */
+  /**
+   * With a `client` factory: whether the client it makes talks to a server (default false). The
+   * driver's capabilities must be right before the client exists: a remote client runs
+   * transactions concurrently, a local one is serialised by the core.
+   */
+  readonly remote?: boolean
+  /** How long to wait for another connection's write lock, in ms (default 5000). */
   readonly busyTimeoutMs?: number
   /** Local files: `PRAGMA synchronous` (default `NORMAL`). */
   readonly synchronous?: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
@@ -148,9 +155,11 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
   const fileLock = new FileLock(busyTimeout)
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => fileLock.exclusive(fn)
   const given = config.client === undefined ? undefined : lazyConnection(config.client)
-  let local =
+  const local =
     declaredLocal ??
-    (typeof config.client === 'object' ? (config.client as LibsqlClient).protocol === 'file' : true)
+    (typeof config.client === 'object'
+      ? (config.client as LibsqlClient).protocol === 'file'
+      : config.remote !== true)
 
   async function openClient(): Promise<LibsqlClient> {
     let handle: LibsqlClient
@@ -170,7 +179,11 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
         throw mapSqliteError(error)
       }
     }
-    local = handle.protocol === 'file'
+    if ((handle.protocol === 'file') !== local)
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        `libsqlDriver's client factory made a ${handle.protocol} client, but the driver was configured for a ${local ? 'local' : 'remote'} one: set \`remote: ${!local}\``,
+      )
     const file = config.url === undefined ? undefined : localFilePath(config.url)
     if (local && file !== undefined) fileLock.attach(file)
     await exclusive(() => configure(handle))
@@ -240,10 +253,7 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     const args = bindArgs(statement.params)
     try {
       return toResult<Row>(
-        await retryBusy(
-          () => handle.execute({ sql: statement.sql, args }),
-          local ? busyTimeout : 0,
-        ),
+        await retryBusy(() => handle.execute({ sql: statement.sql, args }), busyTimeout),
       )
     } catch (error) {
       throw remoteAware(error, statement.sql)
@@ -255,13 +265,33 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     fn: (tx: Executor) => Promise<T>,
   ): Promise<T> {
     let remote: LibsqlTransaction
+    const begin = () => retryBusy(() => handle.transaction('write'), busyTimeout)
     try {
-      remote = await retryBusy(() => handle.transaction('write'), local ? busyTimeout : 0)
+      remote = await begin()
     } catch (error) {
       throw remoteAware(error)
     }
+    // A remote client sends BEGIN with the transaction's first statement, so the write lock can
+    // be refused there: nothing has happened yet, so that statement is retried on a new
+    // transaction until the busy timeout, as BEGIN is.
+    let first = true
+    const execute = <Row>(statement: Statement): Promise<QueryResult<Row>> => {
+      if (!first) return run<Row>(remote, statement)
+      first = false
+      return retryBusy(async () => {
+        try {
+          return await run<Row>(remote, statement)
+        } catch (error) {
+          if (isAgentFsError(error, 'BUSY')) {
+            remote.close()
+            remote = await handle.transaction('write')
+          }
+          throw error
+        }
+      }, busyTimeout)
+    }
     try {
-      const result = await fn({ execute: (statement) => run(remote, statement) })
+      const result = await fn({ execute })
       try {
         await remote.commit()
       } catch (error) {
@@ -279,7 +309,13 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
   return {
     name: 'libsql',
     get capabilities() {
-      return { concurrentTransactions: !local, inMemory: config.url === ':memory:', remote: !local }
+      return {
+        concurrentTransactions: !local,
+        inMemory: config.url === ':memory:',
+        remote: !local,
+        // Each remote call runs on a server stream of its own.
+        connectionPragmas: local,
+      }
     },
     async execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       const handle = client ?? (await current())
