@@ -101,9 +101,16 @@ export function encodeValue(value: unknown): Value {
 /** One stream: its own connection, and the SQL texts stored on it by id. */
 export class StreamState {
   readonly sqls = new Map<number, string>()
+  /** The stream changed its connection's settings (a pragma, an attached database). */
+  tainted = false
   #changes: Database.Statement | undefined
 
   constructor(readonly db: Database.Database) {}
+
+  #note(sql: string): void {
+    if (!this.tainted && /\b(PRAGMA\s+[\w.]+\s*[=(]|ATTACH\b|DETACH\b)/i.test(sql))
+      this.tainted = true
+  }
 
   sqlOf(sql: string | undefined, sqlId: number | undefined): string {
     if (sql !== undefined && sqlId !== undefined)
@@ -119,6 +126,7 @@ export class StreamState {
 
   execute(stmt: Stmt): StmtResult {
     const sql = this.sqlOf(stmt.sql, stmt.sql_id)
+    this.#note(sql)
     let prepared: Database.Statement
     try {
       prepared = this.db.prepare(sql)
@@ -208,6 +216,7 @@ export class StreamState {
   }
 
   sequence(sql: string): void {
+    this.#note(sql)
     try {
       this.db.exec(sql)
     } catch (error) {

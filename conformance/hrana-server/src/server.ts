@@ -40,7 +40,8 @@ interface Stream {
  * like sqld where it matters:
  *
  * - Connections start with `foreign_keys = ON` (sqld's default) and WAL; a pragma set on one
- *   stream holds on that stream only.
+ *   stream holds on that stream only (a connection is reused by a later stream only if no
+ *   statement changed its settings and it is outside a transaction).
  * - `busy_timeout = 0`: a statement that meets another stream's lock fails at once with
  *   `SQLITE_BUSY` (this process runs every stream; a blocking wait would stall them all). Clients
  *   retry.
@@ -65,7 +66,20 @@ export async function startHranaServer(options: HranaServerOptions): Promise<Hra
     setup.close()
   }
 
+  /**
+   * Connections of closed streams, kept for the next stream (opening one per request would
+   * dominate the cost of a call): only those outside a transaction whose settings no statement
+   * changed, so every stream still starts as a fresh connection would.
+   */
+  const idle: Database.Database[] = []
+  const release = (state: StreamState) => {
+    if (!state.tainted && !state.db.inTransaction && idle.length < 8) idle.push(state.db)
+    else state.db.close()
+  }
+
   const openStream = (): StreamState => {
+    const reused = idle.pop()
+    if (reused) return new StreamState(reused)
     const db = new Database(options.path)
     db.pragma('foreign_keys = ON')
     db.pragma('busy_timeout = 0')
@@ -79,6 +93,7 @@ export async function startHranaServer(options: HranaServerOptions): Promise<Hra
     if (!stream) return
     streams.delete(baton)
     clearTimeout(stream.timer)
+    // An expired stream's transaction is rolled back: its connection is not reused.
     stream.state.db.close()
   }
 
@@ -119,7 +134,7 @@ export async function startHranaServer(options: HranaServerOptions): Promise<Hra
       }
     })
     if (closed) {
-      state.db.close()
+      release(state)
       return { baton: null, base_url: null, results }
     }
     return { baton: keep(state), base_url: null, results }
@@ -178,6 +193,7 @@ export async function startHranaServer(options: HranaServerOptions): Promise<Hra
     },
     async close() {
       for (const baton of [...streams.keys()]) closeStream(baton)
+      for (const db of idle.splice(0)) db.close()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },

@@ -49,6 +49,7 @@ describe('libsqlDriver', () => {
       concurrentTransactions: true,
       inMemory: false,
       remote: true,
+      connectionPragmas: false,
     })
     // Nothing listens on the discard port: a clear error, not a hang.
     const error = await driver.execute({ sql: 'SELECT 1' }).catch((e: unknown) => e)

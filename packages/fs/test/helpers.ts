@@ -7,6 +7,7 @@ import {
 } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
+import { serverBacked } from '@agentfs/hrana-server'
 import { afterEach, expect } from 'vitest'
 import { createFileSystem, type FileSystemOptions, type SqlFileSystem } from '../src/index.js'
 
@@ -14,6 +15,7 @@ import { createFileSystem, type FileSystemOptions, type SqlFileSystem } from '..
 export const DRIVERS: Record<string, () => Driver> = {
   'better-sqlite3': () => betterSqlite3Driver({ path: ':memory:' }),
   libsql: () => libsqlDriver({ url: ':memory:' }),
+  'libsql remote': () => serverBacked((url) => libsqlDriver({ url, busyTimeoutMs: 2000 })),
 }
 
 const open: AgentDatabase[] = []

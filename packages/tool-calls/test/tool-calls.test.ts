@@ -7,12 +7,14 @@ import {
 } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
+import { serverBacked } from '@agentfs/hrana-server'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createToolCalls } from '../src/index.js'
 
 const DRIVERS = {
   'better-sqlite3': () => betterSqlite3Driver({ path: ':memory:' }),
   libsql: () => libsqlDriver({ url: ':memory:' }),
+  'libsql remote': () => serverBacked((url) => libsqlDriver({ url, busyTimeoutMs: 2000 })),
 }
 const open: AgentDatabase[] = []
 afterEach(async () => {

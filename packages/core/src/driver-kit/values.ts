@@ -27,6 +27,8 @@ export function convertRows<Row>(rows: unknown[]): Row[] {
     for (const key in row) {
       const value = row[key]
       if (typeof value === 'bigint') row[key] = fromSqlInteger(value)
+      // Engines that hand blobs out as ArrayBuffer (libsql): a view, no copy.
+      else if (value instanceof ArrayBuffer) row[key] = new Uint8Array(value)
     }
   }
   return rows as Row[]

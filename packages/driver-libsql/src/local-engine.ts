@@ -1,0 +1,107 @@
+import { createRequire } from 'node:module'
+import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
+import {
+  createSyncDriver,
+  type SyncConnection,
+  type SyncDriverOptions,
+  type SyncStatement,
+} from '@agentfs/core/driver-kit'
+
+/** The parts of the `libsql` engine's `Statement` this driver uses (structural). */
+interface EngineStatement {
+  readonly reader: boolean
+  all(params: readonly unknown[]): unknown[]
+  run(params: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint }
+  safeIntegers(toggle?: boolean): this
+}
+
+/** The parts of the `libsql` engine's `Database` this driver uses. */
+interface EngineDatabase {
+  readonly open: boolean
+  readonly inTransaction: boolean
+  prepare(source: string): EngineStatement
+  exec(source: string): void
+  close(): void
+}
+
+type EngineConstructor = new (path: string, options?: { timeout?: number }) => EngineDatabase
+
+/**
+ * A reader is a statement that returns rows; of those, only `… RETURNING` changes anything (the
+ * engine, unlike better-sqlite3, does not say whether a statement is read-only).
+ */
+const RETURNING = /\bRETURNING\b/i
+
+/** libSQL binds Buffers as BLOBs; a plain Uint8Array gets a zero-copy Buffer view. */
+const toBuffer = (value: Uint8Array): Buffer =>
+  Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+
+function openEngine(path: string): EngineDatabase {
+  let Database: EngineConstructor
+  try {
+    Database = createRequire(import.meta.url)('libsql') as EngineConstructor
+  } catch (error) {
+    throw new AgentFsError(
+      'CANT_OPEN',
+      'the libsql engine is not installed: npm install libsql (a dependency of @agentfs/driver-libsql and of @libsql/client)',
+      { cause: error },
+    )
+  }
+  try {
+    return new Database(path, { timeout: 0 })
+  } catch (error) {
+    throw mapSqliteError(error)
+  }
+}
+
+function connection(db: EngineDatabase, file: string | undefined): SyncConnection {
+  return {
+    file,
+    readonly: false,
+    get isOpen() {
+      return db.open
+    },
+    get inTransaction() {
+      return db.inTransaction
+    },
+    prepare(sql: string): SyncStatement {
+      const statement = db.prepare(sql)
+      const reader = statement.reader
+      if (reader) statement.safeIntegers(true)
+      return {
+        reader,
+        readonly: reader && !RETURNING.test(sql),
+        // Always one array: the engine takes a single object argument as named parameters, so
+        // a lone null or Buffer parameter passed spread would be misread (or crash it).
+        all: (params) => statement.all(params),
+        run: (params) => statement.run(params),
+      }
+    },
+    exec(sql: string) {
+      db.exec(sql)
+    },
+    close() {
+      db.close()
+    },
+  }
+}
+
+/**
+ * A local libSQL database (`file:` or `:memory:`) on the `libsql` engine directly, built with the
+ * core driver kit: prepared statements cached per connection, WAL, an asynchronous busy wait, a
+ * per-file lock shared by the process's connections. `@libsql/client`'s local mode prepares
+ * every statement anew and keeps native memory the garbage collector does not see; this path
+ * does neither. `path` is a file path or `:memory:`.
+ */
+export function localEngineDriver(path: string, options: SyncDriverOptions): Driver {
+  const memory = path === ':memory:' || path === ''
+  return createSyncDriver({
+    ...options,
+    name: 'libsql',
+    target: path,
+    memory,
+    reopenable: true,
+    open: () => connection(openEngine(path), memory ? undefined : path),
+    blob: toBuffer,
+  })
+}
