@@ -27,12 +27,17 @@ try {
     // Later workloads build on earlier ones (W2 reads W1's files), so all run; only the
     // selected ones are reported.
     if (w.needs && !w.needs(impl)) continue
+    const tripsBefore = await impl.roundTrips?.()
     const r = await w.run(impl, scale)
+    const tripsAfter = await impl.roundTrips?.()
     if (wanted && !wanted.has(w.id)) continue
     results.push({
       workload: w.id,
       title: w.title,
       ...r,
+      ...(tripsBefore === undefined || tripsAfter === undefined
+        ? {}
+        : { roundTripsPerOp: (tripsAfter - tripsBefore) / r.ops }),
       ...(w.id === 'W5' && impl.files.length > 0 ? { diskBytes: diskBytes() } : {}),
       rssAfterMiB: process.memoryUsage().rss / 2 ** 20,
     })

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { createReadStream, createWriteStream } from 'node:fs'
 import {
   mkdir as mkdirHost,
@@ -11,6 +12,7 @@ import {
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { fileURLToPath } from 'node:url'
 import { type AgentTool, createAgentTools } from '@agentfs/agent-tools'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { HostFileSystem } from '@agentfs/overlay'
@@ -37,6 +39,8 @@ export interface Impl {
   toolRecord?(name: string, parameters: unknown, result: unknown): Promise<void>
   /** Streams `mib` MiB into a file and back out, returning a checksum of what was read. */
   streamInOut?(path: string, mib: number): Promise<number>
+  /** Round trips to a server so far (remote implementations), to report them per operation. */
+  roundTrips?(): Promise<number>
   /** The agent tools over this storage (W11), when it can serve them. */
   agentTools?(): Map<string, AgentTool>
   close(): Promise<void>
@@ -49,6 +53,7 @@ export const IMPLEMENTATIONS = [
   'agentfs-full',
   'agentfs-noatime',
   'agentfs-libsql',
+  'agentfs-libsql-remote',
   'agentfs-sdk-0.6.4',
   'node-fs',
 ] as const
@@ -115,14 +120,17 @@ function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL'): Impl {
 async function agentfs(
   dir: string,
   variant: 'NORMAL' | 'FULL' | 'libsql' | 'noatime',
+  remoteUrl?: string,
 ): Promise<Impl> {
   const path = join(dir, 'agent.db')
   const agent =
-    variant === 'libsql'
-      ? await AgentFS.open({ driver: libsqlDriver({ url: `file:${path}` }) })
-      : variant === 'noatime'
-        ? await AgentFS.open({ path, fs: { atime: 'noatime' } })
-        : await AgentFS.open({ path, synchronous: variant })
+    remoteUrl !== undefined
+      ? await AgentFS.open({ driver: libsqlDriver({ url: remoteUrl }) })
+      : variant === 'libsql'
+        ? await AgentFS.open({ driver: libsqlDriver({ url: `file:${path}` }) })
+        : variant === 'noatime'
+          ? await AgentFS.open({ path, fs: { atime: 'noatime' } })
+          : await AgentFS.open({ path, synchronous: variant })
   const handles = new Map<string, Awaited<ReturnType<typeof agent.fs.open>>>()
   return {
     name: {
@@ -256,10 +264,48 @@ export async function openImpl(name: ImplName, dir: string): Promise<Impl> {
       return agentfs(dir, 'FULL')
     case 'agentfs-libsql':
       return agentfs(dir, 'libsql')
+    case 'agentfs-libsql-remote':
+      return remote(dir)
     case 'agentfs-sdk-0.6.4':
       return reference(dir)
     case 'node-fs':
       await mkdirHost(join(dir, 'tree'), { recursive: true })
       return nodeFs(dir)
+  }
+}
+
+/**
+ * The libSQL driver in remote mode: HTTP to the libSQL protocol test server, run in a process of
+ * its own (its SQLite work must not share this event loop) on loopback. W13 (1 GiB through the
+ * JSON protocol) is left out.
+ */
+async function remote(dir: string): Promise<Impl> {
+  const path = join(dir, 'server.db')
+  const server = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('./hrana-child.js', import.meta.url)), path],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  )
+  const url = await new Promise<string>((resolve, reject) => {
+    server.once('error', reject)
+    server.once('exit', (code) => reject(new Error(`the test server exited (${code})`)))
+    server.stdout!.once('data', (line: Buffer) => resolve(String(line).trim()))
+  })
+  const impl = await agentfs(dir, 'libsql', url)
+  const { streamInOut: _stream, ...rest } = impl
+  return {
+    ...rest,
+    name: 'agentfs-libsql-remote',
+    durability: 'server: WAL, synchronous=NORMAL',
+    files: dbFiles(path),
+    roundTrips: async () =>
+      ((await (await fetch(`${url}/stats`)).json()) as { pipelines: number }).pipelines,
+    close: async () => {
+      await impl.close()
+      server.stdin!.end()
+      await new Promise((resolve) => server.once('exit', resolve))
+    },
   }
 }

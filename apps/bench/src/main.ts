@@ -76,6 +76,7 @@ const rows: string[][] = [
     'p50 µs',
     'p99 µs',
     'RSS MiB',
+    'trips/op',
     '× raw-sql',
     '× agentfs-sdk',
   ],
@@ -105,6 +106,7 @@ for (const report of reports) {
       fmt(r.p50us, 0),
       fmt(r.p99us, 0),
       fmt(r.rssAfterMiB, 0),
+      fmt(r.roundTripsPerOp, 1),
       fmt(raw),
       fmt(ref),
     ])

@@ -46,6 +46,8 @@ export interface WorkloadResult {
   readonly diskBytes?: number
   /** Resident memory right after the workload. */
   readonly rssAfterMiB?: number
+  /** Round trips to the server per operation (remote implementations). */
+  readonly roundTripsPerOp?: number
 }
 
 /** The big file of W5, kept for W6 (one 64 MiB buffer, not one per workload). */

@@ -156,6 +156,11 @@ export async function startHranaServer(options: HranaServerOptions): Promise<Hra
       res.writeHead(200).end()
       return
     }
+    if (req.method === 'GET' && path === '/stats') {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ pipelines, openStreams: streams.size }))
+      return
+    }
     const version = path === '/v2/pipeline' ? 2 : path === '/v3/pipeline' ? 3 : undefined
     if (req.method !== 'POST' || version === undefined)
       throw new HttpError(404, `no route ${req.method} ${path}`)

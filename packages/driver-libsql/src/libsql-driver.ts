@@ -199,7 +199,7 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     if ((handle.protocol === 'file') !== local)
       throw new AgentFsError(
         'INVALID_ARGUMENT',
-        `libsqlDriver's client factory made a ${handle.protocol} client, but the driver was configured for a ${local ? 'local' : 'remote'} one: set \`remote: ${!local}\``,
+        `libsqlDriver's client factory made a ${handle.protocol} client, but the driver was configured for a ${local ? 'local' : 'remote'} one: set \`remote: ${local}\``,
       )
     const file = config.url === undefined ? undefined : localFilePath(config.url)
     if (local && file !== undefined) fileLock.attach(file)

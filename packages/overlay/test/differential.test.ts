@@ -43,7 +43,7 @@ describe.each([
   [
     'libsql remote',
     () => serverBacked((url) => libsqlDriver({ url, busyTimeoutMs: 2000 })),
-    Math.max(1, Math.round(RUNS / 5)),
+    Math.max(2, Math.round(RUNS / 10)),
   ],
 ] as const)('%s', (_name, makeDriver, runs) => {
   test(
