@@ -200,12 +200,10 @@ export class HostFileSystem implements FileSystem {
   }
 
   async exists(path: string): Promise<boolean> {
-    try {
-      await this.stat(path)
-      return true
-    } catch {
-      return false
-    }
+    return this.stat(path).then(
+      () => true,
+      () => false,
+    )
   }
 
   async access(path: string, mode = 0): Promise<void> {
@@ -343,21 +341,11 @@ export class HostFileSystem implements FileSystem {
   }
 
   async statfs(path: string): Promise<StatFs> {
-    let s: import('node:fs').StatsFs
-    try {
-      s = await fsp.statfs(this.root)
-    } catch (error) {
+    const s = await fsp.statfs(this.root).catch((error: unknown) => {
       throw hostError(error, 'statfs', path)
-    }
-    return {
-      type: s.type,
-      bsize: s.bsize,
-      blocks: s.blocks,
-      bfree: s.bfree,
-      bavail: s.bavail,
-      files: s.files,
-      ffree: s.ffree,
-    }
+    })
+    const { type, bsize, blocks, bfree, bavail, files, ffree } = s
+    return { type, bsize, blocks, bfree, bavail, files, ffree }
   }
 
   async open(path: string, flags: string | number = 'r', mode = 0o666): Promise<FsFileHandle> {
