@@ -20,28 +20,7 @@ import { afterAll, beforeAll, expect } from 'vitest'
 
 export const run = promisify(execFile)
 export const repo = fileURLToPath(new URL('../../../', import.meta.url))
-export const PACKAGE_DIRS = [
-  ...[
-    'agent-tools',
-    'ai-sdk',
-    'core',
-    'driver-better-sqlite3',
-    'driver-libsql',
-    'driver-node-sqlite',
-    'fs',
-    'kv',
-    'mastra',
-    'mcp',
-    'openai-agents',
-    'overlay',
-    'sdk',
-    'tool-calls',
-  ].map((p) => `packages/${p}`),
-  'apps/cli',
-  'conformance',
-]
-
-/** Packages whose README has an install line and code blocks. */
+/** Packages whose README has an install line and code blocks (every published library). */
 export const README_PACKAGES = [
   'agent-tools',
   'ai-sdk',
@@ -57,6 +36,13 @@ export const README_PACKAGES = [
   'overlay',
   'sdk',
   'tool-calls',
+]
+
+/** Every published package's folder: the libraries, the CLI and the conformance kit. */
+export const PACKAGE_DIRS = [
+  ...README_PACKAGES.map((p) => `packages/${p}`),
+  'apps/cli',
+  'conformance',
 ]
 
 /** The scratch folder (set when packing starts) and the tarball of each package name. */
