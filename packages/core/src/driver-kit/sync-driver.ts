@@ -74,6 +74,14 @@ export interface SyncDriverSpec extends SyncDriverOptions {
   readonly reopenable: boolean
   /** How a byte array is bound (default: as it is). */
   readonly blob?: (value: Uint8Array) => unknown
+  /**
+   * For bindings that free a result set's native memory in a finalizer Node runs only when the
+   * event loop turns (N-API finalizers that may call JavaScript are deferred to `setImmediate`):
+   * after this many row-returning statements, the next call first waits one event-loop turn.
+   * Without it, a caller that awaits call after call never yields to the event loop and the
+   * unreleased memory grows with every read. Default: never.
+   */
+  readonly turnEventLoopEvery?: number
 }
 
 /**
@@ -92,6 +100,18 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
   const busyTimeout = spec.busyTimeoutMs ?? 5000
   const truncateAfter = spec.truncateWalAfterBytes ?? 8 * 1024 * 1024
   const blob = spec.blob
+  const turnEvery = spec.turnEventLoopEvery ?? Number.POSITIVE_INFINITY
+  let readsSinceTurn = 0
+  /** One turn shared by every call that arrives while it is pending, so they keep their order. */
+  let pendingTurn: Promise<void> | undefined
+  const needsTurn = (): boolean => readsSinceTurn >= turnEvery
+  const turn = (): Promise<void> => {
+    pendingTurn ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      readsSinceTurn = 0
+      pendingTurn = undefined
+    })
+    return pendingTurn
+  }
   const cache = new Map<string, SyncStatement>()
   let db: SyncConnection | undefined
   let opening: Promise<SyncConnection> | undefined
@@ -151,6 +171,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     const prepared = prepare(handle, statement.sql)
     const params = bindIntegers(statement.params, blob)
     if (prepared.reader) {
+      readsSinceTurn++
       const rows = convertRows<Row>(prepared.all(params))
       return { rows, changes: prepared.readonly ? 0 : rows.length }
     }
@@ -196,7 +217,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       // Fast path: the statement runs synchronously; only a lock wait or a busy retry goes async.
       const handle = db
-      if (handle && !fileLock.contended) {
+      if (handle && !fileLock.contended && !needsTurn()) {
         try {
           return Promise.resolve(runRaw<Row>(handle, statement))
         } catch (error) {
@@ -206,6 +227,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
         }
       }
       return (async () => {
+        if (needsTurn()) await turn()
         const opened = db ?? (await withDb())
         return fileLock.contended
           ? exclusive(() => runRetrying<Row>(opened, statement))
@@ -265,7 +287,10 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     let active = true
     let bound = 0
     const tx: Executor = {
-      execute: <Row = Record<string, SqlValue>>(statement: Statement) => {
+      execute: <Row = Record<string, SqlValue>>(
+        statement: Statement,
+      ): Promise<QueryResult<Row>> => {
+        if (needsTurn()) return turn().then(() => tx.execute<Row>(statement))
         if (!active)
           return Promise.reject(new AgentFsError('MISUSE', 'Transaction already finished'))
         if (statement.params)
