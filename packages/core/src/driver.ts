@@ -38,6 +38,31 @@ export interface Executor {
    * MUST NOT keep a reference to `statement.params` after the promise settles.
    */
   execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>>
+  /**
+   * Optional, inside a transaction only: queues a statement whose result the caller does not
+   * need, so that a remote driver can send it with the transaction's next statement or with its
+   * COMMIT, in one round trip. A driver that offers it MUST run queued statements in order,
+   * before any later statement of the transaction and before COMMIT. If a queued statement
+   * fails, the call that sent it rejects with its error and so does every later call, and the
+   * transaction rolls back whatever its callback returns. Callers use {@link executeDeferred}.
+   */
+  defer?(statement: Statement): void
+}
+
+/**
+ * Runs a statement whose result is not needed: queued with `defer` where the executor offers
+ * it (a remote transaction sends it with the next statement), else executed and awaited. Use it
+ * only where the statement's own failure needs no handling of its own: the error may surface
+ * from a later statement of the transaction.
+ */
+export function executeDeferred(executor: Executor, statement: Statement): Promise<void> {
+  if (executor.defer === undefined) return executor.execute(statement).then(() => undefined)
+  try {
+    executor.defer(statement)
+  } catch (error) {
+    return Promise.reject(error)
+  }
+  return Promise.resolve()
 }
 
 /** What a driver can do; the core adapts to it. */

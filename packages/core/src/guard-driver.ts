@@ -65,11 +65,21 @@ class TransactionHandle implements Transaction {
   #depth: number
   readonly #inner: Executor
   readonly #name: string
+  /** Present when the driver's transaction can queue statements (see `Executor.defer`). */
+  readonly defer?: (statement: Statement) => void
 
   constructor(inner: Executor, depth: number, name: string) {
     this.#inner = inner
     this.#depth = depth
     this.#name = name
+    if (inner.defer !== undefined) {
+      const queue = inner.defer.bind(inner)
+      this.defer = (statement) => {
+        this.#check()
+        checkParams(statement)
+        queue(statement)
+      }
+    }
   }
 
   end(): void {

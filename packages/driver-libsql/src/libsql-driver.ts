@@ -29,6 +29,11 @@ export interface LibsqlInStatement {
 /** The parts of a libSQL interactive `Transaction` this driver uses. */
 export interface LibsqlTransaction {
   execute(statement: LibsqlInStatement): Promise<LibsqlResultSet>
+  /**
+   * Several statements in one request, each run only if the one before succeeded. Optional:
+   * without it the driver sends every statement on its own.
+   */
+  batch?(statements: LibsqlInStatement[]): Promise<LibsqlResultSet[]>
   commit(): Promise<void>
   rollback(): Promise<void>
   close(): void
@@ -288,16 +293,52 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     } catch (error) {
       throw remoteAware(error)
     }
+    /** Statements queued with `defer`, sent with the next statement or with COMMIT. */
+    let queued: Statement[] = []
+    /** A queued statement failed: every later call rejects, and the transaction rolls back. */
+    let failure: AgentFsError | undefined
+    /** Sends the queued statements and then `statement` (or COMMIT) in one request. */
+    const send = async <Row>(
+      statement: Statement | undefined,
+      beginning: boolean,
+    ): Promise<QueryResult<Row>> => {
+      if (failure) throw failure
+      const group = queued
+      queued = []
+      if (group.length === 0 && statement !== undefined) return run<Row>(remote, statement)
+      const all = statement === undefined ? group : [...group, statement]
+      // `defer` is offered only when the transaction has `batch`.
+      const batch = remote.batch as NonNullable<LibsqlTransaction['batch']>
+      try {
+        const results = await batch.call(
+          remote,
+          all.map((s) => ({ sql: s.sql, args: bindArgs(s.params) })),
+        )
+        return toResult<Row>(results[results.length - 1] as LibsqlResultSet)
+      } catch (error) {
+        const index = (error as { statementIndex?: unknown }).statementIndex
+        const failed = typeof index === 'number' ? all[index] : undefined
+        const mapped = remoteAware(error, failed?.sql)
+        // BEGIN itself was refused (it goes with the first request): nothing ran, the caller
+        // retries the whole group on a new transaction.
+        if (isAgentFsError(mapped, 'BUSY') && beginning) {
+          queued = [...group, ...queued]
+          throw mapped
+        }
+        if (failed !== statement) failure = mapped
+        throw mapped
+      }
+    }
     // A remote client sends BEGIN with the transaction's first statement, so the write lock can
     // be refused there: nothing has happened yet, so that statement is retried on a new
     // transaction until the busy timeout, as BEGIN is.
     let first = true
-    const execute = <Row>(statement: Statement): Promise<QueryResult<Row>> => {
-      if (!first) return run<Row>(remote, statement)
+    const execute = <Row>(statement: Statement | undefined): Promise<QueryResult<Row>> => {
+      if (!first) return send<Row>(statement, false)
       first = false
       return retryBusy(async () => {
         try {
-          return await run<Row>(remote, statement)
+          return await send<Row>(statement, true)
         } catch (error) {
           if (isAgentFsError(error, 'BUSY')) {
             remote.close()
@@ -307,12 +348,25 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
         }
       }, busyTimeout)
     }
+    const executor: Executor = { execute: (statement) => execute(statement) }
+    if (remote.batch !== undefined)
+      executor.defer = (statement) => {
+        queued.push(statement)
+      }
     try {
-      const result = await fn({ execute })
-      try {
-        await remote.commit()
-      } catch (error) {
-        throw mapSqliteError(error)
+      const result = await fn(executor)
+      if (failure) throw failure
+      if (queued.length > 0) {
+        // The queued statements and COMMIT in one request; closing the stream afterwards sends
+        // its close without waiting for it.
+        queued.push({ sql: 'COMMIT' })
+        await execute(undefined)
+      } else {
+        try {
+          await remote.commit()
+        } catch (error) {
+          throw mapSqliteError(error)
+        }
       }
       return result
     } catch (error) {

@@ -1,4 +1,4 @@
-import { corruptError, type Executor, fsError } from '@agentfs/core'
+import { corruptError, type Executor, executeDeferred, fsError } from '@agentfs/core'
 
 /**
  * Largest file size, in bytes: 16 TiB (ext4's limit with 4 KiB blocks). Writes, truncates and
@@ -39,6 +39,12 @@ const BATCH = 32
 const insertSql = (rows: number) =>
   `INSERT OR REPLACE INTO fs_data (ino, chunk_index, data) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?)').join(', ')}`
 
+/**
+ * Bytes a write may leave queued for the transaction's next request (see `Executor.defer`);
+ * larger writes go at once, so one request never carries a whole large file.
+ */
+const DEFER_BYTES = 64 * 1024
+
 /** Writes `chunks` (index → bytes) for `ino`, batched. */
 export async function putChunks(
   q: Executor,
@@ -48,8 +54,14 @@ export async function putChunks(
   for (let i = 0; i < chunks.length; i += BATCH) {
     const slice = chunks.slice(i, i + BATCH)
     const params: Array<number | Uint8Array> = []
-    for (const [index, data] of slice) params.push(ino, index, data)
-    await q.execute({ sql: insertSql(slice.length), params })
+    let bytes = 0
+    for (const [index, data] of slice) {
+      params.push(ino, index, data)
+      bytes += data.byteLength
+    }
+    const statement = { sql: insertSql(slice.length), params }
+    if (chunks.length <= BATCH && bytes <= DEFER_BYTES) await executeDeferred(q, statement)
+    else await q.execute(statement)
   }
 }
 
@@ -272,16 +284,16 @@ export async function resize(
     return
   }
   if (newSize === 0) {
-    await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })
+    await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })
     return
   }
   const lastIndex = Math.floor((newSize - 1) / chunkSize)
-  await q.execute({
+  await executeDeferred(q, {
     sql: 'DELETE FROM fs_data WHERE ino = ? AND chunk_index > ?',
     params: [ino, lastIndex],
   })
   const keep = newSize - lastIndex * chunkSize
-  await q.execute({
+  await executeDeferred(q, {
     sql: 'UPDATE fs_data SET data = substr(data, 1, ?) WHERE ino = ? AND chunk_index = ? AND length(data) > ?',
     params: [keep, ino, lastIndex, keep],
   })

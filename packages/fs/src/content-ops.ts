@@ -1,4 +1,11 @@
-import { fsError, MODE_PERMISSION_MASK, normalizePath, S_IFREG, twoPathErrors } from '@agentfs/core'
+import {
+  executeDeferred,
+  fsError,
+  MODE_PERMISSION_MASK,
+  normalizePath,
+  S_IFREG,
+  twoPathErrors,
+} from '@agentfs/core'
 import { resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
 import { COPYFILE_EXCL, checkLength, existing, type FsContext, write } from './context.js'
@@ -43,7 +50,7 @@ export async function writeData(
       if (bytes.byteLength > 0) await writeRange(q, ino, 0, ctx.chunkSize, 0, bytes)
       return
     } else if (!append && node.size > 0) {
-      await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
+      await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
     }
     const base = append ? node.size : 0
     const size =

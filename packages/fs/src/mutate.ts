@@ -1,4 +1,4 @@
-import { type Executor, ROOT_INO, type Timestamp } from '@agentfs/core'
+import { type Executor, executeDeferred, ROOT_INO, type Timestamp } from '@agentfs/core'
 import { INODE_COLUMNS, type InodeRow, touchCtime } from './inode.js'
 
 /** Loads one inode row. */
@@ -18,7 +18,7 @@ export async function touchContent(
   now: Timestamp,
 ): Promise<void> {
   const ctime = touchCtime(now)
-  await q.execute({
+  await executeDeferred(q, {
     sql: `UPDATE fs_inode SET size = ?, mtime = ?, mtime_nsec = ?, ${ctime.sql} WHERE ino = ?`,
     params: [size, now.sec, now.nsec, ...ctime.params, ino],
   })
@@ -34,16 +34,16 @@ export async function touchMeta(
   const columns = Object.keys(set)
   const extra = columns.map((c) => `${c} = ?`).join(', ')
   const ctime = touchCtime(now)
-  await q.execute({
+  await executeDeferred(q, {
     sql: `UPDATE fs_inode SET ${extra ? `${extra}, ` : ''}${ctime.sql} WHERE ino = ?`,
     params: [...columns.map((c) => set[c]!), ...ctime.params, ino],
   })
 }
 
 /** A directory's entries changed: its mtime and ctime move. */
-export function touchDir(q: Executor, ino: number, now: Timestamp) {
+export function touchDir(q: Executor, ino: number, now: Timestamp): Promise<void> {
   const ctime = touchCtime(now)
-  return q.execute({
+  return executeDeferred(q, {
     sql: `UPDATE fs_inode SET mtime = ?, mtime_nsec = ?, ${ctime.sql} WHERE ino = ?`,
     params: [now.sec, now.nsec, ...ctime.params, ino],
   })
@@ -75,7 +75,7 @@ VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ino`,
     ],
   })
   const ino = rows[0]!.ino
-  await q.execute({
+  await executeDeferred(q, {
     sql: 'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
     params: [name, parent, ino],
   })
@@ -94,7 +94,7 @@ export async function removeEntry(
   node: InodeRow,
   now: Timestamp,
 ) {
-  await q.execute({
+  await executeDeferred(q, {
     sql: 'DELETE FROM fs_dentry WHERE parent_ino = ? AND name = ?',
     params: [parent, name],
   })
@@ -116,11 +116,11 @@ export async function dropLink(
     params: [count, ...ctime.params, ino],
   })
   if ((rows[0]?.nlink ?? 0) <= 0) {
-    await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })
-    await q.execute({ sql: 'DELETE FROM fs_symlink WHERE ino = ?', params: [ino] })
+    await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })
+    await executeDeferred(q, { sql: 'DELETE FROM fs_symlink WHERE ino = ?', params: [ino] })
     // An overlay's origin mapping dies with the delta inode (spec v0.3 table).
-    await q.execute({ sql: 'DELETE FROM fs_origin WHERE delta_ino = ?', params: [ino] })
-    await q.execute({ sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [ino] })
+    await executeDeferred(q, { sql: 'DELETE FROM fs_origin WHERE delta_ino = ?', params: [ino] })
+    await executeDeferred(q, { sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [ino] })
   }
 }
 

@@ -1,4 +1,5 @@
 import {
+  executeDeferred,
   FsError,
   fsError,
   isFsError,
@@ -200,7 +201,7 @@ export async function rename(ctx: FsContext, from: string, to: string): Promise<
       } else if (isDir(target.node.mode)) {
         throw fail('EISDIR')
       }
-      await q.execute({
+      await executeDeferred(q, {
         sql: 'DELETE FROM fs_dentry WHERE parent_ino = ? AND name = ?',
         params: [target.dirIno, target.name],
       })
@@ -208,7 +209,7 @@ export async function rename(ctx: FsContext, from: string, to: string): Promise<
     } else if (parsePath(to, 'rename').trailingSlash && !isDir(moving.mode)) {
       throw fail('ENOTDIR')
     }
-    await q.execute({
+    await executeDeferred(q, {
       sql: 'UPDATE fs_dentry SET parent_ino = ?, name = ? WHERE parent_ino = ? AND name = ?',
       params: [target.dirIno, target.name, source.dirIno, source.name!],
     })
@@ -228,7 +229,7 @@ export async function link(ctx: FsContext, existing: string, newPath: string): P
     )
     if (target.node || target.name === undefined) throw fail('EEXIST')
     if (isDir(source.node.mode)) throw fail('EPERM')
-    await q.execute({
+    await executeDeferred(q, {
       sql: 'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
       params: [target.name, target.dirIno, source.node.ino],
     })

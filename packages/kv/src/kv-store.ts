@@ -2,6 +2,7 @@ import {
   type AgentDatabase,
   AgentFsError,
   type Clock,
+  executeDeferred,
   hasLoneSurrogate,
   type Queryable,
 } from '@agentfs/core'
@@ -136,7 +137,7 @@ export class KvStore {
       const upsert =
         'ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at'
       if (expected === undefined) {
-        await tx.execute({
+        await executeDeferred(tx, {
           sql: `INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ${upsert}`,
           params: [key, text, sec, sec],
         })

@@ -1,4 +1,10 @@
-import { type AgentDatabase, AgentFsError, type Clock, type Queryable } from '@agentfs/core'
+import {
+  type AgentDatabase,
+  AgentFsError,
+  type Clock,
+  executeDeferred,
+  type Queryable,
+} from '@agentfs/core'
 import { errorMessage, toJson, toJsonLenient } from './json.js'
 
 import {
@@ -104,7 +110,7 @@ export class ToolCalls {
         params: this.#reference ? [...values, failed ? 'error' : 'success'] : values,
       })
       const id = rows[0]!.id
-      await tx.execute({
+      await executeDeferred(tx, {
         sql: 'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata) VALUES (?, ?, ?, ?, ?, ?)',
         params: [id, sessionId, input.parentId ?? null, start, end, metadata],
       })
