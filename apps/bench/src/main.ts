@@ -76,7 +76,7 @@ const rows: string[][] = [
     'p50 µs',
     'p99 µs',
     'RSS MiB',
-    'trips/op',
+    'requests/op',
     '× raw-sql',
     '× agentfs-sdk',
   ],
