@@ -100,12 +100,18 @@ export function encodeValue(value: unknown): Value {
 
 /** One stream: its own connection, and the SQL texts stored on it by id. */
 export class StreamState {
-  readonly sqls = new Map<number, string>()
   /** The stream changed its connection's settings (a pragma, an attached database). */
   tainted = false
   #changes: Database.Statement | undefined
 
-  constructor(readonly db: Database.Database) {}
+  /**
+   * `sqls`: the SQL texts stored by id, the stream's own over HTTP, shared by the socket's
+   * streams over WebSocket.
+   */
+  constructor(
+    readonly db: Database.Database,
+    readonly sqls: Map<number, string> = new Map(),
+  ) {}
 
   #note(sql: string): void {
     if (!this.tainted && /\b(PRAGMA\s+[\w.]+\s*[=(]|ATTACH\b|DETACH\b)/i.test(sql))

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import Database from 'better-sqlite3'
 import { RequestError, type Stmt, StreamState, sqliteError } from './protocol.js'
+import { attachWebSocket } from './ws.js'
 
 /** Options of {@link startHranaServer}. */
 export interface HranaServerOptions {
@@ -20,10 +21,14 @@ export interface HranaServerOptions {
 export interface HranaServer {
   /** `http://127.0.0.1:PORT` */
   readonly url: string
+  /** `ws://127.0.0.1:PORT`: the same server over WebSocket. */
+  readonly wsUrl: string
   /** Streams open now. */
   readonly openStreams: number
   /** Pipeline requests served so far (one HTTP round trip each). */
   readonly pipelines: number
+  /** WebSocket requests served so far (one round trip each, some sent together). */
+  readonly wsRequests: number
   /** Stops accepting, closes every stream's connection, and resolves when the port is free. */
   close(): Promise<void>
 }
@@ -35,8 +40,9 @@ interface Stream {
 
 /**
  * A libSQL remote-protocol server for tests: Hrana 2 and 3 over HTTP with JSON bodies
- * (`/v2/pipeline`, `/v3/pipeline`; `/v3-protobuf` answers 404, so clients fall back to JSON),
- * each stream (baton) its own better-sqlite3 connection to one file. Choices, made to behave
+ * (`/v2/pipeline`, `/v3/pipeline`; `/v3-protobuf` answers 404, so clients fall back to JSON)
+ * and over WebSocket on the same port (`hrana3`/`hrana2` subprotocols, JSON; see `ws.ts`),
+ * each stream (baton, or WebSocket stream id) its own better-sqlite3 connection to one file. Choices, made to behave
  * like sqld where it matters:
  *
  * - Connections start with `foreign_keys = ON` (sqld's default) and WAL; a pragma set on one
@@ -51,9 +57,9 @@ interface Stream {
  *   idle for `streamIdleMs` is closed (its transaction rolled back).
  * - Listens on 127.0.0.1 only, on an ephemeral port.
  *
- * Not implemented: the WebSocket transport (`ws://` URLs), the protobuf encoding, cursors
- * (`/v3/cursor`, which clients use only with protobuf), numbered parameters `?NNN` (better-sqlite3
- * does not bind them), and authentication (any token is accepted).
+ * Not implemented: the protobuf encoding, HTTP cursors (`/v3/cursor`, which clients use only
+ * with protobuf; WebSocket cursors are served), numbered parameters `?NNN` (better-sqlite3 does
+ * not bind them), and authentication (any token is accepted).
  */
 export async function startHranaServer(options: HranaServerOptions): Promise<HranaServer> {
   const idleMs = options.streamIdleMs ?? 10_000
@@ -77,15 +83,15 @@ export async function startHranaServer(options: HranaServerOptions): Promise<Hra
     else state.db.close()
   }
 
-  const openStream = (): StreamState => {
+  const openStream = (sqls?: Map<number, string>): StreamState => {
     const reused = idle.pop()
-    if (reused) return new StreamState(reused)
+    if (reused) return new StreamState(reused, sqls)
     const db = new Database(options.path)
     db.pragma('foreign_keys = ON')
     db.pragma('busy_timeout = 0')
     db.pragma('synchronous = NORMAL')
     options.onConnection?.(db)
-    return new StreamState(db)
+    return new StreamState(db, sqls)
   }
 
   const closeStream = (baton: string) => {
@@ -183,6 +189,16 @@ export async function startHranaServer(options: HranaServerOptions): Promise<Hra
     res.end(out)
   }
 
+  let wsRequests = 0
+  const closeSockets = attachWebSocket(server, {
+    openStream,
+    release,
+    handle,
+    served: () => {
+      wsRequests++
+    },
+  })
+
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(0, '127.0.0.1', () => resolve())
@@ -190,14 +206,19 @@ export async function startHranaServer(options: HranaServerOptions): Promise<Hra
   const { port } = server.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}`,
     get openStreams() {
       return streams.size
     },
     get pipelines() {
       return pipelines
     },
+    get wsRequests() {
+      return wsRequests
+    },
     async close() {
       for (const baton of [...streams.keys()]) closeStream(baton)
+      closeSockets()
       for (const db of idle.splice(0)) db.close()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))

@@ -23,6 +23,63 @@ const post = (path: string, body: unknown) =>
 type Body = any
 const json = async (response: Promise<Response>): Promise<Body> => (await response).json()
 
+describe('Hrana over WebSocket', () => {
+  test('@libsql/client on a ws:// URL: statements, batches, transactions, stored SQL', async () => {
+    const client = createClient({ url: server.wsUrl, intMode: 'bigint' })
+    await client.execute('CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE, data BLOB)')
+    const inserted = await client.execute({
+      sql: 'INSERT INTO t (name, data) VALUES (?, ?)',
+      args: ['a', new Uint8Array([0, 255])],
+    })
+    expect(inserted.lastInsertRowid).toBe(1n)
+    const rows = await client.execute('SELECT id, name, data FROM t')
+    expect(rows.rows[0]!.id).toBe(1n)
+    expect([...new Uint8Array(rows.rows[0]!.data as ArrayBuffer)]).toEqual([0, 255])
+    // A batch runs through a cursor on Hrana 3.
+    const results = await client.batch(
+      ["INSERT INTO t (name) VALUES ('b')", 'SELECT name FROM t ORDER BY id'],
+      'write',
+    )
+    expect(results[1]!.rows.map((r) => r.name)).toEqual(['a', 'b'])
+    const tx = await client.transaction('write')
+    await tx.execute("INSERT INTO t (name) VALUES ('c')")
+    await tx.rollback()
+    const committed = await client.transaction('write')
+    await committed.batch([
+      "INSERT INTO t (name) VALUES ('d')",
+      "INSERT INTO t (name) VALUES ('e')",
+    ])
+    await committed.commit()
+    expect((await client.execute('SELECT count(*) AS n FROM t')).rows[0]!.n).toBe(4n)
+    const error = await client.execute("INSERT INTO t (name) VALUES ('a')").catch((e) => e)
+    expect((error as { code?: string }).code).toBe('SQLITE_CONSTRAINT_UNIQUE')
+    expect(server.wsRequests).toBeGreaterThan(5)
+    expect(server.pipelines).toBe(0)
+    client.close()
+  })
+
+  test('closing the socket rolls back its open transaction', async () => {
+    const setup = createClient({ url: server.url })
+    await setup.execute('CREATE TABLE w (x)')
+    const client = createClient({ url: server.wsUrl })
+    const tx = await client.transaction('write')
+    await tx.execute('INSERT INTO w VALUES (1)')
+    client.close()
+    // The write lock is released: another writer gets in (bounded wait for the close to land).
+    let done = false
+    for (let i = 0; i < 100 && !done; i++) {
+      done = await setup.execute('INSERT INTO w VALUES (2)').then(
+        () => true,
+        () => false,
+      )
+      if (!done) await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    expect(done).toBe(true)
+    expect((await setup.execute('SELECT x FROM w')).rows.map((r) => r.x)).toEqual([2])
+    setup.close()
+  })
+})
+
 describe('Hrana over HTTP', () => {
   test('@libsql/client runs statements, batches and transactions against it', async () => {
     const client = createClient({ url: server.url, intMode: 'bigint' })

@@ -65,9 +65,14 @@ describe('remote transactions send queued statements together', () => {
     expect((await agent.fs.readFile('/big')).equals(Buffer.from(big))).toBe(true)
     await agent.close()
   })
+})
 
+describe.each([
+  ['HTTP', () => server.url],
+  ['WebSocket', () => server.wsUrl],
+])('queued statements over %s', (_transport, url) => {
   test('a queued statement that fails fails the transaction, even if the callback catches', async () => {
-    const db = guardDriver(libsqlDriver({ url: server.url }))
+    const db = guardDriver(libsqlDriver({ url: url() }))
     await db.execute({ sql: 'CREATE TABLE t (x INTEGER PRIMARY KEY)' })
     await db.execute({ sql: 'INSERT INTO t VALUES (1)' })
     let caught: unknown
@@ -95,7 +100,7 @@ describe('remote transactions send queued statements together', () => {
   })
 
   test('queued statements run in order before the next statement reads', async () => {
-    const db = guardDriver(libsqlDriver({ url: server.url }))
+    const db = guardDriver(libsqlDriver({ url: url() }))
     await db.execute({ sql: 'CREATE TABLE t (x INTEGER)' })
     const seen = await db.transaction(async (tx) => {
       tx.defer?.({ sql: 'INSERT INTO t VALUES (1)' })
@@ -108,8 +113,8 @@ describe('remote transactions send queued statements together', () => {
   })
 
   test('a transaction made only of queued statements waits for another writer, then commits', async () => {
-    const a = guardDriver(libsqlDriver({ url: server.url, busyTimeoutMs: 5000 }))
-    const b = guardDriver(libsqlDriver({ url: server.url, busyTimeoutMs: 5000 }))
+    const a = guardDriver(libsqlDriver({ url: url(), busyTimeoutMs: 5000 }))
+    const b = guardDriver(libsqlDriver({ url: url(), busyTimeoutMs: 5000 }))
     await a.execute({ sql: 'CREATE TABLE t (x INTEGER)' })
     let release!: () => void
     const held = new Promise<void>((resolve) => {

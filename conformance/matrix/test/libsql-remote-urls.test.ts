@@ -47,3 +47,17 @@ test('a remote client factory needs `remote: true`, so capabilities are right be
   expect(String(error)).toMatch(/set `remote: true`/)
   await wrong.close()
 })
+
+test('a ws:// URL runs the SDK over a WebSocket; an HTTP client sees the same files', async () => {
+  const a = await AgentFS.open({ driver: libsqlDriver({ url: server.wsUrl, authToken: 'any' }) })
+  await a.fs.mkdir('/notes')
+  await a.fs.writeFile('/notes/todo.md', '- ship it\n')
+  await a.fs.rename('/notes/todo.md', '/notes/done.md')
+  await a.kv.set('k', { v: 1 })
+  const b = await AgentFS.open({ driver: libsqlDriver({ url: server.url }) })
+  expect(await b.fs.readFile('/notes/done.md', 'utf8')).toBe('- ship it\n')
+  expect(await b.kv.get('k')).toEqual({ v: 1 })
+  await a.close()
+  await b.close()
+  expect(server.wsRequests).toBeGreaterThan(0)
+})
