@@ -1,8 +1,8 @@
 export type {
   LibsqlClient,
-  LibsqlDriverConfig,
   LibsqlInStatement,
   LibsqlResultSet,
   LibsqlTransaction,
-} from './libsql-driver.js'
+} from './client.js'
+export type { LibsqlDriverConfig } from './libsql-driver.js'
 export { libsqlDriver } from './libsql-driver.js'

@@ -2,52 +2,16 @@ import {
   AgentFsError,
   type Driver,
   type Executor,
-  fromSqlInteger,
-  isAgentFsError,
   mapSqliteError,
   type QueryResult,
   type SqlValue,
   type Statement,
 } from '@agentfs/core'
 import { FileLock, lazyConnection, Mutex, retryBusy } from '@agentfs/core/driver-kit'
+import { bindArgs, type LibsqlClient, toResult } from './client.js'
+import { clientTransaction, type TransactionContext } from './client-transaction.js'
 import { localEngineDriver } from './local-engine.js'
-
-/** The parts of a libSQL `ResultSet` this driver uses (structural: no type dependency). */
-export interface LibsqlResultSet {
-  readonly columns: readonly string[]
-  readonly rows: ReadonlyArray<ArrayLike<unknown>>
-  readonly rowsAffected: number
-  readonly lastInsertRowid: bigint | undefined
-}
-
-/** A libSQL statement in the client's object form. */
-export interface LibsqlInStatement {
-  sql: string
-  args: Array<null | string | number | bigint | Uint8Array>
-}
-
-/** The parts of a libSQL interactive `Transaction` this driver uses. */
-export interface LibsqlTransaction {
-  execute(statement: LibsqlInStatement): Promise<LibsqlResultSet>
-  /**
-   * Several statements in one request, each run only if the one before succeeded. Optional:
-   * without it the driver sends every statement on its own.
-   */
-  batch?(statements: LibsqlInStatement[]): Promise<LibsqlResultSet[]>
-  commit(): Promise<void>
-  rollback(): Promise<void>
-  close(): void
-}
-
-/** The parts of a libSQL `Client` this driver uses. */
-export interface LibsqlClient {
-  readonly closed: boolean
-  readonly protocol: string
-  execute(statement: LibsqlInStatement): Promise<LibsqlResultSet>
-  executeMultiple(sql: string): Promise<void>
-  transaction(mode: 'write'): Promise<LibsqlTransaction>
-  close(): void
-}
+import { isIdempotentRead, retryNetwork } from './network.js'
 
 /** Options of {@link libsqlDriver}. Give exactly one of `url` and `client`. */
 export interface LibsqlDriverConfig {
@@ -75,43 +39,6 @@ export interface LibsqlDriverConfig {
   readonly synchronous?: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
   /** Local files: WAL size kept after checkpoints, in bytes (default 64 MiB). */
   readonly journalSizeLimit?: number
-}
-
-function toValue(value: unknown): SqlValue {
-  if (typeof value === 'bigint') return fromSqlInteger(value)
-  if (value instanceof ArrayBuffer) return new Uint8Array(value)
-  return value as SqlValue
-}
-
-/**
- * The client binds every JS number as REAL; integral ones must be INTEGER, as in other engines,
- * or values in columns without affinity (sqlite_sequence, expressions) differ between drivers.
- */
-function bindArgs(params: readonly SqlValue[] | undefined): LibsqlInStatement['args'] {
-  if (!params || params.length === 0) return []
-  const out: LibsqlInStatement['args'] = new Array(params.length)
-  for (let i = 0; i < params.length; i++) {
-    const value = params[i] as SqlValue
-    out[i] = typeof value === 'number' && Number.isSafeInteger(value) ? BigInt(value) : value
-  }
-  return out
-}
-
-function toResult<Row>(result: LibsqlResultSet): QueryResult<Row> {
-  const { columns } = result
-  const rows = new Array<Row>(result.rows.length)
-  for (let r = 0; r < result.rows.length; r++) {
-    const source = result.rows[r]!
-    const row: Record<string, SqlValue> = {}
-    for (let c = 0; c < columns.length; c++) row[columns[c]!] = toValue(source[c])
-    rows[r] = row as Row
-  }
-  const out: { rows: Row[]; changes: number; lastInsertRowid?: bigint } = {
-    rows,
-    changes: result.rowsAffected,
-  }
-  if (result.lastInsertRowid !== undefined) out.lastInsertRowid = result.lastInsertRowid
-  return out
 }
 
 /** The file behind a local `file:` URL, or undefined for memory and remote URLs. */
@@ -244,18 +171,6 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     return opening
   }
 
-  async function run<Row>(
-    target: { execute(s: LibsqlInStatement): Promise<LibsqlResultSet> },
-    statement: Statement,
-  ): Promise<QueryResult<Row>> {
-    try {
-      const result = await target.execute({ sql: statement.sql, args: bindArgs(statement.params) })
-      return toResult<Row>(result)
-    } catch (error) {
-      throw remoteAware(error, statement.sql)
-    }
-  }
-
   /** Maps an error; an unclassified failure of a remote client is a network/server problem. */
   function remoteAware(error: unknown, sql?: string): AgentFsError {
     const mapped = mapSqliteError(error, sql === undefined ? {} : { sql })
@@ -267,113 +182,22 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     )
   }
 
-  /** Outside a transaction a BUSY statement is retried asynchronously until the timeout. */
+  const context: TransactionContext = { busyTimeout, mapError: remoteAware }
+
+  /**
+   * Outside a transaction a BUSY statement is retried asynchronously until the timeout, and a
+   * remote read that failed in transport is tried again (a write is not: it may have run).
+   */
   async function runRetrying<Row>(
     handle: LibsqlClient,
     statement: Statement,
   ): Promise<QueryResult<Row>> {
     const args = bindArgs(statement.params)
+    const once = () => retryBusy(() => handle.execute({ sql: statement.sql, args }), busyTimeout)
     try {
-      return toResult<Row>(
-        await retryBusy(() => handle.execute({ sql: statement.sql, args }), busyTimeout),
-      )
+      return toResult<Row>(await retryNetwork(once, !local && isIdempotentRead(statement.sql)))
     } catch (error) {
       throw remoteAware(error, statement.sql)
-    }
-  }
-
-  async function interactiveTransaction<T>(
-    handle: LibsqlClient,
-    fn: (tx: Executor) => Promise<T>,
-  ): Promise<T> {
-    let remote: LibsqlTransaction
-    const begin = () => retryBusy(() => handle.transaction('write'), busyTimeout)
-    try {
-      remote = await begin()
-    } catch (error) {
-      throw remoteAware(error)
-    }
-    /** Statements queued with `defer`, sent with the next statement or with COMMIT. */
-    let queued: Statement[] = []
-    /** A queued statement failed: every later call rejects, and the transaction rolls back. */
-    let failure: AgentFsError | undefined
-    /** Sends the queued statements and then `statement` (or COMMIT) in one request. */
-    const send = async <Row>(
-      statement: Statement | undefined,
-      beginning: boolean,
-    ): Promise<QueryResult<Row>> => {
-      if (failure) throw failure
-      const group = queued
-      queued = []
-      if (group.length === 0 && statement !== undefined) return run<Row>(remote, statement)
-      const all = statement === undefined ? group : [...group, statement]
-      // `defer` is offered only when the transaction has `batch`.
-      const batch = remote.batch as NonNullable<LibsqlTransaction['batch']>
-      try {
-        const results = await batch.call(
-          remote,
-          all.map((s) => ({ sql: s.sql, args: bindArgs(s.params) })),
-        )
-        return toResult<Row>(results[results.length - 1] as LibsqlResultSet)
-      } catch (error) {
-        const index = (error as { statementIndex?: unknown }).statementIndex
-        const failed = typeof index === 'number' ? all[index] : undefined
-        const mapped = remoteAware(error, failed?.sql)
-        // BEGIN itself was refused (it goes with the first request): nothing ran, the caller
-        // retries the whole group on a new transaction.
-        if (isAgentFsError(mapped, 'BUSY') && beginning) {
-          queued = [...group, ...queued]
-          throw mapped
-        }
-        if (failed !== statement) failure = mapped
-        throw mapped
-      }
-    }
-    // A remote client sends BEGIN with the transaction's first statement, so the write lock can
-    // be refused there: nothing has happened yet, so that statement is retried on a new
-    // transaction until the busy timeout, as BEGIN is.
-    let first = true
-    const execute = <Row>(statement: Statement | undefined): Promise<QueryResult<Row>> => {
-      if (!first) return send<Row>(statement, false)
-      first = false
-      return retryBusy(async () => {
-        try {
-          return await send<Row>(statement, true)
-        } catch (error) {
-          if (isAgentFsError(error, 'BUSY')) {
-            remote.close()
-            remote = await handle.transaction('write')
-          }
-          throw error
-        }
-      }, busyTimeout)
-    }
-    const executor: Executor = { execute: (statement) => execute(statement) }
-    if (remote.batch !== undefined)
-      executor.defer = (statement) => {
-        queued.push(statement)
-      }
-    try {
-      const result = await fn(executor)
-      if (failure) throw failure
-      if (queued.length > 0) {
-        // The queued statements and COMMIT in one request; closing the stream afterwards sends
-        // its close without waiting for it.
-        queued.push({ sql: 'COMMIT' })
-        await execute(undefined)
-      } else {
-        try {
-          await remote.commit()
-        } catch (error) {
-          throw mapSqliteError(error)
-        }
-      }
-      return result
-    } catch (error) {
-      await remote.rollback().catch(() => undefined)
-      throw error
-    } finally {
-      remote.close()
     }
   }
 
@@ -396,8 +220,8 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     },
     async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
       const handle = client ?? (await current())
-      if (!local) return writers.run(() => interactiveTransaction(handle, fn))
-      return exclusive(() => interactiveTransaction(handle, fn))
+      if (!local) return writers.run(() => clientTransaction(handle, fn, context))
+      return exclusive(() => clientTransaction(handle, fn, context))
     },
     async executeScript(sql: string): Promise<void> {
       const handle = client ?? (await current())
