@@ -107,6 +107,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
     referenceToolCalls: columns.rows.length > 0,
     migration,
     inTransaction: false,
+    get capabilities() {
+      return driver.capabilities
+    },
     execute: <Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> =>
       driver.execute<Row>(statement),
     transaction: <T>(fn: (tx: Transaction) => Promise<T>) => driver.transaction(fn),

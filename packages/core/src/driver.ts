@@ -83,6 +83,11 @@ export interface DriverCapabilities {
    * one connection.
    */
   readonly connectionPragmas?: boolean
+  /**
+   * False when the engine has no `WITH RECURSIVE` (the Turso engine 0.7): callers then use
+   * their non-recursive path (a loop of plain statements). True or absent: SQLite's.
+   */
+  readonly recursiveQueries?: boolean
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Queryable } from './guard-driver.js'
+import { type Queryable, recursiveQueries } from './guard-driver.js'
 import {
   ROOT_INO,
   S_IFBLK,
@@ -29,11 +29,59 @@ export interface FsckReport {
   readonly ok: boolean
 }
 
+interface FindRow {
+  readonly ino: number | null
+  readonly detail: string | number | null
+}
+
+/** Largest number of parameters in one `IN (…)` list. */
+const IN_BATCH = 500
+
+/**
+ * Entries that cannot be reached from the root: a recursive query where the engine has one,
+ * else a breadth-first walk from the root, one statement per 500 directories of a level. Each
+ * inode joins the frontier at most once, so the walk ends even on a cyclic tree.
+ */
+async function unreachable(q: Queryable): Promise<FindRow[]> {
+  if (recursiveQueries(q)) {
+    const { rows } = await q.execute<FindRow>({
+      sql: `WITH RECURSIVE reach(ino) AS (SELECT ${ROOT_INO} UNION SELECT d.ino FROM fs_dentry d JOIN reach ON d.parent_ino = reach.ino)
+      SELECT DISTINCT d.ino AS ino, NULL AS detail FROM fs_dentry d WHERE d.ino NOT IN (SELECT ino FROM reach)`,
+    })
+    return rows
+  }
+  const reached = new Set<number>([ROOT_INO])
+  let frontier = [ROOT_INO]
+  while (frontier.length > 0) {
+    const next: number[] = []
+    for (let i = 0; i < frontier.length; i += IN_BATCH) {
+      const ids = frontier.slice(i, i + IN_BATCH)
+      const { rows } = await q.execute<{ ino: number }>({
+        sql: `SELECT DISTINCT ino FROM fs_dentry WHERE parent_ino IN (${ids.map(() => '?').join(', ')})`,
+        params: ids,
+      })
+      for (const { ino } of rows) {
+        if (reached.has(ino)) continue
+        reached.add(ino)
+        next.push(ino)
+      }
+    }
+    frontier = next
+  }
+  const { rows } = await q.execute<{ ino: number }>({
+    sql: 'SELECT DISTINCT ino FROM fs_dentry',
+  })
+  return rows.filter((r) => !reached.has(r.ino)).map((r) => ({ ino: r.ino, detail: null }))
+}
+
 interface Check {
   readonly rule: string
   readonly repairable: boolean
-  /** Rows that break the rule; `ino` and `detail` describe each. */
-  readonly find: string
+  /**
+   * Rows that break the rule; `ino` and `detail` describe each. A function runs where one
+   * statement cannot do it on every engine.
+   */
+  readonly find: string | ((q: Queryable) => Promise<FindRow[]>)
   readonly message: (row: { ino: number | null; detail: string | number | null }) => string
   /** Statement that fixes every broken row at once (safe repairs only). */
   readonly repair?: string
@@ -158,8 +206,7 @@ UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i 
   {
     rule: 'unreachable',
     repairable: false,
-    find: `WITH RECURSIVE reach(ino) AS (SELECT ${ROOT_INO} UNION SELECT d.ino FROM fs_dentry d JOIN reach ON d.parent_ino = reach.ino)
-      SELECT DISTINCT d.ino AS ino, NULL AS detail FROM fs_dentry d WHERE d.ino NOT IN (SELECT ino FROM reach)`,
+    find: unreachable,
     message: (r) =>
       `inode ${r.ino} has entries but cannot be reached from the root (its directories form a cycle or hang off a missing parent)`,
   },
@@ -293,11 +340,12 @@ export async function fsck(q: Queryable, options: { repair?: boolean } = {}): Pr
   const run = async (target: Queryable) => {
     const findings: FsckFinding[] = await integrity(target)
     for (const check of CHECKS) {
-      let rows: { ino: number | null; detail: string | number | null }[]
+      let rows: FindRow[]
       try {
-        ;({ rows } = await target.execute<{ ino: number | null; detail: string | number | null }>({
-          sql: check.find,
-        }))
+        rows =
+          typeof check.find === 'string'
+            ? (await target.execute<FindRow>({ sql: check.find })).rows
+            : await check.find(target)
       } catch (error) {
         // A damaged page fails the queries that read it: that is a finding, and the other
         // checks still run.

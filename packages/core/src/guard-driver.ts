@@ -1,4 +1,11 @@
-import type { Driver, Executor, QueryResult, SqlValue, Statement } from './driver.js'
+import type {
+  Driver,
+  DriverCapabilities,
+  Executor,
+  QueryResult,
+  SqlValue,
+  Statement,
+} from './driver.js'
 import { AgentFsError, isAgentFsError } from './errors.js'
 import { mapSqliteError } from './map-error.js'
 import { Mutex } from './mutex.js'
@@ -22,12 +29,23 @@ export interface Queryable extends Executor {
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>
   /** False on the top-level handle, true on a transaction handle. */
   readonly inTransaction: boolean
+  /** The driver's capabilities, for SQL that depends on them (see {@link recursiveQueries}). */
+  readonly capabilities?: DriverCapabilities
+}
+
+/**
+ * Whether `WITH RECURSIVE` may be used on this executor: false only when its driver says the
+ * engine lacks it (`capabilities.recursiveQueries === false`).
+ */
+export function recursiveQueries(executor: Executor): boolean {
+  return (executor as Partial<Queryable>).capabilities?.recursiveQueries !== false
 }
 
 /** A driver wrapped by the core: serialised, closed-checked, error-mapped. */
 export interface GuardedDriver extends Queryable {
   readonly name: string
   readonly driver: Driver
+  readonly capabilities: DriverCapabilities
   readonly closed: boolean
   executeScript(sql: string): Promise<void>
   /** Waits for running calls, then closes the driver. Idempotent. */
@@ -65,13 +83,15 @@ class TransactionHandle implements Transaction {
   #depth: number
   readonly #inner: Executor
   readonly #name: string
+  readonly capabilities: DriverCapabilities
   /** Present when the driver's transaction can queue statements (see `Executor.defer`). */
   readonly defer?: (statement: Statement) => void
 
-  constructor(inner: Executor, depth: number, name: string) {
+  constructor(inner: Executor, depth: number, name: string, capabilities: DriverCapabilities) {
     this.#inner = inner
     this.#depth = depth
     this.#name = name
+    this.capabilities = capabilities
     if (inner.defer !== undefined) {
       const queue = inner.defer.bind(inner)
       this.defer = (statement) => {
@@ -113,7 +133,12 @@ class TransactionHandle implements Transaction {
     this.#check()
     const savepoint = `agentfs_sp${this.#depth}`
     await this.execute({ sql: `SAVEPOINT ${savepoint}` })
-    const nested = new TransactionHandle(this.#inner, this.#depth + 1, this.#name)
+    const nested = new TransactionHandle(
+      this.#inner,
+      this.#depth + 1,
+      this.#name,
+      this.capabilities,
+    )
     let result: T
     try {
       result = await fn(nested)
@@ -167,6 +192,9 @@ export function guardDriver(driver: Driver): GuardedDriver {
     name: driver.name,
     driver,
     inTransaction: false,
+    get capabilities() {
+      return driver.capabilities
+    },
     get closed() {
       return closeRequested
     },
@@ -211,7 +239,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
         let handle: TransactionHandle | undefined
         try {
           return await driver.transaction(async (tx) => {
-            handle = new TransactionHandle(tx, 0, driver.name)
+            handle = new TransactionHandle(tx, 0, driver.name, driver.capabilities)
             try {
               return await fn(handle)
             } finally {

@@ -1,4 +1,10 @@
-import { type Executor, executeDeferred, ROOT_INO, type Timestamp } from '@agentfs/core'
+import {
+  type Executor,
+  executeDeferred,
+  ROOT_INO,
+  recursiveQueries,
+  type Timestamp,
+} from '@agentfs/core'
 import { INODE_COLUMNS, type InodeRow, touchCtime } from './inode.js'
 
 /** Loads one inode row. */
@@ -124,14 +130,18 @@ export async function dropLink(
   }
 }
 
+/** Deepest directory nesting `pathOf` follows before it gives up (a cycle, or a damaged tree). */
+const MAX_PATH_DEPTH = 4096
+
 /** Absolute path of an inode, walking dentries up to the root (first link of each). */
 export async function pathOf(q: Executor, ino: number): Promise<string> {
+  if (!recursiveQueries(q)) return pathOfByLoop(q, ino)
   const { rows } = await q.execute<{ name: string }>({
     sql: `WITH RECURSIVE up(ino, name, depth) AS (
   SELECT parent_ino, name, 0 FROM (SELECT parent_ino, name FROM fs_dentry WHERE ino = ? ORDER BY id LIMIT 1)
   UNION ALL
   SELECT d.parent_ino, d.name, up.depth + 1 FROM up JOIN fs_dentry d ON d.id = (SELECT id FROM fs_dentry WHERE ino = up.ino ORDER BY id LIMIT 1)
-  WHERE up.ino != ${ROOT_INO} AND up.depth < 4096
+  WHERE up.ino != ${ROOT_INO} AND up.depth < ${MAX_PATH_DEPTH}
 )
 SELECT name FROM up ORDER BY depth DESC`,
     params: [ino],
@@ -139,17 +149,63 @@ SELECT name FROM up ORDER BY depth DESC`,
   return `/${rows.map((r) => r.name).join('/')}`
 }
 
+/** {@link pathOf} one statement per level, for engines without `WITH RECURSIVE`. */
+async function pathOfByLoop(q: Executor, ino: number): Promise<string> {
+  const names: string[] = []
+  let current = ino
+  for (let depth = 0; current !== ROOT_INO && depth <= MAX_PATH_DEPTH; depth++) {
+    const { rows } = await q.execute<{ parent_ino: number; name: string }>({
+      sql: 'SELECT parent_ino, name FROM fs_dentry WHERE ino = ? ORDER BY id LIMIT 1',
+      params: [current],
+    })
+    const row = rows[0]
+    if (!row) break
+    names.push(row.name)
+    current = row.parent_ino
+  }
+  return `/${names.reverse().join('/')}`
+}
+
 /** True when directory `ino` is `ancestor` or lies below it. */
 export async function isInside(q: Executor, ino: number, ancestor: number): Promise<boolean> {
   if (ino === ancestor) return true
+  if (!recursiveQueries(q)) return isInsideByLoop(q, ino, ancestor)
   const { rows } = await q.execute<{ found: number }>({
     sql: `WITH RECURSIVE up(ino, depth) AS (
   SELECT ?, 0
   UNION ALL
-  SELECT d.parent_ino, up.depth + 1 FROM up JOIN fs_dentry d ON d.ino = up.ino WHERE up.ino != ${ROOT_INO} AND up.depth < 4096
+  SELECT d.parent_ino, up.depth + 1 FROM up JOIN fs_dentry d ON d.ino = up.ino WHERE up.ino != ${ROOT_INO} AND up.depth < ${MAX_PATH_DEPTH}
 )
 SELECT COUNT(*) AS found FROM up WHERE ino = ?`,
     params: [ino, ancestor],
   })
   return (rows[0]?.found ?? 0) > 0
+}
+
+/**
+ * {@link isInside} one statement per level, for engines without `WITH RECURSIVE`: every parent
+ * entry is followed (a damaged tree may give a directory two), each inode once, to the depth
+ * limit.
+ */
+async function isInsideByLoop(q: Executor, ino: number, ancestor: number): Promise<boolean> {
+  const seen = new Set<number>([ino])
+  let level = [ino]
+  for (let depth = 0; level.length > 0 && depth < MAX_PATH_DEPTH; depth++) {
+    const next: number[] = []
+    for (const current of level) {
+      if (current === ROOT_INO) continue
+      const { rows } = await q.execute<{ parent_ino: number }>({
+        sql: 'SELECT parent_ino FROM fs_dentry WHERE ino = ?',
+        params: [current],
+      })
+      for (const { parent_ino: parent } of rows) {
+        if (parent === ancestor) return true
+        if (seen.has(parent)) continue
+        seen.add(parent)
+        next.push(parent)
+      }
+    }
+    level = next
+  }
+  return false
 }

@@ -4,6 +4,7 @@ import {
   parsePath,
   type ResolveOptions,
   ROOT_INO,
+  recursiveQueries,
   resolvePath,
 } from '@agentfs/core'
 import { assembleWhole, MAX_READ_FILE } from './chunks.js'
@@ -103,10 +104,36 @@ export async function readRegularFile(
 }
 
 async function walk(q: Executor, start: number, segment: readonly string[]): Promise<WalkRow> {
-  const { rows } =
-    segment.length > CHAIN_MAX
-      ? await q.execute<WalkRow>({ sql: WALK_SQL, params: [start, start, segment.join('/')] })
-      : await q.execute<WalkRow>({ sql: chainSql(segment.length), params: [start, ...segment] })
+  if (segment.length <= CHAIN_MAX) return chain(q, start, segment)
+  if (recursiveQueries(q)) {
+    const { rows } = await q.execute<WalkRow>({
+      sql: WALK_SQL,
+      params: [start, start, segment.join('/')],
+    })
+    return rows[0]!
+  }
+  // No WITH RECURSIVE: join chains of CHAIN_MAX names, each from where the last one ended.
+  // Every round consumes at least one name or stops, so it ends within the segment's length.
+  let dir = start
+  let consumed = 0
+  let deepest: WalkRow | undefined
+  while (consumed < segment.length) {
+    const piece = segment.slice(consumed, consumed + CHAIN_MAX)
+    const row = await chain(q, dir, piece)
+    if (row.depth === 0) return deepest ?? row
+    consumed += row.depth
+    deepest = { ...row, depth: consumed }
+    if (row.depth < piece.length || !isDir(row.mode)) break
+    dir = row.ino
+  }
+  return deepest!
+}
+
+async function chain(q: Executor, start: number, names: readonly string[]): Promise<WalkRow> {
+  const { rows } = await q.execute<WalkRow>({
+    sql: chainSql(names.length),
+    params: [start, ...names],
+  })
   return rows[0]!
 }
 

@@ -8,6 +8,7 @@ import {
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { serverBacked } from '@agentfs/hrana-server'
+import { withoutRecursiveQueries } from '@agentfs/test-kit'
 import { afterEach, expect } from 'vitest'
 import { createFileSystem, type FileSystemOptions, type SqlFileSystem } from '../src/index.js'
 
@@ -16,6 +17,10 @@ export const DRIVERS: Record<string, () => Driver> = {
   'better-sqlite3': () => betterSqlite3Driver({ path: ':memory:' }),
   libsql: () => libsqlDriver({ url: ':memory:' }),
   'libsql remote': () => serverBacked((url) => libsqlDriver({ url, busyTimeoutMs: 2000 })),
+  // The SQL paths for engines without WITH RECURSIVE (Turso), on each engine here.
+  'better-sqlite3, no WITH RECURSIVE': () =>
+    withoutRecursiveQueries(betterSqlite3Driver({ path: ':memory:' })),
+  'libsql, no WITH RECURSIVE': () => withoutRecursiveQueries(libsqlDriver({ url: ':memory:' })),
 }
 
 const open: AgentDatabase[] = []

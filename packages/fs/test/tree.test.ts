@@ -64,5 +64,46 @@ for (const driver of Object.keys(DRIVERS)) {
       await fs.rename('/d1', '/d3')
       expect(await fs.readdir('/d3')).toEqual(['sub'])
     })
+
+    test('deep paths (beyond one join chain): resolve, links inside, realpath, rename into itself, rm -r, fsck', async () => {
+      const { fs, db } = await freshFs(driver)
+      const names = Array.from({ length: 30 }, (_, i) => `d${i}`)
+      const deep = `/${names.join('/')}`
+      await fs.mkdir(deep, { recursive: true })
+      await fs.writeFile(`${deep}/f`, 'bottom')
+      expect(await fs.readFile(`${deep}/f`, 'utf8')).toBe('bottom')
+      // A missing name at depth 20, and a file in the middle of a long path.
+      const missing = `/${names.slice(0, 20).join('/')}/nope/${names.slice(20).join('/')}`
+      expect(await code(fs.stat(missing))).toBe('ENOENT')
+      expect(await code(fs.stat(`${deep}/f/${names.join('/')}`))).toBe('ENOTDIR')
+      // A link at depth 12 back up to depth 3, then down again: 27 + 9 components.
+      const mid = `/${names.slice(0, 12).join('/')}`
+      await fs.symlink(`/${names.slice(0, 3).join('/')}`, `${mid}/up`)
+      const via = `${mid}/up/${names.slice(3).join('/')}/f`
+      expect(await fs.readFile(via, 'utf8')).toBe('bottom')
+      expect(await fs.realpath(via)).toBe(`${deep}/f`)
+      expect(await fs.realpath(`${deep}/..`)).toBe(`/${names.slice(0, 29).join('/')}`)
+      expect(await code(fs.rename('/d0', `${deep}/inside`))).toBe('EINVAL')
+      expect((await fs.readdir('/d0', { recursive: true })).length).toBe(31)
+      const { fsck } = await import('@agentfs/core')
+      expect((await fsck(db)).findings).toEqual([])
+      // Two directories that hold each other, hanging off nothing: unreachable, and the walk ends.
+      await db.transaction(async (tx) => {
+        for (const ino of [9001, 9002])
+          await tx.execute({
+            sql: 'INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (?, 16877, 1, 0, 0, 0, 0, 0, 0)',
+            params: [ino],
+          })
+        await tx.execute({
+          sql: "INSERT INTO fs_dentry (name, parent_ino, ino) VALUES ('x', 9002, 9001), ('y', 9001, 9002)",
+        })
+      })
+      const unreachable = (await fsck(db)).findings.filter((f) => f.rule === 'unreachable')
+      expect(unreachable.map((f) => f.ino).sort()).toEqual([9001, 9002])
+      await db.execute({ sql: 'DELETE FROM fs_dentry WHERE ino IN (9001, 9002)' })
+      await db.execute({ sql: 'DELETE FROM fs_inode WHERE ino IN (9001, 9002)' })
+      await fs.rm('/d0', { recursive: true })
+      expect(await fs.readdir('/')).toEqual([])
+    })
   })
 }

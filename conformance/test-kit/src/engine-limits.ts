@@ -1,0 +1,52 @@
+import type { Driver, Executor, Statement } from '@agentfs/core'
+
+const RECURSIVE = /\bWITH\s+RECURSIVE\b/i
+
+/**
+ * `driver` as an engine without `WITH RECURSIVE` would be (the Turso engine 0.7): it says so in
+ * `capabilities.recursiveQueries`, and any statement that uses one fails as such an engine
+ * fails it. Running a suite on it proves the non-recursive paths are taken and correct.
+ */
+export function withoutRecursiveQueries(driver: Driver): Driver {
+  const refuse = (statement: Statement) => {
+    if (RECURSIVE.test(statement.sql))
+      throw new Error(
+        `prepare failed: Parse error: Recursive CTEs are not yet supported [sql: ${statement.sql.slice(0, 60)}]`,
+      )
+  }
+  const guard = (executor: Executor): Executor => ({
+    execute(statement) {
+      refuse(statement)
+      return executor.execute(statement)
+    },
+    ...(executor.defer
+      ? {
+          defer(statement: Statement) {
+            refuse(statement)
+            executor.defer!(statement)
+          },
+        }
+      : {}),
+  })
+  return {
+    name: `${driver.name} (no WITH RECURSIVE)`,
+    get capabilities() {
+      return { ...driver.capabilities, recursiveQueries: false }
+    },
+    execute: (statement) => {
+      try {
+        refuse(statement)
+      } catch (error) {
+        return Promise.reject(error)
+      }
+      return driver.execute(statement)
+    },
+    transaction: (fn) => driver.transaction((tx) => fn(guard(tx))),
+    executeScript: (sql) => {
+      if (RECURSIVE.test(sql))
+        return Promise.reject(new Error('Recursive CTEs are not yet supported'))
+      return driver.executeScript(sql)
+    },
+    close: () => driver.close(),
+  }
+}
