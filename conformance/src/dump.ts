@@ -9,6 +9,31 @@ export interface DumpOptions {
 
 const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
 
+/**
+ * Engine-internal objects a dump leaves out: the Turso engine keeps an AUTOINCREMENT sequence
+ * table per table beside `sqlite_sequence` (which it keeps too).
+ */
+const INTERNAL = "name NOT GLOB '__turso_internal_*'"
+
+/**
+ * DDL in a form that does not depend on how the engine stores its text: `IF NOT EXISTS` goes
+ * (SQLite drops it, the Turso engine keeps it), whitespace runs become one space and go away
+ * next to `(`, `)` and `,`, and quotes around plain identifiers go. SQLite
+ * keeps the statement as written, the Turso engine rewrites it on one line; both come out the
+ * same, and any difference in names, types or constraints still shows.
+ */
+export function normalizeDdl(sql: string): string {
+  return sql
+    .replace(
+      /^\s*CREATE\s+(UNIQUE\s+)?(TABLE|INDEX|VIEW|TRIGGER)\s+IF\s+NOT\s+EXISTS\s+/i,
+      'CREATE $1$2 ',
+    )
+    .replace(/\s+/g, ' ')
+    .replace(/\s*([(),])\s*/g, '$1')
+    .replace(/"([A-Za-z_][A-Za-z0-9_]*)"/g, '$1')
+    .trim()
+}
+
 function shorten(text: string, max: number): string {
   if (text.length <= max) return text
   const digest = createHash('sha256').update(text).digest('hex').slice(0, 32)
@@ -17,7 +42,8 @@ function shorten(text: string, max: number): string {
 
 /**
  * The canonical dump of a database, computed by the engine through the driver under test:
- * schema (`sqlite_schema` ordered by type and name, `user_version`), every table including
+ * schema (`sqlite_schema` ordered by type and name, DDL normalised by {@link normalizeDdl},
+ * `user_version`; engine-internal tables left out), every table including
  * `sqlite_sequence` as `typeof:quote` cells in a total order, then `integrity_check` and
  * `foreign_key_check`. Two databases with equal dumps hold equal state, whichever client wrote
  * them, because `typeof` and `quote` are evaluated by SQLite, not by JavaScript.
@@ -31,17 +57,17 @@ export async function canonicalDump(db: Executor, options: DumpOptions = {}): Pr
     tbl_name: string
     sql: string | null
   }>({
-    sql: "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*' ORDER BY type, name",
+    sql: `SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*' AND ${INTERNAL} ORDER BY type, name`,
   })
   for (const row of schema.rows) {
     out.push(`${row.type} ${row.name} on ${row.tbl_name}`)
-    out.push(`  ${row.sql === null ? '(auto)' : row.sql.replaceAll('\n', '\n  ')}`)
+    out.push(`  ${row.sql === null ? '(auto)' : normalizeDdl(row.sql)}`)
   }
   const version = await db.execute<{ user_version: number }>({ sql: 'PRAGMA user_version' })
   out.push(`# user_version ${Number(version.rows[0]?.user_version ?? 0)}`)
 
   const tables = await db.execute<{ name: string }>({
-    sql: "SELECT name FROM sqlite_schema WHERE type = 'table' AND (name NOT GLOB 'sqlite_*' OR name = 'sqlite_sequence') ORDER BY name",
+    sql: `SELECT name FROM sqlite_schema WHERE type = 'table' AND (name NOT GLOB 'sqlite_*' OR name = 'sqlite_sequence') AND ${INTERNAL} ORDER BY name`,
   })
   for (const { name } of tables.rows) {
     const info = await db.execute<{ name: string; type: string }>({

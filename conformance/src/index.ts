@@ -1,5 +1,5 @@
 export type { DumpOptions } from './dump.js'
-export { canonicalDump, stableReplacer } from './dump.js'
+export { canonicalDump, normalizeDdl, stableReplacer } from './dump.js'
 export type { FixtureLayout } from './fixtures/layouts.js'
 export {
   FIXTURE_CONTENT,

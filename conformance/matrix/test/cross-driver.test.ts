@@ -2,12 +2,14 @@ import { canonicalDump, runScenario, SCENARIOS, TestResources } from '@agentfs/c
 import type { Driver } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
+import { tursoDriver } from '@agentfs/driver-turso'
 import { afterEach, describe, expect, test } from 'vitest'
 
 /** Every first-party driver, each opening a database file at `path`. */
 const DRIVERS: Record<string, (path: string) => Driver> = {
   'better-sqlite3': (path) => betterSqlite3Driver({ path }),
   libsql: (path) => libsqlDriver({ url: `file:${path}` }),
+  turso: (path) => tursoDriver({ path }),
 }
 const NAMES = Object.keys(DRIVERS)
 const PAIRS = NAMES.flatMap((a, i) => NAMES.slice(i + 1).map((b) => [a, b] as const))

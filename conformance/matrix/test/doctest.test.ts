@@ -1,3 +1,4 @@
+import { existsSync, readdirSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
@@ -12,22 +13,11 @@ import { afterAll, describe, expect, test } from 'vitest'
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
 const READMES = [
   'README.md',
-  ...[
-    'agent-tools',
-    'ai-sdk',
-    'core',
-    'driver-better-sqlite3',
-    'driver-libsql',
-    'driver-node-sqlite',
-    'fs',
-    'kv',
-    'mastra',
-    'mcp',
-    'openai-agents',
-    'overlay',
-    'sdk',
-    'tool-calls',
-  ].map((p) => `packages/${p}/README.md`),
+  // Every package's README: a new package's quick start is tested from its first commit.
+  ...readdirSync(join(repo, 'packages'))
+    .filter((p) => existsSync(join(repo, 'packages', p, 'README.md')))
+    .sort()
+    .map((p) => `packages/${p}/README.md`),
   'apps/cli/README.md',
   'conformance/README.md',
 ]

@@ -28,6 +28,7 @@ export const README_PACKAGES = [
   'driver-better-sqlite3',
   'driver-libsql',
   'driver-node-sqlite',
+  'driver-turso',
   'fs',
   'kv',
   'mastra',

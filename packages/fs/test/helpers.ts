@@ -7,6 +7,7 @@ import {
 } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
+import { tursoDriver } from '@agentfs/driver-turso'
 import { serverBacked } from '@agentfs/hrana-server'
 import { withoutRecursiveQueries } from '@agentfs/test-kit'
 import { afterEach, expect } from 'vitest'
@@ -17,6 +18,7 @@ export const DRIVERS: Record<string, () => Driver> = {
   'better-sqlite3': () => betterSqlite3Driver({ path: ':memory:' }),
   libsql: () => libsqlDriver({ url: ':memory:' }),
   'libsql remote': () => serverBacked((url) => libsqlDriver({ url, busyTimeoutMs: 2000 })),
+  turso: () => tursoDriver({ path: ':memory:' }),
   // The SQL paths for engines without WITH RECURSIVE (Turso), on each engine here.
   'better-sqlite3, no WITH RECURSIVE': () =>
     withoutRecursiveQueries(betterSqlite3Driver({ path: ':memory:' })),

@@ -277,6 +277,8 @@ ORDER BY COALESCE(m.started_at_ns, t.started_at * 1000000000) ${direction}, t.id
       p50: number | null
       p95: number | null
     }>({
+      // Percentiles come from one grouped pass over the ranked rows, joined to the totals: no
+      // correlated subquery (the Turso engine 0.7 answers that shape wrongly).
       sql: `WITH d AS (
   SELECT t.name AS name, ${status} AS status,
     CASE WHEN m.completed_at_ns IS NOT NULL THEN (m.completed_at_ns - m.started_at_ns) / 1000000.0 ELSE t.duration_ms END AS ms
@@ -284,15 +286,23 @@ ORDER BY COALESCE(m.started_at_ns, t.started_at * 1000000000) ${direction}, t.id
 ), ranked AS (
   SELECT name, ms, ROW_NUMBER() OVER (PARTITION BY name ORDER BY ms) AS rn, COUNT(*) OVER (PARTITION BY name) AS n
   FROM d WHERE status != 'pending' AND ms IS NOT NULL
+), pct AS (
+  SELECT name,
+    MAX(CASE WHEN rn = (n * 50 + 99) / 100 THEN ms END) AS p50,
+    MAX(CASE WHEN rn = (n * 95 + 99) / 100 THEN ms END) AS p95
+  FROM ranked GROUP BY name
+), agg AS (
+  SELECT name, COUNT(*) AS total_calls,
+    SUM(CASE WHEN status = 'success' THEN 1 ELSE 0 END) AS successful,
+    SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END) AS failed,
+    SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END) AS pending,
+    AVG(CASE WHEN status != 'pending' THEN ms END) AS avg_duration_ms
+  FROM d GROUP BY name
 )
-SELECT d.name AS name, COUNT(*) AS total_calls,
-  SUM(CASE WHEN d.status = 'success' THEN 1 ELSE 0 END) AS successful,
-  SUM(CASE WHEN d.status = 'error' THEN 1 ELSE 0 END) AS failed,
-  SUM(CASE WHEN d.status = 'pending' THEN 1 ELSE 0 END) AS pending,
-  AVG(CASE WHEN d.status != 'pending' THEN d.ms END) AS avg_duration_ms,
-  (SELECT ms FROM ranked r WHERE r.name = d.name AND r.rn = (r.n * 50 + 99) / 100) AS p50,
-  (SELECT ms FROM ranked r WHERE r.name = d.name AND r.rn = (r.n * 95 + 99) / 100) AS p95
-FROM d GROUP BY d.name ORDER BY total_calls DESC, d.name ASC`,
+SELECT agg.name AS name, agg.total_calls AS total_calls, agg.successful AS successful,
+  agg.failed AS failed, agg.pending AS pending, agg.avg_duration_ms AS avg_duration_ms,
+  pct.p50 AS p50, pct.p95 AS p95
+FROM agg LEFT JOIN pct ON pct.name = agg.name ORDER BY agg.total_calls DESC, agg.name ASC`,
       params,
     })
     return rows.map((row) => ({

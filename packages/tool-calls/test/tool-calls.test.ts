@@ -7,6 +7,7 @@ import {
 } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
+import { tursoDriver } from '@agentfs/driver-turso'
 import { serverBacked } from '@agentfs/hrana-server'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createToolCalls } from '../src/index.js'
@@ -15,6 +16,7 @@ const DRIVERS = {
   'better-sqlite3': () => betterSqlite3Driver({ path: ':memory:' }),
   libsql: () => libsqlDriver({ url: ':memory:' }),
   'libsql remote': () => serverBacked((url) => libsqlDriver({ url, busyTimeoutMs: 2000 })),
+  turso: () => tursoDriver({ path: ':memory:' }),
 }
 const open: AgentDatabase[] = []
 afterEach(async () => {

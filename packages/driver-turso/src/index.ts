@@ -1,0 +1,2 @@
+export type { TursoDatabase, TursoDriverConfig, TursoStatement } from './turso-driver.js'
+export { tursoDriver } from './turso-driver.js'

@@ -1,0 +1,218 @@
+import { createRequire } from 'node:module'
+import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
+import {
+  createSyncDriver,
+  lazyConnection,
+  type SyncConnection,
+  type SyncDriverOptions,
+  type SyncStatement,
+} from '@agentfs/core/driver-kit'
+
+/** The parts of a Turso `Statement` (`@tursodatabase/database/compat`) this driver uses. */
+export interface TursoStatement {
+  readonly reader: boolean
+  all(params: readonly unknown[]): unknown[]
+  run(params: readonly unknown[]): { changes: number; lastInsertRowid: number }
+  safeIntegers(toggle?: boolean): unknown
+  close(): void
+}
+
+/** The parts of a Turso `Database` (`@tursodatabase/database/compat`) this driver uses. */
+export interface TursoDatabase {
+  readonly open: boolean
+  readonly inTransaction: boolean
+  prepare(sql: string): TursoStatement
+  exec(sql: string): void
+  close(): void
+}
+
+/** Options of {@link tursoDriver}. Give exactly one of `path` and `database`. */
+export interface TursoDriverConfig extends SyncDriverOptions {
+  /** A file path, or `:memory:`. The driver opens it on first use. */
+  readonly path?: string
+  /**
+   * An open Turso `Database` from `@tursodatabase/database/compat` (the synchronous API), or a
+   * (lazy) factory for one. The driver closes it on `close()`.
+   */
+  readonly database?: TursoDatabase | (() => TursoDatabase | Promise<TursoDatabase>)
+}
+
+type TursoConstructor = new (path: string, options?: { timeout?: number }) => TursoDatabase
+
+function openFile(path: string): TursoDatabase {
+  let Database: TursoConstructor
+  try {
+    const compat = createRequire(import.meta.url)('@tursodatabase/database/compat') as {
+      Database: TursoConstructor
+    }
+    Database = compat.Database
+  } catch (error) {
+    throw new AgentFsError(
+      'CANT_OPEN',
+      'the Turso engine is not installed: npm install @tursodatabase/database (a dependency of @agentfs/driver-turso)',
+      { cause: error },
+    )
+  }
+  return new Database(path)
+}
+
+/**
+ * The engine throws every error with `code: 'GenericFailure'` and the condition in the message
+ * (`step failed: Runtime error: UNIQUE constraint failed: kv.key (19)`). This gives it the
+ * SQLite code that condition has, so the core maps it as it maps SQLite's.
+ */
+const CONDITIONS: ReadonlyArray<[RegExp, string]> = [
+  [/PRIMARY KEY constraint failed/i, 'SQLITE_CONSTRAINT_PRIMARYKEY'],
+  [/UNIQUE constraint failed/i, 'SQLITE_CONSTRAINT_UNIQUE'],
+  [/NOT NULL constraint failed/i, 'SQLITE_CONSTRAINT_NOTNULL'],
+  [/CHECK constraint failed/i, 'SQLITE_CONSTRAINT_CHECK'],
+  [/FOREIGN KEY constraint failed/i, 'SQLITE_CONSTRAINT_FOREIGNKEY'],
+  [/database is locked|database is busy|locked by another process/i, 'SQLITE_BUSY'],
+  [/disk is full/i, 'SQLITE_FULL'],
+  [/readonly database|read-only|query_only mode/i, 'SQLITE_READONLY'],
+  [/not a database|file is encrypted|malformed|corrupt/i, 'SQLITE_CORRUPT'],
+  [/unable to open|cannot open/i, 'SQLITE_CANTOPEN'],
+  [/^prepare failed:|syntax error|no such (table|column)|Parse error/i, 'SQLITE_ERROR'],
+]
+
+function engineError(error: unknown): unknown {
+  if (!(error instanceof Error) || (error as { code?: unknown }).code !== 'GenericFailure')
+    return error
+  const code = CONDITIONS.find(([pattern]) => pattern.test(error.message))?.[1]
+  if (code === undefined) return error
+  // One line, without the engine's step prefix and trailing primary code.
+  const message = error.message
+    .replace(
+      /^((prepare|step) failed|failed to consume stmt): (Runtime error: |Parse error: )?/,
+      '',
+    )
+    .replace(/ \(\d+\)$/, '')
+  return Object.assign(new Error(message, { cause: error }), { code })
+}
+
+const rethrow = <T>(fn: () => T): T => {
+  try {
+    return fn()
+  } catch (error) {
+    throw engineError(error)
+  }
+}
+
+/** `… RETURNING` is the only reader that writes (the engine does not say which are read-only). */
+const RETURNING = /\bRETURNING\b/i
+
+/**
+ * Table-valued pragma functions (`pragma_table_info(…)`): a statement of them left prepared
+ * keeps a read transaction, and a later schema change then aborts the process inside the
+ * engine (0.7.2). They are prepared for each run and closed at once.
+ */
+const PRAGMA_FUNCTION = /\bpragma_\w+\s*\(/i
+
+function statementOf(db: TursoDatabase, sql: string): SyncStatement {
+  if (PRAGMA_FUNCTION.test(sql)) {
+    const probe = rethrow(() => db.prepare(sql))
+    const reader = probe.reader
+    probe.close()
+    const once = <T>(fn: (statement: TursoStatement) => T): T =>
+      rethrow(() => {
+        // Outside a transaction it runs inside one of its own: run bare, it leaves the
+        // connection in a state where the next autocommitted writes are undone by a later
+        // ROLLBACK.
+        const own = !db.inTransaction
+        if (own) db.exec('BEGIN')
+        const statement = db.prepare(sql)
+        try {
+          statement.safeIntegers(true)
+          return fn(statement)
+        } finally {
+          statement.close()
+          if (own && db.inTransaction) db.exec('COMMIT')
+        }
+      })
+    return {
+      reader,
+      readonly: !RETURNING.test(sql),
+      all: (params) => once((s) => s.all(params)),
+      run: (params) => once((s) => s.run(params)),
+    }
+  }
+  const statement = rethrow(() => db.prepare(sql))
+  const reader = statement.reader
+  if (reader) statement.safeIntegers(true)
+  return {
+    reader,
+    readonly: reader && !RETURNING.test(sql),
+    all: (params) => rethrow(() => statement.all(params)),
+    run: (params) => rethrow(() => statement.run(params)),
+  }
+}
+
+function connection(db: TursoDatabase, file: string | undefined): SyncConnection {
+  return {
+    file,
+    readonly: false,
+    get isOpen() {
+      return db.open
+    },
+    get inTransaction() {
+      return db.inTransaction
+    },
+    prepare: (sql) => statementOf(db, sql),
+    exec(sql: string) {
+      rethrow(() => db.exec(sql))
+    },
+    close() {
+      db.close()
+    },
+  }
+}
+
+/**
+ * A {@link Driver} on the Turso engine (`@tursodatabase/database`, its synchronous
+ * better-sqlite3-compatible API), built with the core driver kit: WAL, an asynchronous busy
+ * wait, a per-file lock between the connections of a process, a statement cache. The engine has
+ * no `WITH RECURSIVE`; the driver says so (`capabilities.recursiveQueries: false`) and the
+ * filesystem walks trees with plain statements instead.
+ *
+ * @example
+ * const driver = tursoDriver({ path: 'agent.db' })
+ * const db = await openDatabase({ driver })
+ */
+export function tursoDriver(config: TursoDriverConfig): Driver {
+  if ((config.path === undefined) === (config.database === undefined))
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      'tursoDriver needs exactly one of `path` and `database`',
+    )
+  const memory = config.path === ':memory:' || config.path === ''
+  const given =
+    config.database === undefined
+      ? lazyConnection(() => openFile(config.path!))
+      : lazyConnection(config.database)
+  const driver = createSyncDriver({
+    ...config,
+    name: 'turso',
+    target: config.path ?? 'database',
+    memory,
+    reopenable: given.reopenable,
+    open: async () => {
+      let db: TursoDatabase
+      try {
+        db = await given.open()
+      } catch (error) {
+        throw mapSqliteError(engineError(error))
+      }
+      return connection(db, memory ? undefined : config.path)
+    },
+  })
+  return {
+    name: driver.name,
+    get capabilities() {
+      return { ...driver.capabilities, recursiveQueries: false }
+    },
+    execute: (statement) => driver.execute(statement),
+    transaction: (fn) => driver.transaction(fn),
+    executeScript: (sql) => driver.executeScript(sql),
+    close: () => driver.close(),
+  }
+}

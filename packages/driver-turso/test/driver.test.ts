@@ -1,0 +1,120 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { guardDriver, isAgentFsError, recursiveQueries } from '@agentfs/core'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { tursoDriver } from '../src/index.js'
+
+let dir: string
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'agentfs-turso-'))
+})
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true })
+})
+
+describe('tursoDriver', () => {
+  test('a local file: WAL, no blocking busy wait, and no WITH RECURSIVE in its capabilities', async () => {
+    const db = guardDriver(tursoDriver({ path: join(dir, 'a.db') }))
+    const pragma = async (name: string) =>
+      Object.values((await db.execute({ sql: `PRAGMA ${name}` })).rows[0]!)[0]
+    expect(await pragma('journal_mode')).toBe('wal')
+    expect(await pragma('synchronous')).toBe(1)
+    expect(db.capabilities).toEqual({
+      concurrentTransactions: false,
+      inMemory: false,
+      remote: false,
+      recursiveQueries: false,
+    })
+    expect(recursiveQueries(db)).toBe(false)
+    await db.close()
+  })
+
+  test('engine errors get their SQLite meaning and one line without the engine prefixes', async () => {
+    const db = guardDriver(tursoDriver({ path: ':memory:' }))
+    await db.execute({ sql: 'CREATE TABLE u (k TEXT PRIMARY KEY NOT NULL, CHECK (length(k) < 5))' })
+    await db.execute({ sql: "INSERT INTO u VALUES ('x')" })
+    const failure = (sql: string) => db.execute({ sql }).catch((e: unknown) => e as Error)
+    const unique = await failure("INSERT INTO u VALUES ('x')")
+    expect(isAgentFsError(unique, 'CONSTRAINT_UNIQUE')).toBe(true)
+    expect(unique.message).toMatch(/^UNIQUE constraint failed: u\.k \[sql: /)
+    expect(
+      isAgentFsError(await failure('INSERT INTO u VALUES (NULL)'), 'CONSTRAINT_NOT_NULL'),
+    ).toBe(true)
+    expect(isAgentFsError(await failure("INSERT INTO u VALUES ('toolong')"), 'CONSTRAINT')).toBe(
+      true,
+    )
+    const syntax = await failure('SELEC 1')
+    expect(isAgentFsError(syntax, 'SQL')).toBe(true)
+    expect(syntax.message).not.toMatch(/\n/)
+    expect(isAgentFsError(await failure('SELECT * FROM nope'), 'SQL')).toBe(true)
+    await db.close()
+  })
+
+  test('a table-valued pragma function, run again and again, does not leave the next schema change to abort the process', async () => {
+    // With the statement kept prepared, the engine (0.7.2) panics on the next CREATE TABLE and
+    // the whole process aborts; the driver prepares and closes such statements per run.
+    const db = guardDriver(tursoDriver({ path: join(dir, 'b.db') }))
+    await db.execute({ sql: 'CREATE TABLE t (a, b)' })
+    for (let i = 0; i < 3; i++) {
+      const { rows } = await db.execute({ sql: "SELECT name FROM pragma_table_info('t')" })
+      expect(rows).toEqual([{ name: 'a' }, { name: 'b' }])
+      await db.execute({ sql: `CREATE TABLE x${i} (a)` })
+    }
+    await db.transaction(async (tx) => {
+      await tx.execute({ sql: "SELECT name FROM pragma_table_info('t') WHERE name = 'b'" })
+      await tx.execute({ sql: 'CREATE TABLE y (a)' })
+    })
+    await db.close()
+  })
+
+  test('a table-valued pragma function outside a transaction does not leave later writes undoable', async () => {
+    // Run bare, such a statement leaves the engine (0.7.2) in a state where the next
+    // autocommitted INSERT is undone by a later ROLLBACK; the driver runs it in a transaction.
+    const db = guardDriver(tursoDriver({ path: join(dir, 'p.db') }))
+    await db.execute({ sql: 'CREATE TABLE kv (k TEXT PRIMARY KEY)' })
+    await db.execute({ sql: "SELECT name FROM pragma_table_info('kv') WHERE name = 'absent'" })
+    await db.execute({ sql: "INSERT INTO kv VALUES ('kept')" })
+    await db
+      .transaction(async (tx) => {
+        await tx.execute({ sql: "UPDATE kv SET k = 'x' WHERE k = 'none'" })
+        throw new Error('roll back this transaction only')
+      })
+      .catch(() => undefined)
+    expect((await db.execute({ sql: 'SELECT k FROM kv' })).rows).toEqual([{ k: 'kept' }])
+    await db.close()
+  })
+
+  test('integers beyond 2^53 and blobs round-trip; a second connection waits for the write lock', async () => {
+    const path = join(dir, 'c.db')
+    const a = guardDriver(tursoDriver({ path, busyTimeoutMs: 2000 }))
+    const b = guardDriver(tursoDriver({ path, busyTimeoutMs: 2000 }))
+    await a.execute({ sql: 'CREATE TABLE t (n INTEGER, d BLOB)' })
+    await a.execute({
+      sql: 'INSERT INTO t VALUES (?, ?)',
+      params: [2n ** 60n, new Uint8Array([0, 255])],
+    })
+    const { rows } = await b.execute({ sql: 'SELECT n, d FROM t' })
+    expect(rows[0]!.n).toBe(2n ** 60n)
+    expect([...(rows[0]!.d as Uint8Array)]).toEqual([0, 255])
+    let release!: () => void
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const first = a.transaction(async (tx) => {
+      await tx.execute({ sql: 'INSERT INTO t VALUES (1, NULL)' })
+      await held
+    })
+    const second = b.execute({ sql: 'INSERT INTO t VALUES (2, NULL)' })
+    setTimeout(release, 100)
+    await first
+    await second
+    expect((await a.execute({ sql: 'SELECT count(*) AS c FROM t' })).rows[0]!.c).toBe(3)
+    await a.close()
+    await b.close()
+  })
+
+  test('needs exactly one of path and database', () => {
+    expect(() => tursoDriver({})).toThrow(/exactly one of `path` and `database`/)
+  })
+})
