@@ -15,6 +15,7 @@ import { pipeline } from 'node:stream/promises'
 import { fileURLToPath } from 'node:url'
 import { type AgentTool, createAgentTools } from '@agentfs/agent-tools'
 import { libsqlDriver } from '@agentfs/driver-libsql'
+import { tursoDriver } from '@agentfs/driver-turso'
 import { HostFileSystem } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import { RawSqlFs } from './raw-sql.js'
@@ -54,6 +55,7 @@ export const IMPLEMENTATIONS = [
   'agentfs-noatime',
   'agentfs-libsql',
   'agentfs-libsql-remote',
+  'agentfs-turso',
   'agentfs-sdk-0.6.4',
   'node-fs',
 ] as const
@@ -119,7 +121,7 @@ function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL'): Impl {
 
 async function agentfs(
   dir: string,
-  variant: 'NORMAL' | 'FULL' | 'libsql' | 'noatime',
+  variant: 'NORMAL' | 'FULL' | 'libsql' | 'turso' | 'noatime',
   remoteUrl?: string,
 ): Promise<Impl> {
   const path = join(dir, 'agent.db')
@@ -128,21 +130,25 @@ async function agentfs(
       ? await AgentFS.open({ driver: libsqlDriver({ url: remoteUrl }) })
       : variant === 'libsql'
         ? await AgentFS.open({ driver: libsqlDriver({ url: `file:${path}` }) })
-        : variant === 'noatime'
-          ? await AgentFS.open({ path, fs: { atime: 'noatime' } })
-          : await AgentFS.open({ path, synchronous: variant })
+        : variant === 'turso'
+          ? await AgentFS.open({ driver: tursoDriver({ path }) })
+          : variant === 'noatime'
+            ? await AgentFS.open({ path, fs: { atime: 'noatime' } })
+            : await AgentFS.open({ path, synchronous: variant })
   const handles = new Map<string, Awaited<ReturnType<typeof agent.fs.open>>>()
   return {
     name: {
       NORMAL: 'agentfs',
       FULL: 'agentfs-full',
       libsql: 'agentfs-libsql',
+      turso: 'agentfs-turso',
       noatime: 'agentfs-noatime',
     }[variant],
     durability: {
       NORMAL: 'WAL, synchronous=NORMAL',
       FULL: 'WAL, synchronous=FULL',
       libsql: 'WAL (libSQL defaults)',
+      turso: 'WAL, synchronous=NORMAL (Turso engine)',
       noatime: 'WAL, synchronous=NORMAL, noatime',
     }[variant],
     files: dbFiles(path),
@@ -266,6 +272,8 @@ export async function openImpl(name: ImplName, dir: string): Promise<Impl> {
       return agentfs(dir, 'libsql')
     case 'agentfs-libsql-remote':
       return remote(dir)
+    case 'agentfs-turso':
+      return agentfs(dir, 'turso')
     case 'agentfs-sdk-0.6.4':
       return reference(dir)
     case 'node-fs':

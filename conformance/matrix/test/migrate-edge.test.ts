@@ -93,6 +93,34 @@ describe('migration edge cases', () => {
     ])
   })
 
+  test('a copy without user_version (rows synced, file header not) opens as migrated, from agentfs_meta', async () => {
+    const db = memory()
+    const first = await openDatabase({ driver: db, clock: fixedClock() })
+    await first.execute({ sql: "INSERT INTO kv_store (key, value) VALUES ('k', '1')" })
+    // What a row-shipping sync leaves on another machine: every table and row, user_version 0.
+    await db.execute({ sql: 'PRAGMA user_version = 0' })
+    const plan = await planMigration(db)
+    expect(plan.steps).toEqual([])
+    const reopened = await openDatabase({ driver: db, clock: fixedClock() })
+    expect(reopened.migration.fromVersion).toBe(4)
+    expect((await db.execute({ sql: 'SELECT value FROM agentfs_meta' })).rows).toEqual([
+      { value: '4' },
+    ])
+  })
+
+  test('a schema version in agentfs_meta that is not a number is refused before any change', async () => {
+    const db = memory()
+    await openDatabase({ driver: db, clock: fixedClock() })
+    await db.execute({
+      sql: "UPDATE agentfs_meta SET value = '4; DROP TABLE x' WHERE key = 'schema_version'",
+    })
+    const before = await canonicalDump(db)
+    const error = await openDatabase({ driver: db, clock: fixedClock() }).catch((e: unknown) => e)
+    expect((error as { code?: string }).code).toBe('CORRUPT')
+    expect(String((error as Error).message)).toMatch(/^agentfs_meta\.schema_version holds /)
+    expect(await canonicalDump(db)).toBe(before)
+  })
+
   test('planMigration is read-only (dry run)', async () => {
     const db = memory()
     await db.executeScript(fixtureScript('v0.1'))

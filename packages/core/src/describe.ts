@@ -45,8 +45,12 @@ export async function describeDatabase(q: Executor): Promise<DatabaseDescription
   const pages = await one<{ page_count: number }>('PRAGMA page_count')
   const size = await one<{ page_size: number }>('PRAGMA page_size')
   const version = await one<{ user_version: number }>('PRAGMA user_version')
+  // A migrated database has agentfs_meta; a synced copy has the version only there.
+  const meta = await q.execute<{ value: string }>({
+    sql: "SELECT value FROM agentfs_meta WHERE key = 'schema_version'",
+  })
   return {
-    schemaVersion: Number(version.user_version),
+    schemaVersion: Math.max(Number(version.user_version), Number(meta.rows[0]?.value ?? 0) || 0),
     specVersion: get('schema_version') ?? null,
     chunkSize: Number(get('chunk_size')),
     files: Number(nodes.files ?? 0),

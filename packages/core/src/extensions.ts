@@ -63,7 +63,26 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
 )`,
     ],
   },
+  {
+    version: 4,
+    description: 'the schema version in a table (agentfs_meta), where copies of the rows carry it',
+    statements: [
+      // `PRAGMA user_version` lives in the file header: a sync engine that ships rows (Turso
+      // sync) does not carry it, and a synced copy would look never migrated. The version is
+      // kept here too; the larger of the two counts.
+      `CREATE TABLE agentfs_meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+)`,
+    ],
+  },
 ]
 
-/** The `PRAGMA user_version` a database has after migrating with this version of the library. */
+/** The row of `agentfs_meta` that holds the schema version. */
+export const META_SCHEMA_VERSION = 'schema_version'
+
+/**
+ * The schema version a database has after migrating with this version of the library, in
+ * `PRAGMA user_version` and in `agentfs_meta`.
+ */
 export const SCHEMA_VERSION: number = EXTENSION_MIGRATIONS.at(-1)?.version ?? 0

@@ -1,3 +1,5 @@
+import { AgentFsError } from './errors.js'
+import { META_SCHEMA_VERSION } from './extensions.js'
 import type { Queryable } from './guard-driver.js'
 import { SPEC_INDEXES, SPEC_TABLES } from './schema.js'
 
@@ -18,12 +20,31 @@ export interface LayoutReport {
   readonly layout: SpecLayout
   /** `tool_calls` as the reference AgentFS SDK writes it (extra `status`, nullable completion). */
   readonly referenceToolCalls: boolean
-  /** Our own schema version (`PRAGMA user_version`); 0 when never opened by this library. */
+  /**
+   * Our own schema version: the larger of `PRAGMA user_version` and `agentfs_meta`'s (a synced
+   * copy has only the latter); 0 when never opened by this library.
+   */
   readonly agentfsVersion: number
   /** Every table and index, by name. */
   readonly objects: ReadonlyMap<string, FoundObject>
   /** Column names per table, in declaration order. */
   readonly columns: ReadonlyMap<string, readonly string[]>
+}
+
+/** The schema version `agentfs_meta` records (0 without the row); a value that is not one is refused. */
+async function metaVersion(q: Queryable): Promise<number> {
+  const { rows } = await q.execute<{ value: unknown }>({
+    sql: 'SELECT value FROM agentfs_meta WHERE key = ?',
+    params: [META_SCHEMA_VERSION],
+  })
+  if (rows.length === 0) return 0
+  const value = rows[0]!.value
+  if (typeof value !== 'string' || !/^\d{1,6}$/.test(value))
+    throw new AgentFsError(
+      'CORRUPT',
+      `agentfs_meta.schema_version holds ${JSON.stringify(String(value)).slice(0, 40)}, not a schema version: the database was damaged or written by other software; run fsck or restore a backup`,
+    )
+  return Number(value)
 }
 
 /** Reads the schema of a database and classifies its layout. Read-only. */
@@ -45,6 +66,7 @@ export async function inspectLayout(q: Queryable): Promise<LayoutReport> {
     )
   }
   const version = await q.execute<{ user_version: number }>({ sql: 'PRAGMA user_version' })
+  const stored = columns.has('agentfs_meta') ? await metaVersion(q) : 0
   const has = (tableName: string, column?: string) =>
     column === undefined
       ? columns.has(tableName)
@@ -61,7 +83,7 @@ export async function inspectLayout(q: Queryable): Promise<LayoutReport> {
   return {
     layout,
     referenceToolCalls: has('tool_calls', 'status'),
-    agentfsVersion: Number(version.rows[0]?.user_version ?? 0),
+    agentfsVersion: Math.max(Number(version.rows[0]?.user_version ?? 0), stored),
     objects,
     columns,
   }

@@ -1,6 +1,6 @@
 import type { Clock } from './clock.js'
 import { AgentFsError, isAgentFsError } from './errors.js'
-import { EXTENSION_MIGRATIONS } from './extensions.js'
+import { EXTENSION_MIGRATIONS, META_SCHEMA_VERSION } from './extensions.js'
 import type { Queryable, Transaction } from './guard-driver.js'
 import { inspectLayout, type LayoutReport } from './layout.js'
 import {
@@ -139,6 +139,10 @@ VALUES (?, ?, 1, 0, 0, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT(ino) DO NOTHING`,
   }
   await dropAside(tx, aside)
   await tx.execute({ sql: `PRAGMA user_version = ${plan.toVersion}` })
+  await tx.execute({
+    sql: 'INSERT INTO agentfs_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+    params: [META_SCHEMA_VERSION, String(plan.toVersion)],
+  })
   await tx.execute({ sql: 'PRAGMA legacy_alter_table = OFF' })
 }
 
