@@ -74,6 +74,18 @@ export function classifySqliteCode(code: unknown, extended?: unknown): ErrorCode
 }
 
 /**
+ * An engine's message on one line: line breaks become spaces, and a code prefix a client
+ * repeated (`SQLITE_CONSTRAINT_PRIMARYKEY: SQLITE_CONSTRAINT_PRIMARYKEY: …`, libSQL batches)
+ * appears once.
+ */
+function oneLine(message: string): string {
+  return message
+    .replace(/\s*\n\s*/g, ' ')
+    .replace(/^([A-Z][A-Z0-9_]*: )(?:\1)+/, '$1')
+    .trim()
+}
+
+/**
  * Maps any error an engine throws to an {@link AgentFsError}, keeping the original as `cause`.
  * Drivers call this; the core also applies it to anything a driver lets through.
  */
@@ -90,7 +102,7 @@ export function mapSqliteError(error: unknown, context?: { sql?: string }): Agen
     source.code,
     source.rawCode ?? source.extendedCode ?? source.errcode,
   )
-  const text = typeof source.message === 'string' ? source.message : String(error)
+  const text = oneLine(typeof source.message === 'string' ? source.message : String(error))
   if (code === 'UNKNOWN' || code === 'SQL') {
     // Some clients only put the condition in the message.
     if (/UNIQUE constraint failed/i.test(text)) code = 'CONSTRAINT_UNIQUE'

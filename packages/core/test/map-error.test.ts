@@ -27,6 +27,24 @@ describe('classifySqliteCode', () => {
 })
 
 describe('mapSqliteError', () => {
+  test('messages are one line, and a code prefix a client repeated appears once', () => {
+    const error = Object.assign(
+      new Error(
+        'SQLITE_CONSTRAINT_PRIMARYKEY: SQLITE_CONSTRAINT_PRIMARYKEY: SQLite error: UNIQUE constraint failed: t.x',
+      ),
+      { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' },
+    )
+    const mapped = mapSqliteError(error, { sql: 'INSERT INTO t VALUES (1)' })
+    expect(mapped.code).toBe('CONSTRAINT_UNIQUE')
+    expect(mapped.message).toMatch(
+      /^SQLITE_CONSTRAINT_PRIMARYKEY: SQLite error: UNIQUE constraint failed: t\.x \[sql: INSERT INTO t VALUES \(1\)\]/,
+    )
+    const multi = mapSqliteError(
+      Object.assign(new Error('near "SELEC":\n  syntax error'), { code: 'SQLITE_ERROR' }),
+    )
+    expect(multi.message).not.toMatch(/\n/)
+  })
+
   test('keeps the cause, adds advice and the statement', () => {
     const native = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })
     const mapped = mapSqliteError(native, { sql: 'INSERT INTO t VALUES (1)' })

@@ -133,14 +133,14 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
         'INVALID_ARGUMENT',
         `libsqlDriver's client factory made a ${handle.protocol} client, but the driver was configured for a ${local ? 'local' : 'remote'} one: set \`remote: ${local}\``,
       )
-    const file = config.url === undefined ? undefined : localFilePath(config.url)
-    if (local && file !== undefined) fileLock.attach(file)
+    // Local URLs never get here (they run on the engine): a local client is one passed in, its
+    // file unknown, so it shares no per-file lock.
     await exclusive(() => configure(handle))
     return handle
   }
 
   async function configure(handle: LibsqlClient): Promise<void> {
-    if (local && config.url !== ':memory:') {
+    if (local) {
       await retryBusy(
         () => handle.execute({ sql: 'PRAGMA journal_mode = WAL', args: [] }),
         busyTimeout,
@@ -149,8 +149,6 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
         sql: `PRAGMA journal_size_limit = ${Math.trunc(config.journalSizeLimit ?? 64 * 1024 * 1024)}`,
         args: [],
       })
-    }
-    if (local) {
       // Busy waits happen asynchronously in retryBusy: a blocking wait inside the engine would
       // stall the event loop that another connection of this process needs to release its lock.
       await handle.execute({ sql: 'PRAGMA busy_timeout = 0', args: [] })
@@ -206,7 +204,8 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
     get capabilities() {
       return {
         concurrentTransactions: !local,
-        inMemory: config.url === ':memory:',
+        // A remote database, or a local client passed in (whose file this driver cannot see).
+        inMemory: false,
         remote: !local,
         // Each remote call runs on a server stream of its own.
         connectionPragmas: local,
