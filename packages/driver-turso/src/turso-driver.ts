@@ -7,6 +7,7 @@ import {
   type SyncDriverOptions,
   type SyncStatement,
 } from '@agentfs/core/driver-kit'
+import { hexParams, longBlobs, placeholderOffsets, withHexPlaceholders } from './blob-binding.js'
 
 /** The parts of a Turso `Statement` (`@tursodatabase/database/compat`) this driver uses. */
 export interface TursoStatement {
@@ -139,13 +140,46 @@ function statementOf(db: TursoDatabase, sql: string): SyncStatement {
   const statement = rethrow(() => db.prepare(sql))
   const reader = statement.reader
   if (reader) statement.safeIntegers(true)
+  const offsets = placeholderOffsets(sql)
+  /** Variants with some placeholders as `unhex(?)`, by which parameters are long BLOBs. */
+  const variants = new Map<string, TursoStatement>()
+  /** The statement and parameters to run: long BLOBs go as hex text where the SQL allows. */
+  const pick = (params: readonly unknown[]): [TursoStatement, readonly unknown[]] => {
+    if (offsets === undefined || offsets.length !== params.length) return [statement, params]
+    const blobs = longBlobs(params)
+    if (blobs.length === 0) return [statement, params]
+    const key = blobs.join(',')
+    let variant = variants.get(key)
+    if (variant === undefined) {
+      if (variants.size >= MAX_VARIANTS) {
+        const [oldest, first] = variants.entries().next().value as [string, TursoStatement]
+        variants.delete(oldest)
+        first.close()
+      }
+      variant = db.prepare(withHexPlaceholders(sql, offsets, blobs))
+      if (reader) variant.safeIntegers(true)
+      variants.set(key, variant)
+    }
+    return [variant, hexParams(params, blobs)]
+  }
   return {
     reader,
     readonly: reader && !RETURNING.test(sql),
-    all: (params) => rethrow(() => statement.all(params)),
-    run: (params) => rethrow(() => statement.run(params)),
+    all: (params) =>
+      rethrow(() => {
+        const [chosen, values] = pick(params)
+        return chosen.all(values)
+      }),
+    run: (params) =>
+      rethrow(() => {
+        const [chosen, values] = pick(params)
+        return chosen.run(values)
+      }),
   }
 }
+
+/** Hex-binding variants kept per statement (one per pattern of long BLOB parameters). */
+const MAX_VARIANTS = 8
 
 function connection(db: TursoDatabase, file: string | undefined): SyncConnection {
   return {

@@ -34,7 +34,11 @@ describe('tursoDriver', () => {
     const db = guardDriver(tursoDriver({ path: ':memory:' }))
     await db.execute({ sql: 'CREATE TABLE u (k TEXT PRIMARY KEY NOT NULL, CHECK (length(k) < 5))' })
     await db.execute({ sql: "INSERT INTO u VALUES ('x')" })
-    const failure = (sql: string) => db.execute({ sql }).catch((e: unknown) => e as Error)
+    const failure = (sql: string) =>
+      db.execute({ sql }).then(
+        () => new Error('no error'),
+        (e: unknown) => e as Error,
+      )
     const unique = await failure("INSERT INTO u VALUES ('x')")
     expect(isAgentFsError(unique, 'CONSTRAINT_UNIQUE')).toBe(true)
     expect(unique.message).toMatch(/^UNIQUE constraint failed: u\.k \[sql: /)
@@ -112,6 +116,35 @@ describe('tursoDriver', () => {
     expect((await a.execute({ sql: 'SELECT count(*) AS c FROM t' })).rows[0]!.c).toBe(3)
     await a.close()
     await b.close()
+  })
+
+  test('long BLOBs (bound as hex) and short ones round-trip byte for byte, mixed in one statement', async () => {
+    const db = guardDriver(tursoDriver({ path: ':memory:' }))
+    await db.execute({ sql: 'CREATE TABLE b (k INTEGER PRIMARY KEY, label TEXT, d BLOB)' })
+    const long = new Uint8Array(4096).map((_, i) => (i * 7) & 255)
+    const view = new Uint8Array(long.buffer, 100, 1000) // a view into a larger buffer
+    await db.execute({
+      sql: "INSERT INTO b VALUES (?, '?', ?), (?, ?, ?), (?, ?, ?)",
+      params: [1, long, 2, 'two', new Uint8Array([1, 2]), 3, '3', view],
+    })
+    await db.execute({
+      sql: 'INSERT INTO b VALUES (?, ?, ?)',
+      params: [4, 'empty', new Uint8Array(0)],
+    })
+    const { rows } = await db.execute({
+      sql: 'SELECT k, label, typeof(d) AS t, d FROM b ORDER BY k',
+    })
+    expect(rows.map((r) => [r.k, r.label, r.t])).toEqual([
+      [1, '?', 'blob'],
+      [2, 'two', 'blob'],
+      [3, '3', 'blob'],
+      [4, 'empty', 'blob'],
+    ])
+    expect(Buffer.from(rows[0]!.d as Uint8Array).equals(Buffer.from(long))).toBe(true)
+    expect([...(rows[1]!.d as Uint8Array)]).toEqual([1, 2])
+    expect(Buffer.from(rows[2]!.d as Uint8Array).equals(Buffer.from(view))).toBe(true)
+    expect((rows[3]!.d as Uint8Array).byteLength).toBe(0)
+    await db.close()
   })
 
   test('needs exactly one of path and database', () => {
