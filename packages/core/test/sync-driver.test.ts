@@ -40,19 +40,25 @@ function fakeBinding() {
   }
 }
 
+/** A driver on a fake binding, opened with one read, the event-loop probe armed after it. */
+async function opened(turnEventLoopEvery?: number) {
+  const binding = fakeBinding()
+  const driver = createSyncDriver({
+    name: 'fake',
+    memory: true,
+    reopenable: false,
+    open: () => binding.connection,
+    ...(turnEventLoopEvery === undefined ? {} : { turnEventLoopEvery }),
+  })
+  await driver.execute({ sql: 'SELECT 1' }) // opens; one read so far
+  binding.arm()
+  binding.turnedAt.length = 0
+  return { binding, driver }
+}
+
 describe('createSyncDriver turnEventLoopEvery', () => {
   test('a caller that only awaits still lets the event loop turn every N reads', async () => {
-    const binding = fakeBinding()
-    const driver = createSyncDriver({
-      name: 'fake',
-      memory: true,
-      reopenable: false,
-      open: () => binding.connection,
-      turnEventLoopEvery: 3,
-    })
-    await driver.execute({ sql: 'SELECT 1' }) // opens; one read so far
-    binding.arm()
-    binding.turnedAt.length = 0
+    const { binding, driver } = await opened(3)
     for (let i = 0; i < 4; i++) await driver.execute({ sql: 'SELECT 1' })
     // Two more reads make three; the next one waits for the event loop to turn.
     expect(binding.turnedAt).toEqual([false, false, true, true])
@@ -60,17 +66,7 @@ describe('createSyncDriver turnEventLoopEvery', () => {
   })
 
   test('inside a transaction too, and concurrent calls keep their order', async () => {
-    const binding = fakeBinding()
-    const driver = createSyncDriver({
-      name: 'fake',
-      memory: true,
-      reopenable: false,
-      open: () => binding.connection,
-      turnEventLoopEvery: 2,
-    })
-    await driver.execute({ sql: 'SELECT 1' })
-    binding.arm()
-    binding.turnedAt.length = 0
+    const { binding, driver } = await opened(2)
     const order: number[] = []
     await driver.transaction(async (tx) => {
       await Promise.all(
@@ -87,16 +83,7 @@ describe('createSyncDriver turnEventLoopEvery', () => {
   })
 
   test('without the option, reads never wait for the event loop', async () => {
-    const binding = fakeBinding()
-    const driver = createSyncDriver({
-      name: 'fake',
-      memory: true,
-      reopenable: false,
-      open: () => binding.connection,
-    })
-    await driver.execute({ sql: 'SELECT 1' })
-    binding.arm()
-    binding.turnedAt.length = 0
+    const { binding, driver } = await opened()
     for (let i = 0; i < 50; i++) await driver.execute({ sql: 'SELECT 1' })
     expect(binding.turnedAt.every((turned) => !turned)).toBe(true)
     await driver.close()

@@ -2,9 +2,9 @@ import { createRequire } from 'node:module'
 import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
 import {
   createSyncDriver,
-  lazyConnection,
+  type LocalDriverConfig,
+  localSource,
   type SyncConnection,
-  type SyncDriverOptions,
   type SyncStatement,
 } from '@agentfs/core/driver-kit'
 
@@ -31,13 +31,7 @@ export interface BetterSqlite3Database {
 }
 
 /** Options of {@link betterSqlite3Driver}. Give exactly one of `path` and `database`. */
-export interface BetterSqlite3DriverConfig extends SyncDriverOptions {
-  /** A file path, or `:memory:`. The driver opens it on first use. */
-  readonly path?: string
-  /** An open database, or a (lazy) factory for one. The driver closes it on `close()`. */
-  readonly database?:
-    | BetterSqlite3Database
-    | (() => BetterSqlite3Database | Promise<BetterSqlite3Database>)
+export interface BetterSqlite3DriverConfig extends LocalDriverConfig<BetterSqlite3Database> {
   /** Open the file read-only (only with `path`). */
   readonly readonly?: boolean
 }
@@ -155,21 +149,14 @@ const toBuffer = (value: Uint8Array): Buffer =>
  * const db = await openDatabase({ driver })
  */
 export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
-  if ((config.path === undefined) === (config.database === undefined)) {
-    throw new AgentFsError(
-      'INVALID_ARGUMENT',
-      'betterSqlite3Driver needs exactly one of `path` and `database`',
-    )
-  }
-  const given =
-    config.database === undefined
-      ? lazyConnection(() => openFile(config.path!, config.readonly ?? false))
-      : lazyConnection(config.database)
+  const given = localSource('betterSqlite3Driver', config, (path) =>
+    openFile(path, config.readonly ?? false),
+  )
   return createSyncDriver({
     ...config,
     name: 'better-sqlite3',
     target: config.path ?? 'database',
-    memory: config.path === ':memory:' || config.path === '',
+    memory: given.memory,
     reopenable: given.reopenable,
     open: async () => connection(await given.open()),
     blob: toBuffer,

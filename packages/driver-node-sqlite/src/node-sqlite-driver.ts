@@ -1,9 +1,9 @@
 import { AgentFsError, type Driver } from '@agentfs/core'
 import {
   createSyncDriver,
-  lazyConnection,
+  type LocalDriverConfig,
+  localSource,
   type SyncConnection,
-  type SyncDriverOptions,
   type SyncStatement,
 } from '@agentfs/core/driver-kit'
 
@@ -26,15 +26,11 @@ export interface NodeSqliteDatabase {
   close(): void
 }
 
-/** Options of {@link nodeSqliteDriver}. Give exactly one of `path` and `database`. */
-export interface NodeSqliteDriverConfig extends SyncDriverOptions {
-  /** A file path, or `:memory:`. The driver opens it on first use. */
-  readonly path?: string
-  /**
-   * An open `DatabaseSync`, or a (lazy) factory for one. The driver closes it on `close()`. It
-   * must have been opened with `timeout: 0` (the default): lock waits happen in the driver.
-   */
-  readonly database?: NodeSqliteDatabase | (() => NodeSqliteDatabase | Promise<NodeSqliteDatabase>)
+/**
+ * Options of {@link nodeSqliteDriver}: a `path`, or a `database` (a `DatabaseSync` opened with
+ * `timeout: 0`, the default: lock waits happen in the driver). Give exactly one.
+ */
+export interface NodeSqliteDriverConfig extends LocalDriverConfig<NodeSqliteDatabase> {
   /** Open the file read-only (only with `path`; the file must exist). */
   readonly readonly?: boolean
 }
@@ -115,17 +111,9 @@ function connection(db: NodeSqliteDatabase, file: string | undefined, readonly: 
  * const db = await openDatabase({ driver })
  */
 export function nodeSqliteDriver(config: NodeSqliteDriverConfig): Driver {
-  if ((config.path === undefined) === (config.database === undefined))
-    throw new AgentFsError(
-      'INVALID_ARGUMENT',
-      'nodeSqliteDriver needs exactly one of `path` and `database`',
-    )
-  const memory = config.path === ':memory:' || config.path === ''
   const readonly = config.readonly ?? false
-  const given =
-    config.database === undefined
-      ? lazyConnection(() => openFile(config.path!, readonly))
-      : lazyConnection(config.database)
+  const given = localSource('nodeSqliteDriver', config, (path) => openFile(path, readonly))
+  const memory = given.memory
   return createSyncDriver({
     ...config,
     name: 'node:sqlite',

@@ -2,9 +2,9 @@ import { createRequire } from 'node:module'
 import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
 import {
   createSyncDriver,
-  lazyConnection,
+  type LocalDriverConfig,
+  localSource,
   type SyncConnection,
-  type SyncDriverOptions,
   type SyncStatement,
 } from '@agentfs/core/driver-kit'
 import { hexParams, longBlobs, placeholderOffsets, withHexPlaceholders } from './blob-binding.js'
@@ -27,16 +27,11 @@ export interface TursoDatabase {
   close(): void
 }
 
-/** Options of {@link tursoDriver}. Give exactly one of `path` and `database`. */
-export interface TursoDriverConfig extends SyncDriverOptions {
-  /** A file path, or `:memory:`. The driver opens it on first use. */
-  readonly path?: string
-  /**
-   * An open Turso `Database` from `@tursodatabase/database/compat` (the synchronous API), or a
-   * (lazy) factory for one. The driver closes it on `close()`.
-   */
-  readonly database?: TursoDatabase | (() => TursoDatabase | Promise<TursoDatabase>)
-}
+/**
+ * Options of {@link tursoDriver}: a `path`, or a `database` from `@tursodatabase/database/compat`
+ * (the synchronous API). Give exactly one.
+ */
+export type TursoDriverConfig = LocalDriverConfig<TursoDatabase>
 
 type TursoConstructor = new (path: string, options?: { timeout?: number }) => TursoDatabase
 
@@ -213,16 +208,8 @@ function connection(db: TursoDatabase, file: string | undefined): SyncConnection
  * const db = await openDatabase({ driver })
  */
 export function tursoDriver(config: TursoDriverConfig): Driver {
-  if ((config.path === undefined) === (config.database === undefined))
-    throw new AgentFsError(
-      'INVALID_ARGUMENT',
-      'tursoDriver needs exactly one of `path` and `database`',
-    )
-  const memory = config.path === ':memory:' || config.path === ''
-  const given =
-    config.database === undefined
-      ? lazyConnection(() => openFile(config.path!))
-      : lazyConnection(config.database)
+  const given = localSource('tursoDriver', config, openFile)
+  const memory = given.memory
   const driver = createSyncDriver({
     ...config,
     name: 'turso',

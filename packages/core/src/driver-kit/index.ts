@@ -6,7 +6,8 @@
  */
 export { isBusyError, retryBusy } from '../busy-retry.js'
 export { Mutex, sharedMutex } from '../mutex.js'
-export { FileLock, lazyConnection } from './lazy.js'
+export type { LocalDriverConfig } from './lazy.js'
+export { FileLock, lazyConnection, localSource } from './lazy.js'
 export type {
   SyncConnection,
   SyncDriverOptions,

@@ -1,5 +1,40 @@
 import { realpathSync } from 'node:fs'
+import { AgentFsError } from '../errors.js'
 import { type Mutex, sharedMutex } from '../mutex.js'
+import type { SyncDriverOptions } from './sync-driver.js'
+
+/**
+ * The options of a local driver built with the kit: a path it opens itself, or a database
+ * opened by the caller. Give exactly one.
+ */
+export interface LocalDriverConfig<Database> extends SyncDriverOptions {
+  /** A file path, or `:memory:`. The driver opens it on first use. */
+  readonly path?: string
+  /** An open database, or a (lazy) factory for one. The driver closes it on `close()`. */
+  readonly database?: Database | (() => Database | Promise<Database>)
+}
+
+/**
+ * Where a local driver's connection comes from: `config.database`, or `openPath(config.path)` on
+ * first use. Refuses a config with both or neither; `memory` says whether the path is
+ * `:memory:`.
+ */
+export function localSource<Database extends object>(
+  driverName: string,
+  config: LocalDriverConfig<Database>,
+  openPath: (path: string) => Database | Promise<Database>,
+): { open(): Promise<Database>; readonly reopenable: boolean; readonly memory: boolean } {
+  if ((config.path === undefined) === (config.database === undefined))
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `${driverName} needs exactly one of \`path\` and \`database\``,
+    )
+  const given =
+    config.database === undefined
+      ? lazyConnection(() => openPath(config.path!))
+      : lazyConnection(config.database)
+  return { ...given, memory: config.path === ':memory:' || config.path === '' }
+}
 
 /**
  * A connection a driver was given: an open one, or a (lazy) factory. `open` returns it on first
