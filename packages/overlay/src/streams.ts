@@ -11,19 +11,23 @@ function toFsError(error: unknown, syscall: string, path: string): Error {
   return error as Error
 }
 
-/** A readable stream over a host file handle that `open` gives on the first read. */
-export function readStream(
-  open: () => Promise<FsFileHandle>,
-  path: string,
-  options: ReadStreamOptions,
-): Readable {
+/**
+ * The host file handle a stream opens in `construct` and closes in `destroy` (if it is still
+ * open then), shared by both kinds of stream.
+ */
+function streamHandle(open: () => Promise<FsFileHandle>) {
   let handle: fsp.FileHandle | undefined
-  let position = options.start ?? 0
-  const end = options.end ?? Number.POSITIVE_INFINITY
-  const size = options.highWaterMark ?? 1 << 16
-  const stream = new Readable({
-    highWaterMark: size,
-    construct: (callback) => {
+  return {
+    get current() {
+      return handle
+    },
+    /** The handle, now the caller's to close. */
+    take(): fsp.FileHandle | undefined {
+      const taken = handle
+      handle = undefined
+      return taken
+    },
+    construct(callback: (error?: Error | null) => void): void {
       open().then(
         (h) => {
           handle = h as unknown as fsp.FileHandle
@@ -32,8 +36,30 @@ export function readStream(
         (error: Error) => callback(error),
       )
     },
+    destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+      const done = () => callback(error)
+      if (handle) handle.close().then(done, done)
+      else done()
+    },
+  }
+}
+
+/** A readable stream over a host file handle that `open` gives on the first read. */
+export function readStream(
+  open: () => Promise<FsFileHandle>,
+  path: string,
+  options: ReadStreamOptions,
+): Readable {
+  const file = streamHandle(open)
+  let position = options.start ?? 0
+  const end = options.end ?? Number.POSITIVE_INFINITY
+  const size = options.highWaterMark ?? 1 << 16
+  const stream = new Readable({
+    highWaterMark: size,
+    construct: (callback) => file.construct(callback),
     read: () => {
       const want = Math.min(size, end - position + 1)
+      const handle = file.current
       if (want <= 0 || !handle) return void stream.push(null)
       handle.read(Buffer.allocUnsafe(want), 0, want, position).then(
         ({ bytesRead, buffer }) => {
@@ -43,11 +69,7 @@ export function readStream(
         (error: unknown) => stream.destroy(toFsError(error, 'read', path)),
       )
     },
-    destroy: (error, callback) => {
-      const done = () => callback(error)
-      if (handle) handle.close().then(done, done)
-      else done()
-    },
+    destroy: (error, callback) => file.destroy(error, callback),
   })
   if (options.encoding) stream.setEncoding(options.encoding)
   return stream
@@ -62,21 +84,13 @@ export function writeStream(
   path: string,
   options: WriteStreamOptions,
 ): Writable {
-  let handle: fsp.FileHandle | undefined
+  const file = streamHandle(open)
   let position: number | null = options.start ?? null
   return new Writable({
     ...(options.highWaterMark === undefined ? {} : { highWaterMark: options.highWaterMark }),
-    construct: (callback) => {
-      open().then(
-        (h) => {
-          handle = h as unknown as fsp.FileHandle
-          callback()
-        },
-        (error: Error) => callback(error),
-      )
-    },
+    construct: (callback) => file.construct(callback),
     write: (chunk: Buffer, _encoding, callback) => {
-      handle!.write(chunk, 0, chunk.length, position).then(
+      file.current!.write(chunk, 0, chunk.length, position).then(
         ({ bytesWritten }) => {
           if (position !== null) position += bytesWritten
           callback()
@@ -85,18 +99,13 @@ export function writeStream(
       )
     },
     final: (callback) => {
-      const h = handle
-      handle = undefined
+      const h = file.take()
       if (!h) return callback()
       h.close().then(
         () => callback(),
         (error: unknown) => callback(toFsError(error, 'close', path)),
       )
     },
-    destroy: (error, callback) => {
-      const done = () => callback(error)
-      if (handle) handle.close().then(done, done)
-      else done()
-    },
+    destroy: (error, callback) => file.destroy(error, callback),
   })
 }
