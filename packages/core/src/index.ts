@@ -37,6 +37,8 @@ export { inspectLayout } from './layout.js'
 export { classifySqliteCode, mapSqliteError } from './map-error.js'
 export type { MigrateOptions, MigrationPlan, MigrationStep } from './migrate.js'
 export { checkChunkSize, migrate, planFromReport, planMigration } from './migrate.js'
+export type { MkdirParentsSteps } from './mkdir-parents.js'
+export { mkdirParents } from './mkdir-parents.js'
 export type { ParsedPath, PathLike } from './path.js'
 export {
   badEntryName,

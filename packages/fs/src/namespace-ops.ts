@@ -4,7 +4,7 @@ import {
   fsError,
   isFsError,
   MODE_PERMISSION_MASK,
-  normalizePath,
+  mkdirParents,
   parsePath,
   type Queryable,
   ROOT_INO,
@@ -82,43 +82,32 @@ export async function mkdir(
       await create(found.dirIno, found.name)
       return undefined
     }
-    const parts = parsePath(path, 'mkdir').parts
-    let first: string | undefined
-    for (let i = 1; i <= parts.length; i++) {
-      const prefix = `/${parts.slice(0, i).join('/')}`
-      const last = i === parts.length
-      const found = await lookup(q, prefix, {
-        followLast: false,
-        syscall: 'mkdir',
-        allowMissing: true,
-      })
-      if (found.node) {
-        let target = found.node
-        if (isLnk(target.mode)) {
-          // Through links like Node's mkdir -p: a loop is ELOOP; a dangling link is ENOENT as
-          // the last component and ENOTDIR before it.
-          try {
-            target =
-              (await lookup(q, prefix, { followLast: true, syscall: 'mkdir' })).node ?? target
-          } catch (error) {
-            const code = isFsError(error) ? error.code : undefined
-            if (code === 'ELOOP') throw fsError('ELOOP', 'mkdir', path)
-            throw fsError(last && code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR', 'mkdir', path)
-          }
+    return mkdirParents<InodeRow>(path, {
+      async probe(prefix) {
+        const found = await lookup(q, prefix, {
+          followLast: false,
+          syscall: 'mkdir',
+          allowMissing: true,
+        })
+        if (!found.node && found.name === undefined) return undefined
+        const name = found.name!
+        return {
+          entry: found.node,
+          async create() {
+            // Each directory is judged where it is really created (links in the path followed).
+            if (ctx.policy) {
+              const dir = found.dirIno === ROOT_INO ? '' : await pathOf(q, found.dirIno)
+              ctx.policy.checkWrite(`${dir}/${name}`, 'create', 'mkdir', path)
+            }
+            await create(found.dirIno, name)
+          },
         }
-        if (!isDir(target.mode)) throw fsError(last ? 'EEXIST' : 'ENOTDIR', 'mkdir', path)
-        continue
-      }
-      if (found.name === undefined) continue
-      // Each directory is judged where it is really created (links in the path followed).
-      if (ctx.policy) {
-        const dir = found.dirIno === ROOT_INO ? '' : await pathOf(q, found.dirIno)
-        ctx.policy.checkWrite(`${dir}/${found.name}`, 'create', 'mkdir', path)
-      }
-      await create(found.dirIno, found.name)
-      first ??= normalizePath(prefix)
-    }
-    return first
+      },
+      follow: async (prefix) =>
+        (await lookup(q, prefix, { followLast: true, syscall: 'mkdir' })).node,
+      isSymbolicLink: (entry) => isLnk(entry.mode),
+      isDirectory: (entry) => isDir(entry.mode),
+    })
   })
 }
 

@@ -1,7 +1,7 @@
 import {
   FsError,
   fsError,
-  normalizePath,
+  mkdirParents,
   parentPath,
   parsePath,
   type Queryable,
@@ -37,30 +37,15 @@ export class OverlayNamespace {
       await this.mkdirOne(path, opts.mode, now)
       return undefined
     }
-    const parts = parsePath(path, 'mkdir').parts
-    let first: string | undefined
-    for (let i = 1; i <= parts.length; i++) {
-      const prefix = `/${parts.slice(0, i).join('/')}`
-      const last = i === parts.length
-      const existing = await this.view.resolve(prefix, false, 'mkdir', true)
-      if (existing.node) {
-        let target = existing.node
-        if (target.stats.isSymbolicLink()) {
-          try {
-            target = (await this.view.resolve(prefix, true, 'mkdir')).node ?? target
-          } catch (error) {
-            const code = (error as { code?: string }).code
-            if (code === 'ELOOP') throw fsError('ELOOP', 'mkdir', path)
-            throw fsError(last && code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR', 'mkdir', path)
-          }
-        }
-        if (!target.stats.isDirectory()) throw fsError(last ? 'EEXIST' : 'ENOTDIR', 'mkdir', path)
-        continue
-      }
-      await this.mkdirOne(prefix, opts.mode, now)
-      first ??= normalizePath(prefix)
-    }
-    return first
+    return mkdirParents(path, {
+      probe: async (prefix) => ({
+        entry: (await this.view.resolve(prefix, false, 'mkdir', true)).node,
+        create: () => this.mkdirOne(prefix, opts.mode, now),
+      }),
+      follow: async (prefix) => (await this.view.resolve(prefix, true, 'mkdir')).node,
+      isSymbolicLink: (entry) => entry.stats.isSymbolicLink(),
+      isDirectory: (entry) => entry.stats.isDirectory(),
+    })
   }
 
   async mkdirOne(path: string, mode: number | undefined, now: Timestamp): Promise<void> {
