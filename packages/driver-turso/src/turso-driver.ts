@@ -63,6 +63,7 @@ const CONDITIONS: ReadonlyArray<[RegExp, string]> = [
   [/NOT NULL constraint failed/i, 'SQLITE_CONSTRAINT_NOTNULL'],
   [/CHECK constraint failed/i, 'SQLITE_CONSTRAINT_CHECK'],
   [/FOREIGN KEY constraint failed/i, 'SQLITE_CONSTRAINT_FOREIGNKEY'],
+  [/failed to open database.*locked by another process/i, 'SQLITE_CANTOPEN'],
   [/database is locked|database is busy|locked by another process/i, 'SQLITE_BUSY'],
   [/disk is full/i, 'SQLITE_FULL'],
   [/readonly database|read-only|query_only mode/i, 'SQLITE_READONLY'],
@@ -76,6 +77,16 @@ function engineError(error: unknown): unknown {
     return error
   const code = CONDITIONS.find(([pattern]) => pattern.test(error.message))?.[1]
   if (code === undefined) return error
+  if (code === 'SQLITE_CANTOPEN' && /locked by another process/i.test(error.message)) {
+    const file = /failed to open database (.*?): Locking error/i.exec(error.message)?.[1]
+    return Object.assign(
+      new Error(
+        `${file ?? 'the database'} is open in another process, and the Turso engine allows one process per file: close it there, or use another driver (better-sqlite3 shares files between processes)`,
+        { cause: error },
+      ),
+      { code },
+    )
+  }
   // One line, without the engine's step prefix and trailing primary code.
   const message = error.message
     .replace(

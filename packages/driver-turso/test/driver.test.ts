@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { guardDriver, isAgentFsError, recursiveQueries } from '@agentfs/core'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { tursoDriver } from '../src/index.js'
@@ -145,6 +147,39 @@ describe('tursoDriver', () => {
     expect(Buffer.from(rows[2]!.d as Uint8Array).equals(Buffer.from(view))).toBe(true)
     expect((rows[3]!.d as Uint8Array).byteLength).toBe(0)
     await db.close()
+  })
+
+  test('a file another process holds is refused at once with CANT_OPEN, saying why', async () => {
+    const path = join(dir, 'held.db')
+    const holder = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { Database } from '@tursodatabase/database/compat'
+const db = new Database(${JSON.stringify(path)}); db.exec('CREATE TABLE t (a)')
+console.log('ready'); setTimeout(() => db.close(), 10000)`,
+      ],
+      { cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: ['ignore', 'pipe', 'inherit'] },
+    )
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.once('exit', (code) => reject(new Error(`the holder exited (${code})`)))
+        holder.stdout!.once('data', () => resolve())
+      })
+      const db = guardDriver(tursoDriver({ path, busyTimeoutMs: 5000 }))
+      const started = Date.now()
+      const error = await db.execute({ sql: 'SELECT 1' }).then(
+        () => new Error('opened'),
+        (e: unknown) => e as Error,
+      )
+      expect(isAgentFsError(error, 'CANT_OPEN')).toBe(true)
+      expect(error.message).toMatch(/is open in another process.*one process per file/)
+      expect(Date.now() - started).toBeLessThan(2000)
+      await db.close()
+    } finally {
+      holder.kill()
+    }
   })
 
   test('needs exactly one of path and database', () => {
