@@ -65,6 +65,22 @@ export function executeDeferred(executor: Executor, statement: Statement): Promi
   return Promise.resolve()
 }
 
+/**
+ * The rowid an INSERT just made: its `lastInsertRowid` where the driver reports one, else asked
+ * of the engine. Cheaper than `RETURNING` on some engines (the Turso engine spends about 0.2 ms
+ * on any statement with it).
+ */
+export async function insertedRowid(
+  executor: Executor,
+  result: QueryResult<unknown>,
+): Promise<number> {
+  if (result.lastInsertRowid !== undefined) return Number(result.lastInsertRowid)
+  const { rows } = await executor.execute<{ id: number }>({
+    sql: 'SELECT last_insert_rowid() AS id',
+  })
+  return Number(rows[0]!.id)
+}
+
 /** What a driver can do; the core adapts to it. */
 export interface DriverCapabilities {
   /**

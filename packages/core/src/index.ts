@@ -12,7 +12,7 @@ export type {
   SqlValue,
   Statement,
 } from './driver.js'
-export { executeDeferred, fromSqlInteger } from './driver.js'
+export { executeDeferred, fromSqlInteger, insertedRowid } from './driver.js'
 export type { AgentFsErrorOptions, FsErrorInit, PosixCode } from './errors.js'
 export {
   AgentFsError,

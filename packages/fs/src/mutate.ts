@@ -1,6 +1,7 @@
 import {
   type Executor,
   executeDeferred,
+  insertedRowid,
   ROOT_INO,
   recursiveQueries,
   type Timestamp,
@@ -63,9 +64,9 @@ export async function createNode(
   init: { mode: number; uid: number; gid: number; size?: number; rdev?: number; now: Timestamp },
 ): Promise<number> {
   const { now } = init
-  const { rows } = await q.execute<{ ino: number }>({
+  const inserted = await q.execute({
     sql: `INSERT INTO fs_inode (mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec)
-VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ino`,
+VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     params: [
       init.mode,
       init.uid,
@@ -80,7 +81,7 @@ VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ino`,
       now.nsec,
     ],
   })
-  const ino = rows[0]!.ino
+  const ino = await insertedRowid(q, inserted)
   await executeDeferred(q, {
     sql: 'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
     params: [name, parent, ino],
@@ -117,9 +118,14 @@ export async function dropLink(
 ): Promise<void> {
   if (ino === ROOT_INO) return
   const ctime = touchCtime(now)
-  const { rows } = await q.execute<{ nlink: number }>({
-    sql: `UPDATE fs_inode SET nlink = nlink - ?, ${ctime.sql} WHERE ino = ? RETURNING nlink`,
+  // An update and a read rather than RETURNING: a remote driver sends both in one request.
+  await executeDeferred(q, {
+    sql: `UPDATE fs_inode SET nlink = nlink - ?, ${ctime.sql} WHERE ino = ?`,
     params: [count, ...ctime.params, ino],
+  })
+  const { rows } = await q.execute<{ nlink: number }>({
+    sql: 'SELECT nlink FROM fs_inode WHERE ino = ?',
+    params: [ino],
   })
   if ((rows[0]?.nlink ?? 0) <= 0) {
     await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })

@@ -150,8 +150,13 @@ export class KvStore {
         if (written.changes === 0)
           throw new KvConflictError(key, expected, await currentVersion(tx, key))
       }
+      // An upsert and a read rather than RETURNING: a remote driver sends both in one request.
+      await executeDeferred(tx, {
+        sql: 'INSERT INTO agentfs_kv_version (key, version) VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET version = version + 1',
+        params: [key],
+      })
       const { rows } = await tx.execute<{ version: number }>({
-        sql: 'INSERT INTO agentfs_kv_version (key, version) VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET version = version + 1 RETURNING version',
+        sql: 'SELECT version FROM agentfs_kv_version WHERE key = ?',
         params: [key],
       })
       return rows[0]!.version

@@ -3,6 +3,7 @@ import {
   AgentFsError,
   type Clock,
   executeDeferred,
+  insertedRowid,
   type Queryable,
 } from '@agentfs/core'
 import { errorMessage, toJson, toJsonLenient } from './json.js'
@@ -103,13 +104,13 @@ export class ToolCalls {
         completedSec,
         (completedSec - startedSec) * 1000,
       ]
-      const { rows } = await tx.execute<{ id: number }>({
+      const inserted = await tx.execute({
         sql: this.#reference
-          ? `INSERT INTO tool_calls (${columns}, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
-          : `INSERT INTO tool_calls (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+          ? `INSERT INTO tool_calls (${columns}, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+          : `INSERT INTO tool_calls (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
         params: this.#reference ? [...values, failed ? 'error' : 'success'] : values,
       })
-      const id = rows[0]!.id
+      const id = await insertedRowid(tx, inserted)
       await executeDeferred(tx, {
         sql: 'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata) VALUES (?, ?, ?, ?, ?, ?)',
         params: [id, sessionId, input.parentId ?? null, start, end, metadata],
