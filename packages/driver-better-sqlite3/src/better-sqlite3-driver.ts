@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
 import {
+  connectionOver,
   createSyncDriver,
   type LocalDriverConfig,
   localSource,
@@ -107,15 +108,9 @@ async function openFile(path: string, readonly: boolean): Promise<BetterSqlite3D
 
 /** A better-sqlite3 database seen as the kit's {@link SyncConnection}. */
 function connection(db: BetterSqlite3Database): SyncConnection {
-  return {
+  return connectionOver(db, {
     file: db.memory ? undefined : db.name,
     readonly: db.readonly,
-    get isOpen() {
-      return db.open
-    },
-    get inTransaction() {
-      return db.inTransaction
-    },
     prepare(sql: string): SyncStatement {
       const statement = db.prepare(sql)
       if (statement.reader) statement.safeIntegers(true)
@@ -126,13 +121,7 @@ function connection(db: BetterSqlite3Database): SyncConnection {
         run: (params) => statement.run(...params),
       }
     },
-    exec(sql: string) {
-      db.exec(sql)
-    },
-    close() {
-      db.close()
-    },
-  }
+  })
 }
 
 /** better-sqlite3 binds Buffers as BLOBs; a plain Uint8Array gets a zero-copy Buffer view. */

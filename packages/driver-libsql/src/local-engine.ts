@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
 import {
+  connectionOver,
   createSyncDriver,
   type SyncConnection,
   type SyncDriverOptions,
@@ -55,15 +56,9 @@ function openEngine(path: string): EngineDatabase {
 }
 
 function connection(db: EngineDatabase, file: string | undefined): SyncConnection {
-  return {
+  return connectionOver(db, {
     file,
     readonly: false,
-    get isOpen() {
-      return db.open
-    },
-    get inTransaction() {
-      return db.inTransaction
-    },
     prepare(sql: string): SyncStatement {
       const statement = db.prepare(sql)
       const reader = statement.reader
@@ -77,13 +72,7 @@ function connection(db: EngineDatabase, file: string | undefined): SyncConnectio
         run: (params) => statement.run(params),
       }
     },
-    exec(sql: string) {
-      db.exec(sql)
-    },
-    close() {
-      db.close()
-    },
-  }
+  })
 }
 
 /**

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
 import {
+  connectionOver,
   createSyncDriver,
   type LocalDriverConfig,
   localSource,
@@ -188,23 +189,12 @@ function statementOf(db: TursoDatabase, sql: string): SyncStatement {
 const MAX_VARIANTS = 8
 
 function connection(db: TursoDatabase, file: string | undefined): SyncConnection {
-  return {
+  return connectionOver(db, {
     file,
     readonly: false,
-    get isOpen() {
-      return db.open
-    },
-    get inTransaction() {
-      return db.inTransaction
-    },
     prepare: (sql) => statementOf(db, sql),
-    exec(sql: string) {
-      rethrow(() => db.exec(sql))
-    },
-    close() {
-      db.close()
-    },
-  }
+    guard: rethrow,
+  })
 }
 
 /**

@@ -6,6 +6,8 @@
  */
 export { isBusyError, retryBusy } from '../busy-retry.js'
 export { Mutex, sharedMutex } from '../mutex.js'
+export type { BetterSqliteLikeDatabase } from './connection.js'
+export { connectionOver } from './connection.js'
 export type { LocalDriverConfig } from './lazy.js'
 export { FileLock, lazyConnection, localSource } from './lazy.js'
 export type {
