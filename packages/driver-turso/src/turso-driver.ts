@@ -211,7 +211,7 @@ function connection(db: TursoDatabase, file: string | undefined): SyncConnection
 export function tursoDriver(config: TursoDriverConfig): Driver {
   const given = localSource('tursoDriver', config, openFile)
   const memory = given.memory
-  const driver = createSyncDriver({
+  return createSyncDriver({
     ...config,
     name: 'turso',
     target: config.path ?? 'database',
@@ -221,6 +221,7 @@ export function tursoDriver(config: TursoDriverConfig): Driver {
     // loop turns; reading 64 KiB chunks in a loop of awaited calls otherwise grows by hundreds
     // of MiB before they run.
     turnEventLoopEvery: 100,
+    recursiveQueries: false,
     open: async () => {
       let db: TursoDatabase
       try {
@@ -231,14 +232,4 @@ export function tursoDriver(config: TursoDriverConfig): Driver {
       return connection(db, memory ? undefined : config.path)
     },
   })
-  return {
-    name: driver.name,
-    get capabilities() {
-      return { ...driver.capabilities, recursiveQueries: false }
-    },
-    execute: (statement) => driver.execute(statement),
-    transaction: (fn) => driver.transaction(fn),
-    executeScript: (sql) => driver.executeScript(sql),
-    close: () => driver.close(),
-  }
 }

@@ -82,6 +82,8 @@ export interface SyncDriverSpec extends SyncDriverOptions {
    * unreleased memory grows with every read. Default: never.
    */
   readonly turnEventLoopEvery?: number
+  /** False when the engine has no `WITH RECURSIVE` (see `DriverCapabilities.recursiveQueries`). */
+  readonly recursiveQueries?: boolean
 }
 
 /**
@@ -213,7 +215,12 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
 
   return {
     name: spec.name,
-    capabilities: { concurrentTransactions: false, inMemory: spec.memory, remote: false },
+    capabilities: {
+      concurrentTransactions: false,
+      inMemory: spec.memory,
+      remote: false,
+      ...(spec.recursiveQueries === undefined ? {} : { recursiveQueries: spec.recursiveQueries }),
+    },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       // Fast path: the statement runs synchronously; only a lock wait or a busy retry goes async.
       const handle = db
