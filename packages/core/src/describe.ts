@@ -1,4 +1,5 @@
 import type { Executor } from './driver.js'
+import { metaVersion } from './layout.js'
 import { S_IFDIR, S_IFLNK, S_IFMT, S_IFREG } from './schema.js'
 
 /** What `agentfs info` shows about a database. */
@@ -46,11 +47,8 @@ export async function describeDatabase(q: Executor): Promise<DatabaseDescription
   const size = await one<{ page_size: number }>('PRAGMA page_size')
   const version = await one<{ user_version: number }>('PRAGMA user_version')
   // A migrated database has agentfs_meta; a synced copy has the version only there.
-  const meta = await q.execute<{ value: string }>({
-    sql: "SELECT value FROM agentfs_meta WHERE key = 'schema_version'",
-  })
   return {
-    schemaVersion: Math.max(Number(version.user_version), Number(meta.rows[0]?.value ?? 0) || 0),
+    schemaVersion: Math.max(Number(version.user_version), await metaVersion(q)),
     specVersion: get('schema_version') ?? null,
     chunkSize: Number(get('chunk_size')),
     files: Number(nodes.files ?? 0),

@@ -1,3 +1,4 @@
+import type { Executor } from './driver.js'
 import { AgentFsError } from './errors.js'
 import { META_SCHEMA_VERSION } from './extensions.js'
 import type { Queryable } from './guard-driver.js'
@@ -32,7 +33,7 @@ export interface LayoutReport {
 }
 
 /** The schema version `agentfs_meta` records (0 without the row); a value that is not one is refused. */
-async function metaVersion(q: Queryable): Promise<number> {
+export async function metaVersion(q: Executor): Promise<number> {
   const { rows } = await q.execute<{ value: unknown }>({
     sql: 'SELECT value FROM agentfs_meta WHERE key = ?',
     params: [META_SCHEMA_VERSION],
