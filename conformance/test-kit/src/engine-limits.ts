@@ -8,7 +8,7 @@ const RECURSIVE = /\bWITH\s+RECURSIVE\b/i
  * fails it. Running a suite on it proves the non-recursive paths are taken and correct.
  */
 export function withoutRecursiveQueries(driver: Driver): Driver {
-  const refuse = (statement: Statement) => {
+  const refuse = (statement: Pick<Statement, 'sql'>) => {
     if (RECURSIVE.test(statement.sql))
       throw new Error(
         `prepare failed: Parse error: Recursive CTEs are not yet supported [sql: ${statement.sql.slice(0, 60)}]`,
@@ -33,18 +33,13 @@ export function withoutRecursiveQueries(driver: Driver): Driver {
     get capabilities() {
       return { ...driver.capabilities, recursiveQueries: false }
     },
-    execute: (statement) => {
-      try {
-        refuse(statement)
-      } catch (error) {
-        return Promise.reject(error)
-      }
+    execute: async (statement) => {
+      refuse(statement)
       return driver.execute(statement)
     },
     transaction: (fn) => driver.transaction((tx) => fn(guard(tx))),
-    executeScript: (sql) => {
-      if (RECURSIVE.test(sql))
-        return Promise.reject(new Error('Recursive CTEs are not yet supported'))
+    executeScript: async (sql) => {
+      refuse({ sql })
       return driver.executeScript(sql)
     },
     close: () => driver.close(),
