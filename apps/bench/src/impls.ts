@@ -119,38 +119,49 @@ function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL'): Impl {
   }
 }
 
+/** The SDK configurations benchmarked: how each opens its database, its name and durability. */
+const VARIANTS = {
+  NORMAL: {
+    name: 'agentfs',
+    durability: 'WAL, synchronous=NORMAL',
+    open: (path: string) => AgentFS.open({ path, synchronous: 'NORMAL' }),
+  },
+  FULL: {
+    name: 'agentfs-full',
+    durability: 'WAL, synchronous=FULL',
+    open: (path: string) => AgentFS.open({ path, synchronous: 'FULL' }),
+  },
+  libsql: {
+    name: 'agentfs-libsql',
+    durability: 'WAL (libSQL defaults)',
+    open: (path: string) => AgentFS.open({ driver: libsqlDriver({ url: `file:${path}` }) }),
+  },
+  turso: {
+    name: 'agentfs-turso',
+    durability: 'WAL, synchronous=NORMAL (Turso engine)',
+    open: (path: string) => AgentFS.open({ driver: tursoDriver({ path }) }),
+  },
+  noatime: {
+    name: 'agentfs-noatime',
+    durability: 'WAL, synchronous=NORMAL, noatime',
+    open: (path: string) => AgentFS.open({ path, fs: { atime: 'noatime' } }),
+  },
+} as const
+
 async function agentfs(
   dir: string,
-  variant: 'NORMAL' | 'FULL' | 'libsql' | 'turso' | 'noatime',
+  variant: keyof typeof VARIANTS,
   remoteUrl?: string,
 ): Promise<Impl> {
   const path = join(dir, 'agent.db')
   const agent =
     remoteUrl !== undefined
       ? await AgentFS.open({ driver: libsqlDriver({ url: remoteUrl }) })
-      : variant === 'libsql'
-        ? await AgentFS.open({ driver: libsqlDriver({ url: `file:${path}` }) })
-        : variant === 'turso'
-          ? await AgentFS.open({ driver: tursoDriver({ path }) })
-          : variant === 'noatime'
-            ? await AgentFS.open({ path, fs: { atime: 'noatime' } })
-            : await AgentFS.open({ path, synchronous: variant })
+      : await VARIANTS[variant].open(path)
   const handles = new Map<string, Awaited<ReturnType<typeof agent.fs.open>>>()
   return {
-    name: {
-      NORMAL: 'agentfs',
-      FULL: 'agentfs-full',
-      libsql: 'agentfs-libsql',
-      turso: 'agentfs-turso',
-      noatime: 'agentfs-noatime',
-    }[variant],
-    durability: {
-      NORMAL: 'WAL, synchronous=NORMAL',
-      FULL: 'WAL, synchronous=FULL',
-      libsql: 'WAL (libSQL defaults)',
-      turso: 'WAL, synchronous=NORMAL (Turso engine)',
-      noatime: 'WAL, synchronous=NORMAL, noatime',
-    }[variant],
+    name: VARIANTS[variant].name,
+    durability: VARIANTS[variant].durability,
     files: dbFiles(path),
     ...delegate(agent.fs),
     pread: async (p, o, l) => {
