@@ -1,4 +1,4 @@
-import type { Driver, Executor, Statement } from '@agentfs/core'
+import { type Driver, type Executor, type Statement, slotIds } from '@agentfs/core'
 
 const RECURSIVE = /\bWITH\s+RECURSIVE\b/i
 
@@ -42,6 +42,24 @@ export function withoutRecursiveQueries(driver: Driver): Driver {
       refuse({ sql })
       return driver.executeScript(sql)
     },
+    close: () => driver.close(),
+  }
+}
+
+/**
+ * `driver` as a synced database's driver is: rows of fs_inode, fs_dentry and tool_calls get the
+ * slot's ids (`slotIds`) and whole-file writes replace the inode. Running a suite on it proves
+ * those paths keep every filesystem behaviour.
+ */
+export function withSlotIds(driver: Driver, slot = 5): Driver {
+  const capabilities = { ...driver.capabilities, sync: slotIds(slot) }
+  return {
+    name: `${driver.name} (slot ids)`,
+    capabilities,
+    execute: (statement) => driver.execute(statement),
+    ...(driver.defer ? { defer: (statement: Statement) => driver.defer!(statement) } : {}),
+    transaction: (fn) => driver.transaction(fn),
+    executeScript: (sql) => driver.executeScript(sql),
     close: () => driver.close(),
   }
 }

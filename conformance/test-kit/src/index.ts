@@ -5,7 +5,7 @@ export type {
   InitialTree,
 } from './differential.js'
 export { runDifferential, snapshotTree, writeTree } from './differential.js'
-export { withoutRecursiveQueries } from './engine-limits.js'
+export { withoutRecursiveQueries, withSlotIds } from './engine-limits.js'
 export type {
   FileSystemSuiteOptions,
   SuiteFs,

@@ -104,6 +104,30 @@ export interface DriverCapabilities {
    * their non-recursive path (a loop of plain statements). True or absent: SQLite's.
    */
   readonly recursiveQueries?: boolean
+  /**
+   * Present on a database several clients sync (`@agentfs/sync`): rows get ids no other client
+   * can choose, and whole-file writes replace the inode so concurrent rewrites cannot interleave
+   * their chunks.
+   */
+  readonly sync?: SyncCapabilities
+}
+
+/** The tables whose rows a synced database gives explicit, client-unique ids. */
+export type IdTable = 'fs_inode' | 'fs_dentry' | 'tool_calls'
+
+/** How a synced database chooses ids and writes files (see `DriverCapabilities.sync`). */
+export interface SyncCapabilities {
+  /**
+   * The id for a new row of `table`, unique among every client of the database. Called inside
+   * the transaction that inserts the row, on its executor.
+   */
+  nextId(table: IdTable, executor: Executor): Promise<number>
+  /**
+   * True: a whole-file write (`writeFile`, truncating rewrites) of a file with one link writes a
+   * new inode and points the entry at it, in the same transaction; the sync layer applies that
+   * swap only if nobody swapped first.
+   */
+  readonly replaceOnRewrite: boolean
 }
 
 /**

@@ -2,6 +2,7 @@ import type {
   Driver,
   DriverCapabilities,
   Executor,
+  IdTable,
   QueryResult,
   SqlValue,
   Statement,
@@ -39,6 +40,19 @@ export interface Queryable extends Executor {
  */
 export function recursiveQueries(executor: Executor): boolean {
   return (executor as Partial<Queryable>).capabilities?.recursiveQueries !== false
+}
+
+/**
+ * The id for a new row of `table`: the synced database's choice, or undefined where the engine
+ * chooses (AUTOINCREMENT).
+ */
+export function explicitId(executor: Executor, table: IdTable): Promise<number> | undefined {
+  return (executor as Partial<Queryable>).capabilities?.sync?.nextId(table, executor)
+}
+
+/** True when whole-file writes replace the inode (a synced database; see `SyncCapabilities`). */
+export function replaceOnRewrite(executor: Executor): boolean {
+  return (executor as Partial<Queryable>).capabilities?.sync?.replaceOnRewrite === true
 }
 
 /** A driver wrapped by the core: serialised, closed-checked, error-mapped. */

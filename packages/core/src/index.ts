@@ -8,9 +8,11 @@ export type {
   Driver,
   DriverCapabilities,
   Executor,
+  IdTable,
   QueryResult,
   SqlValue,
   Statement,
+  SyncCapabilities,
 } from './driver.js'
 export { executeDeferred, fromSqlInteger, insertedRowid } from './driver.js'
 export type { AgentFsErrorOptions, FsErrorInit, PosixCode } from './errors.js'
@@ -31,7 +33,7 @@ export { EXTENSION_MIGRATIONS, SCHEMA_VERSION } from './extensions.js'
 export type { FsckFinding, FsckReport } from './fsck.js'
 export { countBadNames, fsck, SQLITE_INTEGRITY_RULE } from './fsck.js'
 export type { GuardedDriver, Queryable, Transaction } from './guard-driver.js'
-export { guardDriver, recursiveQueries } from './guard-driver.js'
+export { explicitId, guardDriver, recursiveQueries, replaceOnRewrite } from './guard-driver.js'
 export type { FoundObject, LayoutReport, SpecLayout } from './layout.js'
 export { inspectLayout } from './layout.js'
 export { classifySqliteCode, mapSqliteError } from './map-error.js'
@@ -75,3 +77,4 @@ export {
   SPEC_TABLES,
   SPEC_VERSION,
 } from './schema.js'
+export { MAX_SLOT, SLOT_SPAN, slotIds } from './slot-ids.js'

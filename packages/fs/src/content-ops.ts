@@ -1,16 +1,19 @@
 import {
+  type Executor,
   executeDeferred,
   fsError,
   MODE_PERMISSION_MASK,
   normalizePath,
+  replaceOnRewrite,
   S_IFREG,
+  type Timestamp,
   twoPathErrors,
 } from '@agentfs/core'
 import { resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
 import { COPYFILE_EXCL, checkLength, existing, type FsContext, write } from './context.js'
-import { isDir, versionOf } from './inode.js'
-import { createNode, touchContent } from './mutate.js'
+import { type InodeRow, isDir, isReg, versionOf } from './inode.js'
+import { createNode, insertInode, touchContent } from './mutate.js'
 import { lookup } from './resolver.js'
 import type { WriteFileOptions } from './types.js'
 
@@ -49,6 +52,10 @@ export async function writeData(
       })
       if (bytes.byteLength > 0) await writeRange(q, ino, 0, ctx.chunkSize, 0, bytes)
       return
+    } else if (!append && isReg(node.mode) && node.nlink === 1 && replaceOnRewrite(q)) {
+      if (found.name === undefined) throw fsError('EISDIR', 'open', path)
+      await replaceFile(q, found.dirIno, found.name, node, ctx.chunkSize, bytes, now)
+      return
     } else if (!append && node.size > 0) {
       await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
     }
@@ -57,6 +64,37 @@ export async function writeData(
       bytes.byteLength > 0 ? await writeRange(q, node.ino, base, ctx.chunkSize, base, bytes) : base
     await touchContent(q, node.ino, size, now)
   })
+}
+
+/**
+ * A synced database's whole-file write: the bytes go to a new inode (same mode, owner and a
+ * later ctime, so the version token still moves forward), the entry is pointed at it and the old
+ * inode is dropped, all in the caller's transaction. The sync layer applies the entry's change
+ * only if nobody else replaced the file first, so concurrent rewrites never mix chunks.
+ */
+async function replaceFile(
+  q: Executor,
+  parent: number,
+  name: string,
+  old: InodeRow,
+  chunkSize: number,
+  bytes: Uint8Array,
+  now: Timestamp,
+): Promise<void> {
+  const later =
+    now.sec > old.ctime || (now.sec === old.ctime && now.nsec > old.ctime_nsec)
+      ? now
+      : old.ctime_nsec < 999_999_999
+        ? { sec: old.ctime, nsec: old.ctime_nsec + 1 }
+        : { sec: old.ctime + 1, nsec: 0 }
+  const ino = await insertInode(q, old.mode, 1, bytes.byteLength, old.uid, old.gid, later, old.rdev)
+  if (bytes.byteLength > 0) await writeRange(q, ino, 0, chunkSize, 0, bytes)
+  await executeDeferred(q, {
+    sql: 'UPDATE fs_dentry SET ino = ? WHERE parent_ino = ? AND name = ?',
+    params: [ino, parent, name],
+  })
+  await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [old.ino] })
+  await executeDeferred(q, { sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [old.ino] })
 }
 
 export async function truncate(ctx: FsContext, path: string, length = 0): Promise<void> {

@@ -1,6 +1,7 @@
 import {
   type Executor,
   executeDeferred,
+  explicitId,
   insertedRowid,
   ROOT_INO,
   recursiveQueries,
@@ -56,6 +57,73 @@ export function touchDir(q: Executor, ino: number, now: Timestamp): Promise<void
   })
 }
 
+/**
+ * Inserts an inode with all three times `now`; returns its number (the synced database's id, or
+ * the engine's).
+ */
+export async function insertInode(
+  q: Executor,
+  mode: number,
+  nlink: number,
+  size: number,
+  uid: number,
+  gid: number,
+  now: Timestamp,
+  rdev = 0,
+): Promise<number> {
+  const values = [
+    mode,
+    nlink,
+    uid,
+    gid,
+    size,
+    now.sec,
+    now.sec,
+    now.sec,
+    rdev,
+    now.nsec,
+    now.nsec,
+    now.nsec,
+  ]
+  const columns =
+    'mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec'
+  const id = await explicitId(q, 'fs_inode')
+  if (id !== undefined) {
+    await executeDeferred(q, {
+      sql: `INSERT INTO fs_inode (ino, ${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      params: [id, ...values],
+    })
+    return id
+  }
+  const inserted = await q.execute({
+    sql: `INSERT INTO fs_inode (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    params: values,
+  })
+  return insertedRowid(q, inserted)
+}
+
+/** Inserts a directory entry (with the synced database's id where it chooses ids). */
+export async function insertDentry(
+  q: Executor,
+  parent: number,
+  name: string,
+  ino: number,
+): Promise<void> {
+  const id = await explicitId(q, 'fs_dentry')
+  await executeDeferred(
+    q,
+    id === undefined
+      ? {
+          sql: 'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
+          params: [name, parent, ino],
+        }
+      : {
+          sql: 'INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (?, ?, ?, ?)',
+          params: [id, name, parent, ino],
+        },
+  )
+}
+
 /** Creates an inode and its directory entry (nlink 1); returns the new inode number. */
 export async function createNode(
   q: Executor,
@@ -64,28 +132,8 @@ export async function createNode(
   init: { mode: number; uid: number; gid: number; size?: number; rdev?: number; now: Timestamp },
 ): Promise<number> {
   const { now } = init
-  const inserted = await q.execute({
-    sql: `INSERT INTO fs_inode (mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec)
-VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    params: [
-      init.mode,
-      init.uid,
-      init.gid,
-      init.size ?? 0,
-      now.sec,
-      now.sec,
-      now.sec,
-      init.rdev ?? 0,
-      now.nsec,
-      now.nsec,
-      now.nsec,
-    ],
-  })
-  const ino = await insertedRowid(q, inserted)
-  await executeDeferred(q, {
-    sql: 'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
-    params: [name, parent, ino],
-  })
+  const ino = await insertInode(q, init.mode, 1, init.size ?? 0, init.uid, init.gid, now, init.rdev)
+  await insertDentry(q, parent, name, ino)
   await touchDir(q, parent, now)
   return ino
 }

@@ -25,6 +25,7 @@ import { isDir, isLnk } from './inode.js'
 import {
   createNode,
   dropLink,
+  insertDentry,
   isInside,
   pathOf,
   removeEntry,
@@ -218,10 +219,7 @@ export async function link(ctx: FsContext, existing: string, newPath: string): P
     )
     if (target.node || target.name === undefined) throw fail('EEXIST')
     if (isDir(source.node.mode)) throw fail('EPERM')
-    await executeDeferred(q, {
-      sql: 'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
-      params: [target.name, target.dirIno, source.node.ino],
-    })
+    await insertDentry(q, target.dirIno, target.name, source.node.ino)
     await touchMeta(q, source.node.ino, now, { nlink: source.node.nlink + 1 })
     await touchDir(q, target.dirIno, now)
   })

@@ -9,7 +9,7 @@ import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { tursoDriver } from '@agentfs/driver-turso'
 import { serverBacked } from '@agentfs/hrana-server'
-import { withoutRecursiveQueries } from '@agentfs/test-kit'
+import { withoutRecursiveQueries, withSlotIds } from '@agentfs/test-kit'
 import { afterEach, expect } from 'vitest'
 import { createFileSystem, type FileSystemOptions, type SqlFileSystem } from '../src/index.js'
 
@@ -23,6 +23,9 @@ export const DRIVERS: Record<string, () => Driver> = {
   'better-sqlite3, no WITH RECURSIVE': () =>
     withoutRecursiveQueries(betterSqlite3Driver({ path: ':memory:' })),
   'libsql, no WITH RECURSIVE': () => withoutRecursiveQueries(libsqlDriver({ url: ':memory:' })),
+  // A synced database's paths: slot ids, and whole-file writes that replace the inode.
+  'better-sqlite3, slot ids': () => withSlotIds(betterSqlite3Driver({ path: ':memory:' })),
+  'turso, slot ids': () => withSlotIds(tursoDriver({ path: ':memory:' })),
 }
 
 const open: AgentDatabase[] = []

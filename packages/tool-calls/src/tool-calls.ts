@@ -3,6 +3,7 @@ import {
   AgentFsError,
   type Clock,
   executeDeferred,
+  explicitId,
   insertedRowid,
   type Queryable,
 } from '@agentfs/core'
@@ -104,13 +105,20 @@ export class ToolCalls {
         completedSec,
         (completedSec - startedSec) * 1000,
       ]
-      const inserted = await tx.execute({
-        sql: this.#reference
-          ? `INSERT INTO tool_calls (${columns}, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-          : `INSERT INTO tool_calls (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        params: this.#reference ? [...values, failed ? 'error' : 'success'] : values,
-      })
-      const id = await insertedRowid(tx, inserted)
+      const chosen = await explicitId(tx, 'tool_calls')
+      const names = chosen === undefined ? columns : `id, ${columns}`
+      const row: Array<string | number | null> = chosen === undefined ? values : [chosen, ...values]
+      if (this.#reference) row.push(failed ? 'error' : 'success')
+      const insert = {
+        sql: `INSERT INTO tool_calls (${this.#reference ? `${names}, status` : names}) VALUES (${row.map(() => '?').join(', ')})`,
+        params: row,
+      }
+      let id: number
+      if (chosen === undefined) id = await insertedRowid(tx, await tx.execute(insert))
+      else {
+        await executeDeferred(tx, insert)
+        id = chosen
+      }
       await executeDeferred(tx, {
         sql: 'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata) VALUES (?, ?, ?, ?, ?, ?)',
         params: [id, sessionId, input.parentId ?? null, start, end, metadata],

@@ -9,6 +9,7 @@ import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { tursoDriver } from '@agentfs/driver-turso'
 import { serverBacked } from '@agentfs/hrana-server'
+import { withSlotIds } from '@agentfs/test-kit'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createToolCalls } from '../src/index.js'
 
@@ -17,6 +18,7 @@ const DRIVERS = {
   libsql: () => libsqlDriver({ url: ':memory:' }),
   'libsql remote': () => serverBacked((url) => libsqlDriver({ url, busyTimeoutMs: 2000 })),
   turso: () => tursoDriver({ path: ':memory:' }),
+  'better-sqlite3, slot ids': () => withSlotIds(betterSqlite3Driver({ path: ':memory:' })),
 }
 const open: AgentDatabase[] = []
 afterEach(async () => {
