@@ -93,8 +93,8 @@ async function replaceFile(
     sql: 'UPDATE fs_dentry SET ino = ? WHERE parent_ino = ? AND name = ?',
     params: [ino, parent, name],
   })
-  await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [old.ino] })
   await executeDeferred(q, { sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [old.ino] })
+  await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [old.ino] })
 }
 
 export async function truncate(ctx: FsContext, path: string, length = 0): Promise<void> {

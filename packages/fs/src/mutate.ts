@@ -176,11 +176,13 @@ export async function dropLink(
     params: [ino],
   })
   if ((rows[0]?.nlink ?? 0) <= 0) {
+    // The inode row goes first: a synced database replays these deletes in this order, and
+    // drops the chunks only where the inode's deletion took effect.
+    await executeDeferred(q, { sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [ino] })
     await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })
     await executeDeferred(q, { sql: 'DELETE FROM fs_symlink WHERE ino = ?', params: [ino] })
     // An overlay's origin mapping dies with the delta inode (spec v0.3 table).
     await executeDeferred(q, { sql: 'DELETE FROM fs_origin WHERE delta_ino = ?', params: [ino] })
-    await executeDeferred(q, { sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [ino] })
   }
 }
 

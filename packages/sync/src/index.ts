@@ -1,0 +1,15 @@
+export type {
+  AgentSync,
+  OpenSyncedOptions,
+  PullReport,
+  SyncedAgentFS,
+  SyncOptions,
+  SyncStatus,
+} from './open-synced.js'
+export { openSynced } from './open-synced.js'
+export type { Reconciliation, SyncConflict } from './reconcile.js'
+export { reconcile } from './reconcile.js'
+export type { PushRecord } from './rules.js'
+export { conflictName, conflictRules } from './rules.js'
+export type { SyncRemote } from './server.js'
+export { serverExecute } from './server.js'

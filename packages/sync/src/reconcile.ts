@@ -1,0 +1,264 @@
+import { type Executor, explicitId, type Queryable, ROOT_INO, SLOT_SPAN } from '@agentfs/core'
+import { conflictName, idLabel } from './rules.js'
+import type { PendingSwap, PushedKv } from './state.js'
+
+/** One conflict the sync layer resolved (also a row of `agentfs_sync_conflict`, for everyone). */
+export interface SyncConflict {
+  /** The client that resolved it (its slot) and when (ms since the epoch). */
+  readonly slot: number
+  readonly atMs: number
+  /**
+   * `name`: two entries took one name, this client's became a conflict copy. `write`: another
+   * client replaced a file this client replaced too; this client's bytes are a conflict copy.
+   * `parent-gone`: an entry's directory was removed elsewhere; the entry moved to `/`. `kv`:
+   * another client's later write of a key won. `kv-deleted`: another client deleted a key this
+   * client wrote. `target-gone`: a link this client made to a file another client deleted
+   * first was removed. `orphan-dropped`: an inode no entry names any more was removed.
+   * `push-failed`: a push failed part-way; the pull and this reconciliation followed.
+   */
+  readonly kind:
+    | 'name'
+    | 'write'
+    | 'parent-gone'
+    | 'target-gone'
+    | 'kv'
+    | 'kv-deleted'
+    | 'orphan-dropped'
+    | 'push-failed'
+  /** The path (or kv key) concerned. */
+  readonly path: string
+  /** Where this client's version now is, or what won. */
+  readonly detail: string
+}
+
+/** Created with the schema on a synced database (the conflict log everyone can read). */
+export const SYNC_TABLES = `CREATE TABLE IF NOT EXISTS agentfs_sync_conflict (
+  slot INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  at_ms INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  path TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  ref INTEGER,
+  PRIMARY KEY (slot, seq)
+)`
+
+/** Longest directory chain followed when naming a path. */
+const MAX_DEPTH = 4096
+
+async function pathOf(q: Executor, parent: number, name: string): Promise<string> {
+  const parts = [name]
+  let ino = parent
+  for (let depth = 0; ino !== ROOT_INO && depth < MAX_DEPTH; depth++) {
+    const { rows } = await q.execute<{ parent_ino: number; name: string }>({
+      sql: 'SELECT parent_ino, name FROM fs_dentry WHERE ino = ? LIMIT 1',
+      params: [ino],
+    })
+    const up = rows[0]
+    if (up === undefined) return `<unreachable>/${parts.reverse().join('/')}`
+    parts.push(up.name)
+    ino = up.parent_ino
+  }
+  return `/${parts.reverse().join('/')}`
+}
+
+/** What one reconciliation found and did. */
+export interface Reconciliation {
+  readonly conflicts: SyncConflict[]
+  /** True when it changed the database (the changes are pushed next). */
+  readonly changed: boolean
+}
+
+/**
+ * After a pull: turns what the conflict rules left behind into visible, consistent state, in
+ * one transaction. Each client repairs only its own rows (its slot), so clients never fight
+ * over a repair; counts that anyone may repair (nlink) are absolute and agree.
+ */
+export async function reconcile(
+  db: Queryable,
+  slot: number,
+  pushed: { swaps: readonly PendingSwap[]; kv: readonly PushedKv[] },
+  now: () => number = Date.now,
+): Promise<Reconciliation> {
+  const low = slot * SLOT_SPAN
+  const high = low + SLOT_SPAN - 1
+  return db.transaction(async (q) => {
+    const conflicts: SyncConflict[] = []
+    let changed = false
+    const logged = new Set(
+      (
+        await q.execute<{ ref: number }>({
+          sql: 'SELECT ref FROM agentfs_sync_conflict WHERE slot = ? AND ref IS NOT NULL',
+          params: [slot],
+        })
+      ).rows.map((row) => row.ref),
+    )
+    const note = (kind: SyncConflict['kind'], path: string, detail: string, ref?: number) => {
+      conflicts.push({ slot, atMs: now(), kind, path, detail })
+      return { kind, path, detail, ref }
+    }
+    const notes: Array<ReturnType<typeof note>> = []
+
+    // 1. Entries the server renamed because another client's entry held the name.
+    const renamed = await q.execute<{ id: number; parent_ino: number; name: string }>({
+      sql: "SELECT id, parent_ino, name FROM fs_dentry WHERE id BETWEEN ? AND ? AND name LIKE '% (conflict %)'",
+      params: [low, high],
+    })
+    for (const row of renamed.rows) {
+      if (logged.has(row.id) || !row.name.endsWith(` (conflict ${idLabel(row.id)})`)) continue
+      const path = await pathOf(q, row.parent_ino, row.name)
+      notes.push(
+        note('name', path, `another client's entry holds the name; this one is ${path}`, row.id),
+      )
+    }
+
+    // 2. Entries whose directory another client removed: moved to the root.
+    const stranded = await q.execute<{ id: number; name: string }>({
+      sql: 'SELECT id, name FROM fs_dentry AS d WHERE id BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM fs_inode AS i WHERE i.ino = d.parent_ino)',
+      params: [low, high],
+    })
+    for (const row of stranded.rows) {
+      const name = conflictName(row.name, row.id)
+      await q.execute({
+        sql: 'UPDATE fs_dentry SET parent_ino = ?, name = ? WHERE id = ?',
+        params: [ROOT_INO, name, row.id],
+      })
+      changed = true
+      notes.push(
+        note(
+          'parent-gone',
+          `/${name}`,
+          `its directory was removed by another client; moved to /${name}`,
+          row.id,
+        ),
+      )
+    }
+
+    // 3. This client's links to inodes another client deleted before the links arrived.
+    const dangling = await q.execute<{ id: number; parent_ino: number; name: string }>({
+      sql: 'SELECT id, parent_ino, name FROM fs_dentry AS d WHERE id BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM fs_inode AS i WHERE i.ino = d.ino)',
+      params: [low, high],
+    })
+    for (const row of dangling.rows) {
+      const path = await pathOf(q, row.parent_ino, row.name)
+      await q.execute({ sql: 'DELETE FROM fs_dentry WHERE id = ?', params: [row.id] })
+      changed = true
+      notes.push(
+        note(
+          'target-gone',
+          path,
+          'another client deleted the file before this link to it arrived; the link is removed',
+          row.id,
+        ),
+      )
+    }
+
+    // 4. This client's replaced files that lost to another client's replacement.
+    for (const swap of pushed.swaps) {
+      const { rows } = await q.execute<{ alive: number; named: number }>({
+        sql: 'SELECT (SELECT count(*) FROM fs_inode WHERE ino = ?) AS alive, (SELECT count(*) FROM fs_dentry WHERE ino = ?) AS named',
+        params: [swap.ino, swap.ino],
+      })
+      if (rows[0]!.alive === 0 || rows[0]!.named > 0) continue
+      const parent =
+        (
+          await q.execute<{ n: number }>({
+            sql: 'SELECT count(*) AS n FROM fs_inode WHERE ino = ?',
+            params: [swap.parent],
+          })
+        ).rows[0]!.n > 0
+          ? swap.parent
+          : ROOT_INO
+      const id = (await explicitId(q, 'fs_dentry'))!
+      const name = conflictName(swap.name, id)
+      await q.execute({
+        sql: 'INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (?, ?, ?, ?)',
+        params: [id, name, parent, swap.ino],
+      })
+      changed = true
+      const path = await pathOf(q, parent, name)
+      notes.push(
+        note(
+          'write',
+          await pathOf(q, swap.parent, swap.name),
+          `another client replaced the file first; this client's version is ${path}`,
+          id,
+        ),
+      )
+    }
+
+    // 5. Chunks and targets of inodes that no longer exist; this client's unnamed inodes.
+    for (const table of ['fs_data', 'fs_symlink']) {
+      const gone = await q.execute({
+        sql: `DELETE FROM ${table} WHERE NOT EXISTS (SELECT 1 FROM fs_inode AS i WHERE i.ino = ${table}.ino)`,
+      })
+      if (gone.changes > 0) changed = true
+    }
+    const unnamed = await q.execute<{ ino: number }>({
+      sql: 'SELECT ino FROM fs_inode AS i WHERE ino BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM fs_dentry AS d WHERE d.ino = i.ino)',
+      params: [low, high],
+    })
+    for (const { ino } of unnamed.rows) {
+      for (const table of ['fs_data', 'fs_symlink', 'fs_inode'])
+        await q.execute({ sql: `DELETE FROM ${table} WHERE ino = ?`, params: [ino] })
+      changed = true
+      notes.push(
+        note(
+          'orphan-dropped',
+          `inode ${ino}`,
+          'every name of it was removed (on different clients); dropped',
+        ),
+      )
+    }
+
+    // 6. Link counts, from the entries (replays of absolute counts lose increments).
+    const counts = await q.execute({
+      sql: `UPDATE fs_inode SET nlink = (SELECT count(*) FROM fs_dentry AS d WHERE d.ino = fs_inode.ino)
+WHERE ino <> ${ROOT_INO} AND nlink <> (SELECT count(*) FROM fs_dentry AS d WHERE d.ino = fs_inode.ino)
+  AND EXISTS (SELECT 1 FROM fs_dentry AS d WHERE d.ino = fs_inode.ino)`,
+    })
+    if (counts.changes > 0) changed = true
+
+    // 7. kv writes of this client that another client's write or delete overrode.
+    const lastWrites = new Map(pushed.kv.map((write) => [write.key, write]))
+    for (const write of lastWrites.values()) {
+      const { rows } = await q.execute<{ value: string; updated_at: number }>({
+        sql: 'SELECT value, updated_at FROM kv_store WHERE key = ?',
+        params: [write.key],
+      })
+      const now = rows[0]
+      if (now === undefined)
+        notes.push(
+          note(
+            'kv-deleted',
+            write.key,
+            'another client deleted the key after this client wrote it',
+          ),
+        )
+      else if (now.value !== write.value)
+        notes.push(
+          note(
+            'kv',
+            write.key,
+            `another client's write (updated_at ${now.updated_at}) won over this client's (updated_at ${write.updatedAt})`,
+          ),
+        )
+    }
+
+    if (notes.length > 0) {
+      const { rows } = await q.execute<{ top: number | null }>({
+        sql: 'SELECT max(seq) AS top FROM agentfs_sync_conflict WHERE slot = ?',
+        params: [slot],
+      })
+      let seq = rows[0]?.top ?? 0
+      for (const entry of notes) {
+        await q.execute({
+          sql: 'INSERT INTO agentfs_sync_conflict (slot, seq, at_ms, kind, path, detail, ref) VALUES (?, ?, ?, ?, ?, ?, ?)',
+          params: [slot, ++seq, now(), entry.kind, entry.path, entry.detail, entry.ref ?? null],
+        })
+      }
+      changed = true
+    }
+    return { conflicts, changed }
+  })
+}

@@ -1,0 +1,181 @@
+import { SLOT_SPAN } from '@agentfs/core'
+import type { DatabaseRowMutation, DatabaseRowTransformResult } from '@tursodatabase/sync'
+import type { PendingSwap, PushedKv } from './state.js'
+
+/** Longest name in bytes (the filesystem's NAME_MAX). */
+const NAME_MAX = 255
+
+/** `slot-n` of an id: which client made the row, and its number there. */
+export const idLabel = (id: number) => `${Math.floor(id / SLOT_SPAN)}-${id % SLOT_SPAN}`
+
+/**
+ * The name an entry takes when another client's entry holds its name: `name (conflict 3-17)`,
+ * unique because the label is the entry's own id; the name is shortened (by whole characters)
+ * to keep it within NAME_MAX.
+ */
+export function conflictName(name: string, id: number): string {
+  const suffix = ` (conflict ${idLabel(id)})`
+  let stem = name
+  while (Buffer.byteLength(stem + suffix) > NAME_MAX) stem = Array.from(stem).slice(0, -1).join('')
+  return stem + suffix
+}
+
+/** What the rules saw during one push, for reconciliation after the pull. */
+export interface PushRecord {
+  readonly swaps: PendingSwap[]
+  readonly kv: PushedKv[]
+  /** Inodes this push deletes (their chunks go only if the deletion takes effect). */
+  readonly freed: Set<number>
+}
+
+type Row = Record<string, unknown>
+
+const rewrite = (sql: string, values: unknown[]): DatabaseRowTransformResult => ({
+  operation: 'rewrite',
+  stmt: { sql, values },
+})
+const SKIP: DatabaseRowTransformResult = { operation: 'skip' }
+
+/** A name for the entry `row`, unless another entry in its directory holds it on the server. */
+const NAME_UNLESS_TAKEN =
+  'CASE WHEN EXISTS (SELECT 1 FROM fs_dentry WHERE parent_ino = ? AND name = ? AND id <> ?) THEN ? ELSE ? END'
+
+function dentryInsert(after: Row): DatabaseRowTransformResult {
+  const id = Number(after.id)
+  const name = String(after.name)
+  const parent = after.parent_ino
+  return rewrite(
+    `INSERT INTO fs_dentry (id, name, parent_ino, ino) SELECT ?, ${NAME_UNLESS_TAKEN}, ?, ? WHERE true ON CONFLICT(id) DO UPDATE SET name = excluded.name, parent_ino = excluded.parent_ino, ino = excluded.ino`,
+    [id, parent, name, id, conflictName(name, id), name, parent, after.ino],
+  )
+}
+
+function dentryUpdate(m: DatabaseRowMutation, record: PushRecord): DatabaseRowTransformResult {
+  const before = m.before ?? {}
+  const after = m.after ?? {}
+  const updates = m.updates ?? {}
+  const id = Number(after.id ?? before.id)
+  const sets: string[] = []
+  const values: unknown[] = []
+  if ('name' in updates || 'parent_ino' in updates) {
+    const name = String(after.name)
+    sets.push(`name = ${NAME_UNLESS_TAKEN}`, 'parent_ino = ?')
+    values.push(after.parent_ino, name, id, conflictName(name, id), name, after.parent_ino)
+  }
+  if ('ino' in updates) {
+    // The file was replaced: applied only if nobody replaced it first (compare and swap).
+    sets.push('ino = CASE WHEN ino = ? THEN ? ELSE ino END')
+    values.push(before.ino, after.ino)
+    record.swaps.push({
+      ino: Number(after.ino),
+      parent: Number(after.parent_ino),
+      name: String(after.name),
+    })
+  }
+  if (sets.length === 0) return null
+  values.push(id)
+  return rewrite(`UPDATE fs_dentry SET ${sets.join(', ')} WHERE id = ?`, values)
+}
+
+/** Columns of fs_inode a client may set (nlink is derived from the entries instead). */
+const INODE_COLUMNS = new Set([
+  'mode',
+  'uid',
+  'gid',
+  'size',
+  'atime',
+  'mtime',
+  'ctime',
+  'rdev',
+  'atime_nsec',
+  'mtime_nsec',
+  'ctime_nsec',
+])
+
+function inodeUpdate(m: DatabaseRowMutation): DatabaseRowTransformResult {
+  const updates = m.updates ?? {}
+  if (!('nlink' in updates)) return null
+  const ino = (m.after ?? m.before ?? {}).ino
+  const sets: string[] = []
+  const values: unknown[] = []
+  for (const [column, value] of Object.entries(updates)) {
+    if (!INODE_COLUMNS.has(column)) continue
+    sets.push(`${column} = ?`)
+    values.push(value)
+  }
+  // Replays carry absolute values, so two clients' links would count once: the server counts.
+  sets.push(
+    'nlink = CASE WHEN ino = 1 THEN nlink ELSE (SELECT count(*) FROM fs_dentry WHERE fs_dentry.ino = fs_inode.ino) END',
+  )
+  values.push(ino)
+  return rewrite(`UPDATE fs_inode SET ${sets.join(', ')} WHERE ino = ?`, values)
+}
+
+function kvWrite(after: Row, record: PushRecord): DatabaseRowTransformResult {
+  record.kv.push({
+    key: String(after.key),
+    value: String(after.value),
+    updatedAt: Number(after.updated_at),
+  })
+  // Last writer wins by the time of the write, not by the order of pushes.
+  return rewrite(
+    'INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at WHERE excluded.updated_at >= kv_store.updated_at',
+    [after.key, after.value, after.created_at, after.updated_at],
+  )
+}
+
+/**
+ * The per-table conflict rules, applied by the sync engine to each row change as it is pushed
+ * (`transform`). `record` collects what reconciliation needs after the next pull.
+ */
+export function conflictRules(record: PushRecord) {
+  return (m: DatabaseRowMutation): DatabaseRowTransformResult => {
+    const type = m.changeType as string
+    switch (m.tableName) {
+      case 'fs_dentry':
+        if (type === 'insert') return dentryInsert(m.after ?? {})
+        if (type === 'update') return dentryUpdate(m, record)
+        // Removes the entry only if it still names the inode this client saw: a file another
+        // client replaced meanwhile survives the delete. (The 0.7 engine's own replay of a
+        // delete also matches the whole row; this rule does not depend on that.)
+        return rewrite('DELETE FROM fs_dentry WHERE id = ? AND ino = ?', [
+          m.before?.id,
+          m.before?.ino,
+        ])
+      case 'fs_inode': {
+        if (type === 'update') return inodeUpdate(m)
+        if (type !== 'delete') return null
+        // Not while another client's entry (a link made meanwhile) still names it.
+        const ino = Number(m.before?.ino)
+        record.freed.add(ino)
+        return rewrite(
+          'DELETE FROM fs_inode WHERE ino = ? AND NOT EXISTS (SELECT 1 FROM fs_dentry WHERE ino = ?)',
+          [ino, ino],
+        )
+      }
+      case 'fs_data':
+      case 'fs_symlink': {
+        const ino = Number(m.before?.ino)
+        if (type !== 'delete' || !record.freed.has(ino)) return null
+        const key = m.tableName === 'fs_data' ? ' AND chunk_index = ?' : ''
+        return rewrite(
+          `DELETE FROM ${m.tableName} WHERE ino = ?${key} AND NOT EXISTS (SELECT 1 FROM fs_inode WHERE ino = ?)`,
+          m.tableName === 'fs_data' ? [ino, m.before?.chunk_index, ino] : [ino, ino],
+        )
+      }
+      case 'kv_store':
+        return type === 'delete' ? null : kvWrite(m.after ?? {}, record)
+      // The audit log and the filesystem's settings are written once, never changed.
+      case 'tool_calls':
+      case 'agentfs_tool_call_meta':
+      case 'agentfs_sync_conflict':
+      case 'fs_config':
+        return type === 'insert' ? null : SKIP
+      // Slots are claimed on the server only.
+      case 'agentfs_sync_slot':
+        return SKIP
+      default:
+        return null
+    }
+  }
+}

@@ -1,0 +1,111 @@
+import { SLOT_SPAN } from '@agentfs/core'
+import { expect, test } from 'vitest'
+import { claimSlot, prepareServer } from '../src/open-synced.js'
+import { converge, files, world } from './helpers.js'
+
+test('three clients with offline edits converge, nothing lost', async () => {
+  const { client, conflicts } = await world()
+  const a = await client('a')
+  await a.fs.mkdir('/shared')
+  await a.fs.writeFile('/shared/plan.md', 'v0')
+  await a.sync.push()
+  const b = await client('b')
+  const c = await client('c')
+  await a.fs.writeFile('/shared/plan.md', 'plan by a')
+  await b.fs.writeFile('/shared/plan.md', 'plan by b')
+  await c.fs.writeFile('/shared/plan.md', 'plan by c')
+  await a.fs.writeFile('/shared/notes.md', 'notes a')
+  await b.fs.writeFile('/shared/notes.md', 'notes b')
+  await c.fs.rename('/shared', '/renamed')
+  await b.kv.set('owner', 'b')
+  await c.tools.record({ name: 'c-tool', parameters: {}, result: 1, startedAt: 1, completedAt: 2 })
+  await c.sync.push()
+  await a.sync.pull()
+  await b.sync.push()
+  await converge(a, b, c)
+  const tree = await files(b)
+  expect(Object.values(tree).sort()).toEqual(
+    ['notes a', 'notes b', 'plan by a', 'plan by b', 'plan by c'].sort(),
+  )
+  expect(Object.keys(tree).every((path) => path.startsWith('/renamed/'))).toBe(true)
+  expect(await c.kv.get('owner')).toBe('b')
+  // Every loser was logged: two lost rewrites of plan.md, one name clash for notes.md.
+  expect(conflicts.map((x) => x.kind).sort()).toEqual(['name', 'write', 'write'])
+  expect(await a.sync.conflicts()).toHaveLength(3)
+})
+
+test('a slot race: clients that pick the same slot at once end with different slots', async () => {
+  const { server } = await world()
+  const remote = { url: server.url }
+  await prepareServer(remote)
+  // Every client first tries slot 7, then a slot of its own.
+  const slots = await Promise.all(
+    Array.from({ length: 6 }, (_, i) => {
+      const picks = [7, 100 + i]
+      return claimSlot(remote, `client-${i}`, () => picks.shift()!)
+    }),
+  )
+  expect(slots.filter((slot) => slot === 7)).toHaveLength(1)
+  expect(new Set(slots).size).toBe(6)
+})
+
+test('clients that raced for a slot write without colliding', async () => {
+  const { client } = await world()
+  const agents = await Promise.all(['a', 'b', 'c', 'd'].map((name) => client(name)))
+  await Promise.all(agents.map((agent, i) => agent.fs.writeFile(`/f${i}`, `from ${i}`)))
+  await converge(...agents)
+  const slots = await Promise.all(agents.map(async (agent) => (await agent.sync.status()).slot))
+  expect(new Set(slots).size).toBe(4)
+  for (const [i, agent] of agents.entries())
+    expect(Math.floor((await agent.fs.stat(`/f${i}`)).ino / SLOT_SPAN)).toBe(slots[i])
+  expect(Object.keys(await files(agents[0]!)).length).toBe(4)
+})
+
+test("background sync brings another client's write without a call", async () => {
+  const { client } = await world()
+  const a = await client('a')
+  await a.sync.push()
+  const b = await client('b')
+  a.sync.start(50)
+  b.sync.start(50)
+  expect((await a.sync.status()).background).toBe(true)
+  await b.fs.writeFile('/hello', 'from b')
+  const deadline = Date.now() + 10_000
+  while (!(await a.fs.exists('/hello')) && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  expect(await a.fs.readFile('/hello', 'utf8')).toBe('from b')
+  await a.sync.stop()
+  expect((await a.sync.status()).background).toBe(false)
+})
+
+test('a push to a server that is gone fails with REMOTE and loses nothing locally', async () => {
+  const { client, server, conflicts } = await world()
+  const a = await client('a')
+  await a.sync.push()
+  await a.fs.writeFile('/kept', 'still here')
+  await server.stop()
+  await expect(a.sync.push()).rejects.toMatchObject({ code: 'REMOTE' })
+  expect(await a.fs.readFile('/kept', 'utf8')).toBe('still here')
+  expect(conflicts.map((c) => c.kind)).toEqual(['push-failed'])
+  expect((await a.sync.conflicts()).map((c) => c.kind)).toEqual(['push-failed'])
+})
+
+test('a 10k-row push (smoke test; the time is printed, not asserted)', async () => {
+  const { client } = await world()
+  const a = await client('a')
+  await a.sync.push()
+  const b = await client('b')
+  await a.transaction(async (tx) => {
+    for (let i = 0; i < 10_000; i++) await tx.kv.set(`key-${i}`, i)
+  })
+  let started = performance.now()
+  await a.sync.push()
+  const push = performance.now() - started
+  started = performance.now()
+  await b.sync.pull()
+  const pull = performance.now() - started
+  console.log(
+    `push of 10,000 kv rows: ${push.toFixed(0)} ms; pull on another client: ${pull.toFixed(0)} ms`,
+  )
+  expect(await b.kv.get('key-9999')).toBe(9999)
+}, 120_000)
