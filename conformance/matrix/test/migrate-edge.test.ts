@@ -6,6 +6,7 @@ import {
   migrate,
   openDatabase,
   planMigration,
+  SCHEMA_VERSION,
 } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { afterEach, describe, expect, test } from 'vitest'
@@ -102,9 +103,9 @@ describe('migration edge cases', () => {
     const plan = await planMigration(db)
     expect(plan.steps).toEqual([])
     const reopened = await openDatabase({ driver: db, clock: fixedClock() })
-    expect(reopened.migration.fromVersion).toBe(4)
+    expect(reopened.migration.fromVersion).toBe(SCHEMA_VERSION)
     expect((await db.execute({ sql: 'SELECT value FROM agentfs_meta' })).rows).toEqual([
-      { value: '4' },
+      { value: String(SCHEMA_VERSION) },
     ])
   })
 

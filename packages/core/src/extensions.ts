@@ -76,6 +76,15 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
 )`,
     ],
   },
+  {
+    version: 5,
+    description: 'the precise time of each kv write (agentfs_kv_version.updated_us)',
+    statements: [
+      // kv_store.updated_at has whole seconds; synced clients order concurrent writes of a
+      // key by this instead (microseconds since the epoch; NULL for writes before it existed).
+      'ALTER TABLE agentfs_kv_version ADD COLUMN updated_us INTEGER',
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

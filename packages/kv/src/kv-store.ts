@@ -132,28 +132,23 @@ export class KvStore {
     checkKey(key)
     const text = serialize(value)
     const expected = options.ifVersion === undefined ? undefined : checkVersion(options.ifVersion)
-    const { sec } = this.#clock.now()
+    const { sec, nsec } = this.#clock.now()
+    const micros = sec * 1_000_000 + Math.floor(nsec / 1000)
     return this.#q.transaction(async (tx) => {
-      const upsert =
-        'ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at'
-      if (expected === undefined) {
-        await executeDeferred(tx, {
-          sql: `INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ${upsert}`,
-          params: [key, text, sec, sec],
-        })
-      } else {
-        // Compare and write in one statement: nothing is written unless the version matches.
-        const written = await tx.execute({
-          sql: `INSERT INTO kv_store (key, value, created_at, updated_at) SELECT ?, ?, ?, ? WHERE (${CURRENT_VERSION}) IS ? ${upsert}`,
-          params: [key, text, sec, sec, key, expected],
-        })
-        if (written.changes === 0)
-          throw new KvConflictError(key, expected, await currentVersion(tx, key))
+      if (expected !== undefined) {
+        // Compared inside the write transaction, so nothing can change the key in between.
+        const current = await currentVersion(tx, key)
+        if (current !== expected) throw new KvConflictError(key, expected, current)
       }
-      // An upsert and a read rather than RETURNING: a remote driver sends both in one request.
+      // The version row first, then the value: a synced database replays them in this order,
+      // and the value's replay compares the time the version row carries.
       await executeDeferred(tx, {
-        sql: 'INSERT INTO agentfs_kv_version (key, version) VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET version = version + 1',
-        params: [key],
+        sql: 'INSERT INTO agentfs_kv_version (key, version, updated_us) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET version = version + 1, updated_us = excluded.updated_us',
+        params: [key, micros],
+      })
+      await executeDeferred(tx, {
+        sql: 'INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
+        params: [key, text, sec, sec],
       })
       const { rows } = await tx.execute<{ version: number }>({
         sql: 'SELECT version FROM agentfs_kv_version WHERE key = ?',
@@ -203,24 +198,19 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
     checkKey(key)
     const expected = options.ifVersion === undefined ? undefined : checkVersion(options.ifVersion)
     return this.#q.transaction(async (tx) => {
-      const result =
-        expected === undefined
-          ? await tx.execute({ sql: 'DELETE FROM kv_store WHERE key = ?', params: [key] })
-          : await tx.execute({
-              sql: `DELETE FROM kv_store WHERE key = ? AND (${CURRENT_VERSION}) IS ?`,
-              params: [key, key, expected],
-            })
-      if (result.changes === 0) {
-        if (expected === undefined) return false
-        const current = await currentVersion(tx, key)
-        if (current === expected) return false
+      const current = await currentVersion(tx, key)
+      if (expected !== undefined && current !== expected)
         throw new KvConflictError(key, expected, current)
-      }
-      // The version row stays as a tombstone and moves on, so stale ifVersion writes fail.
-      await tx.execute({
-        sql: 'UPDATE agentfs_kv_version SET version = version + 1 WHERE key = ?',
-        params: [key],
+      if (current === null) return false
+      // The version row stays as a tombstone and moves on, so stale ifVersion writes fail. It
+      // goes first: a synced database replays the delete only if no later write of the key
+      // reached the server (the version row carries the time).
+      const { sec, nsec } = this.#clock.now()
+      await executeDeferred(tx, {
+        sql: 'INSERT INTO agentfs_kv_version (key, version, updated_us) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET version = version + 1, updated_us = excluded.updated_us',
+        params: [key, sec * 1_000_000 + Math.floor(nsec / 1000)],
       })
+      await executeDeferred(tx, { sql: 'DELETE FROM kv_store WHERE key = ?', params: [key] })
       return true
     })
   }

@@ -211,7 +211,7 @@ export async function openSynced(options: OpenSyncedOptions): Promise<SyncedAgen
   const slot = state.slot
   await ensureSchema(options, state, remote)
 
-  let record: PushRecord = { swaps: [], kv: [], freed: new Set() }
+  let record: PushRecord = { swaps: [], kv: [], freed: new Set(), kvTimes: new Map() }
   const rules = conflictRules({
     get swaps() {
       return record.swaps
@@ -221,6 +221,9 @@ export async function openSynced(options: OpenSyncedOptions): Promise<SyncedAgen
     },
     get freed() {
       return record.freed
+    },
+    get kvTimes() {
+      return record.kvTimes
     },
   })
   const database = await connect({
@@ -270,7 +273,7 @@ function withSync(
   /** One push, holding the connection; what the rules saw is kept for reconciliation. */
   const pushOnce = () =>
     driver.exclusive(async () => {
-      const record: PushRecord = { swaps: [], kv: [], freed: new Set() }
+      const record: PushRecord = { swaps: [], kv: [], freed: new Set(), kvTimes: new Map() }
       useRecord(record)
       try {
         await database.push()

@@ -26,6 +26,8 @@ export interface PushRecord {
   readonly kv: PushedKv[]
   /** Inodes this push deletes (their chunks go only if the deletion takes effect). */
   readonly freed: Set<number>
+  /** The time (µs) of the last write or delete of each kv key in this push. */
+  readonly kvTimes: Map<string, number>
 }
 
 type Row = Record<string, unknown>
@@ -111,17 +113,42 @@ function inodeUpdate(m: DatabaseRowMutation): DatabaseRowTransformResult {
   return rewrite(`UPDATE fs_inode SET ${sets.join(', ')} WHERE ino = ?`, values)
 }
 
-function kvWrite(after: Row, record: PushRecord): DatabaseRowTransformResult {
-  record.kv.push({
-    key: String(after.key),
-    value: String(after.value),
-    updatedAt: Number(after.updated_at),
-  })
-  // Last writer wins by the time of the write, not by the order of pushes.
+/** True when the server holds no later write of the key than `micros` (after the version row). */
+const KV_NEWEST = '? >= coalesce((SELECT updated_us FROM agentfs_kv_version WHERE key = ?), 0)'
+
+function kvVersion(after: Row, record: PushRecord): DatabaseRowTransformResult {
+  if (typeof after.updated_us !== 'number') return null
+  record.kvTimes.set(String(after.key), after.updated_us)
+  // The later write's version row wins; the value's replay (next) compares with it.
   return rewrite(
-    'INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at WHERE excluded.updated_at >= kv_store.updated_at',
-    [after.key, after.value, after.created_at, after.updated_at],
+    'INSERT INTO agentfs_kv_version (key, version, updated_us) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET version = excluded.version, updated_us = excluded.updated_us WHERE excluded.updated_us >= coalesce(agentfs_kv_version.updated_us, 0)',
+    [after.key, after.version, after.updated_us],
   )
+}
+
+function kvWrite(after: Row, record: PushRecord): DatabaseRowTransformResult {
+  const key = String(after.key)
+  record.kv.push({ key, value: String(after.value), updatedAt: Number(after.updated_at) })
+  const micros = record.kvTimes.get(key)
+  // Last writer wins by the time of the write (µs, from the version row pushed just before;
+  // whole seconds for rows written without one), not by the order of pushes.
+  if (micros === undefined)
+    return rewrite(
+      'INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at WHERE excluded.updated_at >= kv_store.updated_at',
+      [key, after.value, after.created_at, after.updated_at],
+    )
+  return rewrite(
+    `INSERT INTO kv_store (key, value, created_at, updated_at) SELECT ?, ?, ?, ? WHERE ${KV_NEWEST} ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+    [key, after.value, after.created_at, after.updated_at, micros, key],
+  )
+}
+
+function kvDelete(before: Row, record: PushRecord): DatabaseRowTransformResult {
+  const key = String(before.key)
+  const micros = record.kvTimes.get(key)
+  if (micros === undefined) return null
+  // A delete loses to a later write of the key by another client.
+  return rewrite(`DELETE FROM kv_store WHERE key = ? AND ${KV_NEWEST}`, [key, micros, key])
 }
 
 /**
@@ -163,8 +190,10 @@ export function conflictRules(record: PushRecord) {
           m.tableName === 'fs_data' ? [ino, m.before?.chunk_index, ino] : [ino, ino],
         )
       }
+      case 'agentfs_kv_version':
+        return type === 'delete' ? null : kvVersion(m.after ?? {}, record)
       case 'kv_store':
-        return type === 'delete' ? null : kvWrite(m.after ?? {}, record)
+        return type === 'delete' ? kvDelete(m.before ?? {}, record) : kvWrite(m.after ?? {}, record)
       // The audit log and the filesystem's settings are written once, never changed.
       case 'tool_calls':
       case 'agentfs_tool_call_meta':

@@ -115,6 +115,34 @@ for (const [label, order] of Object.entries(ORDERS)) {
       expect(conflicts.filter((c) => c.kind === 'kv').map((c) => c.path)).toEqual(['k'])
     })
 
+    test('kv within one second: the later write by the microsecond wins, deletes included', async () => {
+      const w = await world()
+      // Both clocks in the same second; b's half a second later than a's.
+      const clock = (offsetNs: number) => {
+        let ns = offsetNs
+        return { now: () => ({ sec: 1_800_000_000, nsec: (ns += 1000) }) }
+      }
+      const a = await w.client('a', { clock: clock(100_000_000) })
+      await a.kv.set('k', 'seed')
+      await a.kv.set('d', 'seed')
+      await a.kv.set('e', 'seed')
+      await a.sync.push()
+      const b = await w.client('b', { clock: clock(600_000_000) })
+      await b.sync.pull()
+      await a.kv.set('k', 'a (earlier)')
+      await b.kv.set('k', 'b (later)')
+      await a.kv.delete('d') // earlier than b's write: the write stays
+      await b.kv.set('d', 'b kept')
+      await a.kv.set('e', 'a (earlier)')
+      await b.kv.delete('e') // later than a's write: the key goes
+      await run(a, b, order)
+      for (const agent of [a, b]) {
+        expect(await agent.kv.get('k')).toBe('b (later)')
+        expect(await agent.kv.get('d')).toBe('b kept')
+        expect(await agent.kv.get('e')).toBeUndefined()
+      }
+    })
+
     test('tool calls: every call of both clients kept, ids stable', async () => {
       const { a, b } = await pair()
       const call = (name: string) => ({
