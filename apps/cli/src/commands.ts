@@ -5,6 +5,7 @@ import { registerInspect } from './commands/inspect.js'
 import { registerKv } from './commands/kv.js'
 import { registerOverlay } from './commands/overlay.js'
 import { registerServe } from './commands/serve.js'
+import { registerSync } from './commands/sync.js'
 
 export { colorDiff, useColor } from './commands/shared.js'
 
@@ -18,4 +19,5 @@ export function registerCommands(program: Command): void {
   registerMigrate(program)
   registerOverlay(program)
   registerServe(program)
+  registerSync(program)
 }

@@ -73,6 +73,26 @@ async function checkAgentFsFile(path: string, target: string, migrate: boolean):
   }
 }
 
+/** The auth token for sync servers: `AGENTFS_SYNC_TOKEN` (never stored on disk). */
+export const syncToken = (): string | undefined => process.env.AGENTFS_SYNC_TOKEN || undefined
+
+/**
+ * A database made by `agentfs init --sync-url` (a sync state file beside it): opened through
+ * the sync engine, so the changes commands make are captured and pushed by `agentfs sync`.
+ */
+async function openSyncedFile(path: string): Promise<AgentFS> {
+  const { openSynced, readSyncState } = await import('@agentfs/sync')
+  const state = readSyncState(path)!
+  const token = syncToken()
+  return openSynced({
+    path,
+    sync: { url: state.url, ...(token === undefined ? {} : { authToken: token }) },
+  })
+}
+
+/** True when `path` is a synced database (made by `agentfs init --sync-url`). */
+export const isSyncedFile = (path: string) => existsSync(`${path}-agentfs-sync.json`)
+
 /** Opens an existing AgentFS database (never creates, converts or upgrades one by mistake). */
 export async function openExisting(
   target: string,
@@ -81,6 +101,7 @@ export async function openExisting(
   const path = databasePath(target)
   if (!existsSync(path))
     throw new Error(`no database at ${path}; create it with "agentfs init ${target}"`)
+  if (isSyncedFile(path)) return openSyncedFile(path)
   await checkAgentFsFile(path, target, options.migrate === true)
   const agent = await AgentFS.open({ path }).catch((error: unknown) => {
     throw explainDatabaseError(error, path)

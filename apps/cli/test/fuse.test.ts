@@ -264,3 +264,43 @@ describe('fuse-native build check', () => {
     expect(fuseLimitation()).toBeUndefined()
   })
 })
+
+describe.skipIf(!fuse)('agentfs mount of a synced database', () => {
+  test('the mount pushes and pulls in the background: writes cross between the mount and another copy', async () => {
+    const { startSyncServer } = await import('@agentfs/turso-sync-server')
+    const server = await startSyncServer({ maxSeconds: 120 })
+    try {
+      expect(runCli(cli, ['init', '--sync-url', server.url, 'm1.db'], { cwd }).code).toBe(0)
+      expect(runCli(cli, ['init', '--sync-url', server.url, 'm2.db'], { cwd }).code).toBe(0)
+      const mountpoint = join(cwd, 'synced-mnt')
+      const mount = await startMount('m1.db', mountpoint, '--sync-interval', '100')
+      try {
+        sh('echo "written through the mount" > from-mount.txt', mountpoint)
+        runCli(cli, ['fs', 'write', 'm2.db', '/from-cli.txt', 'written by another copy'], { cwd })
+        runCli(cli, ['sync', 'push', 'm2.db'], { cwd })
+        const until = async (check: () => boolean) => {
+          const deadline = Date.now() + 20_000
+          while (!check() && Date.now() < deadline)
+            await new Promise((resolve) => setTimeout(resolve, 100))
+          return check()
+        }
+        expect(await until(() => existsSync(join(mountpoint, 'from-cli.txt')))).toBe(true)
+        expect(readFileSync(join(mountpoint, 'from-cli.txt'), 'utf8')).toBe(
+          'written by another copy',
+        )
+        const seen = await until(() => {
+          runCli(cli, ['sync', 'pull', 'm2.db'], { cwd })
+          return runCli(cli, ['fs', 'cat', 'm2.db', '/from-mount.txt'], { cwd }).out !== ''
+        })
+        expect(seen).toBe(true)
+        expect(runCli(cli, ['fs', 'cat', 'm2.db', '/from-mount.txt'], { cwd }).out).toBe(
+          'written through the mount\n',
+        )
+      } finally {
+        expect(await mount.stop()).toBe(0)
+      }
+    } finally {
+      await server.stop()
+    }
+  }, 60_000)
+})

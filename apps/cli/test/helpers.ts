@@ -23,7 +23,13 @@ export async function bundleCli(): Promise<{ cli: string; dispose(): Promise<voi
     target: 'node20',
     outfile: cli,
     conditions: ['@agentfs/source'],
-    external: ['better-sqlite3', '@libsql/client', 'fuse-native'],
+    external: [
+      'better-sqlite3',
+      '@libsql/client',
+      'fuse-native',
+      '@tursodatabase/sync',
+      '@tursodatabase/database',
+    ],
     banner: {
       js: "import { createRequire as bannerRequire } from 'node:module'; const require = bannerRequire(import.meta.url);",
     },

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { connect as tcp, createServer } from 'node:net'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 
@@ -42,15 +42,21 @@ function freePort(): Promise<number> {
   })
 }
 
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = tcp(port, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.end()
-      resolve(true)
+/** True once the server answers a statement over HTTP (not merely accepts connections). */
+async function answers(port: number): Promise<boolean> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}/v2/pipeline`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ requests: [{ type: 'execute', stmt: { sql: 'SELECT 1' } }] }),
+      signal: AbortSignal.timeout(1000),
     })
-    socket.once('error', () => resolve(false))
-  })
+    await response.arrayBuffer()
+    return response.ok
+  } catch {
+    return false
+  }
+}
 
 /**
  * Starts `tursodb DB --sync-server 127.0.0.1:PORT` on a free port, in a new folder, bounded by
@@ -70,7 +76,7 @@ export async function startSyncServer(options: { maxSeconds?: number } = {}): Pr
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
     let up = false
     for (let i = 0; i < 200 && child.exitCode === null; i++) {
-      if (await accepts(port)) {
+      if (await answers(port)) {
         up = true
         break
       }

@@ -1,4 +1,6 @@
 import { randomInt } from 'node:crypto'
+import { mkdirSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import { AgentFsError, MAX_SLOT, SCHEMA_VERSION, slotIds } from '@agentfs/core'
 import { type TursoAsyncDriver, tursoAsyncDriver } from '@agentfs/driver-turso'
 import { AgentFS, type AgentFSOptions } from '@agentfs/sdk'
@@ -197,14 +199,17 @@ export async function openSynced(options: OpenSyncedOptions): Promise<SyncedAgen
     url: options.sync.url,
     ...(options.sync.authToken === undefined ? {} : { authToken: options.sync.authToken }),
   }
+  // As AgentFS.open does for a path: the folder is made on demand.
+  mkdirSync(dirname(resolve(options.path)), { recursive: true })
   const state = readState(options.path) ?? newState(remote.url)
   if (state.url !== remote.url)
     throw new AgentFsError(
       'INVALID_ARGUMENT',
       `${options.path} syncs with ${state.url}, not ${remote.url}; open it with that url, or use a new file`,
     )
-  await prepareServer(remote)
   if (state.slot === undefined) {
+    // The first open needs the server; later ones work offline until a push or pull.
+    await prepareServer(remote)
     state.slot = await claimSlot(remote, state.clientId)
     writeState(options.path, state)
   }
@@ -425,6 +430,7 @@ function withSync(
   }
   const close = agent.close.bind(agent)
   Object.defineProperty(agent, 'sync', { value: sync, enumerable: true })
+  Object.defineProperty(agent, 'path', { value: options.path, enumerable: true })
   Object.defineProperty(agent, 'close', {
     value: async () => {
       await sync.stop()

@@ -1,6 +1,6 @@
 import { SLOT_SPAN } from '@agentfs/core'
 import { expect, test } from 'vitest'
-import { claimSlot, prepareServer } from '../src/open-synced.js'
+import { claimSlot, openSynced, prepareServer } from '../src/open-synced.js'
 import { converge, files, world } from './helpers.js'
 
 test('three clients with offline edits converge, nothing lost', async () => {
@@ -88,6 +88,12 @@ test('a push to a server that is gone fails with REMOTE and loses nothing locall
   expect(await a.fs.readFile('/kept', 'utf8')).toBe('still here')
   expect(conflicts.map((c) => c.kind)).toEqual(['push-failed'])
   expect((await a.sync.conflicts()).map((c) => c.kind)).toEqual(['push-failed'])
+  // A copy opens and works offline once it has joined.
+  await a.close()
+  const again = await openSynced({ path: a.path!, sync: { url: server.url } })
+  await again.fs.writeFile('/offline', 'written offline')
+  expect(await again.fs.readFile('/kept', 'utf8')).toBe('still here')
+  await again.close()
 })
 
 test('a 10k-row push (smoke test; the time is printed, not asserted)', async () => {

@@ -3,7 +3,7 @@ import { planMigration } from '@agentfs/core'
 import { saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
-import { databasePath, explainDatabaseError, openExisting, viewOf } from '../open.js'
+import { databasePath, explainDatabaseError, openExisting, syncToken, viewOf } from '../open.js'
 import { exportTree, importTree } from '../transfer.js'
 import { positiveInteger, print, withAgent } from './shared.js'
 
@@ -20,8 +20,22 @@ export function registerInit(program: Command): void {
     )
     .option('--force', 'replace an existing database')
     .option('--base <dir>', 'make it a copy-on-write overlay over this host directory')
+    .option(
+      '--sync-url <url>',
+      'a local copy that syncs with this Turso sync server (the first client creates the database there; later ones join it)',
+    )
+    .option('--token <token>', 'auth token for --sync-url (default: $AGENTFS_SYNC_TOKEN)')
     .action(
-      async (target: string, options: { chunkSize?: number; force?: boolean; base?: string }) => {
+      async (
+        target: string,
+        options: {
+          chunkSize?: number
+          force?: boolean
+          base?: string
+          syncUrl?: string
+          token?: string
+        },
+      ) => {
         const path = databasePath(target)
         const { dirname } = await import('node:path')
         const { existsSync } = await import('node:fs')
@@ -31,10 +45,28 @@ export function registerInit(program: Command): void {
           throw new Error(
             `the folder ${dirname(path)} does not exist; create it first (agentfs init does not make folders for a path)`,
           )
-        if (options.force)
-          for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
+        const files = ['', '-wal', '-shm', '-info', '-changes', '-wal-revert', '-agentfs-sync.json']
+        if (options.force) for (const suffix of files) rmSync(`${path}${suffix}`, { force: true })
         else if (existsSync(path))
           throw new Error(`${path} already exists; pass --force to replace it`)
+        if (options.syncUrl !== undefined) {
+          if (options.base !== undefined)
+            throw new Error(
+              '--sync-url and --base cannot be combined; a synced database is not an overlay',
+            )
+          const { openSynced } = await import('@agentfs/sync')
+          const token = options.token ?? syncToken()
+          const synced = await openSynced({
+            path,
+            ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
+            sync: { url: options.syncUrl, ...(token === undefined ? {} : { authToken: token }) },
+          })
+          const { slot } = await synced.sync.status()
+          await synced.close()
+          print(`created ${path}, synced with ${options.syncUrl} (slot ${slot})`)
+          return
+        }
+        if (options.token !== undefined) throw new Error('--token needs --sync-url')
         const agent = await AgentFS.open({
           path,
           ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
