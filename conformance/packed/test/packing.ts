@@ -36,6 +36,7 @@ export const README_PACKAGES = [
   'openai-agents',
   'overlay',
   'sdk',
+  'sync',
   'tool-calls',
 ]
 
