@@ -143,22 +143,38 @@ async function schemaVersion(db: Database): Promise<number> {
  * pushed from a connection without the conflict rules (the 0.7 engine aborts the process when
  * a push with a transform carries DDL).
  */
-async function ensureSchema(
+export async function ensureSchema(
   options: OpenSyncedOptions,
   state: ClientState,
   remote: SyncRemote,
+  target = SCHEMA_VERSION,
 ): Promise<void> {
-  const open = () =>
+  const open = (transform?: ReturnType<typeof conflictRules>) =>
     connect({
       path: options.path,
       url: remote.url,
       ...(remote.authToken === undefined ? {} : { authToken: remote.authToken }),
       ...(options.sync.clientName === undefined ? {} : { clientName: options.sync.clientName }),
+      ...(transform === undefined ? {} : { transform }),
     })
-  const db = await open()
+  let db = await open()
   try {
-    if ((await schemaVersion(db)) >= SCHEMA_VERSION) return
-    if (await claim(remote, -SCHEMA_VERSION, state.clientId)) {
+    const version = await schemaVersion(db)
+    if (version >= target) return
+    if (version > 0) {
+      // Row changes this copy has not pushed go through the conflict rules first: the
+      // connection below has none (it carries the schema change) and would send them as they are.
+      await db.close()
+      const record: PushRecord = { swaps: [], kv: [], freed: new Set(), kvTimes: new Map() }
+      db = await open(conflictRules(record))
+      await db.push()
+      state.swaps.push(...record.swaps)
+      state.kv.push(...record.kv)
+      writeState(options.path, state)
+      await db.close()
+      db = await open()
+    }
+    if (await claim(remote, -target, state.clientId)) {
       const driver = tursoAsyncDriver({ database: db, name: 'turso-sync' })
       const agent = await AgentFS.open({ driver })
       await agent.db.execute({ sql: SYNC_TABLES })
@@ -169,7 +185,7 @@ async function ensureSchema(
     const deadline = Date.now() + (options.sync.waitForSchemaMs ?? 30_000)
     while (Date.now() < deadline) {
       await db.pull()
-      if ((await schemaVersion(db)) >= SCHEMA_VERSION) return
+      if ((await schemaVersion(db)) >= target) return
       await new Promise((resolve) => setTimeout(resolve, 250))
     }
     throw new AgentFsError(
@@ -202,7 +218,7 @@ export async function openSynced(options: OpenSyncedOptions): Promise<SyncedAgen
   // As AgentFS.open does for a path: the folder is made on demand.
   mkdirSync(dirname(resolve(options.path)), { recursive: true })
   const state = readState(options.path) ?? newState(remote.url)
-  if (state.url !== remote.url)
+  if (state.url.replace(/\/+$/, '') !== remote.url.replace(/\/+$/, ''))
     throw new AgentFsError(
       'INVALID_ARGUMENT',
       `${options.path} syncs with ${state.url}, not ${remote.url}; open it with that url, or use a new file`,

@@ -13,7 +13,8 @@ export interface SyncConflict {
    * `parent-gone`: an entry's directory was removed elsewhere; the entry moved to `/`. `kv`:
    * another client's later write of a key won. `kv-deleted`: another client deleted a key this
    * client wrote. `target-gone`: a link this client made to a file another client deleted
-   * first was removed. `orphan-dropped`: an inode no entry names any more was removed.
+   * first was removed. `cycle`: directories moved into each other on different clients; one
+   * moved to `/`. `orphan-dropped`: an inode no entry names any more was removed.
    * `push-failed`: a push failed part-way; the pull and this reconciliation followed.
    */
   readonly kind:
@@ -21,6 +22,7 @@ export interface SyncConflict {
     | 'write'
     | 'parent-gone'
     | 'target-gone'
+    | 'cycle'
     | 'kv'
     | 'kv-deleted'
     | 'orphan-dropped'
@@ -60,6 +62,42 @@ async function pathOf(q: Executor, parent: number, name: string): Promise<string
     ino = up.parent_ino
   }
   return `/${parts.reverse().join('/')}`
+}
+
+/** Cycles broken in one reconciliation, at most (each repair breaks one). */
+const MAX_CYCLES = 1000
+const IN_BATCH = 500
+const DIRECTORY = '(i.mode & 61440) = 16384'
+
+/**
+ * A directory entry that no path from the root reaches while its parent exists (a cycle), the
+ * one with the smallest id; undefined when every directory is reachable. A breadth-first walk
+ * over directories, so it needs no recursive query.
+ */
+async function cycleEntry(q: Executor): Promise<{ id: number; name: string } | undefined> {
+  const reached = new Set<number>([ROOT_INO])
+  let frontier = [ROOT_INO]
+  while (frontier.length > 0) {
+    const next: number[] = []
+    for (let i = 0; i < frontier.length; i += IN_BATCH) {
+      const ids = frontier.slice(i, i + IN_BATCH)
+      const { rows } = await q.execute<{ ino: number }>({
+        sql: `SELECT d.ino AS ino FROM fs_dentry AS d JOIN fs_inode AS i ON i.ino = d.ino WHERE ${DIRECTORY} AND d.parent_ino IN (${ids.map(() => '?').join(', ')})`,
+        params: ids,
+      })
+      for (const { ino } of rows) {
+        if (reached.has(ino)) continue
+        reached.add(ino)
+        next.push(ino)
+      }
+    }
+    frontier = next
+  }
+  const { rows } = await q.execute<{ id: number; name: string; parent_ino: number }>({
+    sql: `SELECT d.id AS id, d.name AS name, d.parent_ino AS parent_ino FROM fs_dentry AS d JOIN fs_inode AS i ON i.ino = d.ino
+WHERE ${DIRECTORY} AND EXISTS (SELECT 1 FROM fs_inode AS p WHERE p.ino = d.parent_ino) ORDER BY d.id`,
+  })
+  return rows.find((row) => !reached.has(row.parent_ino))
 }
 
 /** What one reconciliation found and did. */
@@ -134,7 +172,29 @@ export async function reconcile(
       )
     }
 
-    // 3. This client's links to inodes another client deleted before the links arrived.
+    // 3. Directories moved into each other on two clients form a cycle no path reaches. Any
+    //    client breaks it the same way (the entry with the smallest id moves to /), so clients
+    //    that repair it concurrently write the same values.
+    for (let guard = 0; guard < MAX_CYCLES; guard++) {
+      const loop = await cycleEntry(q)
+      if (loop === undefined) break
+      const name = conflictName(loop.name, loop.id)
+      await q.execute({
+        sql: 'UPDATE fs_dentry SET parent_ino = ?, name = ? WHERE id = ?',
+        params: [ROOT_INO, name, loop.id],
+      })
+      changed = true
+      notes.push(
+        note(
+          'cycle',
+          `/${name}`,
+          `directories were moved into each other on different clients; this one moved to /${name}`,
+          loop.id,
+        ),
+      )
+    }
+
+    // 4. This client's links to inodes another client deleted before the links arrived.
     const dangling = await q.execute<{ id: number; parent_ino: number; name: string }>({
       sql: 'SELECT id, parent_ino, name FROM fs_dentry AS d WHERE id BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM fs_inode AS i WHERE i.ino = d.ino)',
       params: [low, high],
@@ -153,13 +213,31 @@ export async function reconcile(
       )
     }
 
-    // 4. This client's replaced files that lost to another client's replacement.
+    // 5. This client's replaced files that lost to another client's replacement.
+    const swapped = pushed.swaps.map((swap) => swap.ino)
+    const alive = new Set<number>()
+    const named = new Set<number>()
+    for (let i = 0; i < swapped.length; i += IN_BATCH) {
+      const ids = swapped.slice(i, i + IN_BATCH)
+      const marks = ids.map(() => '?').join(', ')
+      for (const { ino } of (
+        await q.execute<{ ino: number }>({
+          sql: `SELECT ino FROM fs_inode WHERE ino IN (${marks})`,
+          params: ids,
+        })
+      ).rows)
+        alive.add(ino)
+      for (const { ino } of (
+        await q.execute<{ ino: number }>({
+          sql: `SELECT DISTINCT ino FROM fs_dentry WHERE ino IN (${marks})`,
+          params: ids,
+        })
+      ).rows)
+        named.add(ino)
+    }
     for (const swap of pushed.swaps) {
-      const { rows } = await q.execute<{ alive: number; named: number }>({
-        sql: 'SELECT (SELECT count(*) FROM fs_inode WHERE ino = ?) AS alive, (SELECT count(*) FROM fs_dentry WHERE ino = ?) AS named',
-        params: [swap.ino, swap.ino],
-      })
-      if (rows[0]!.alive === 0 || rows[0]!.named > 0) continue
+      if (!alive.has(swap.ino) || named.has(swap.ino)) continue
+      named.add(swap.ino)
       const parent =
         (
           await q.execute<{ n: number }>({
@@ -187,15 +265,15 @@ export async function reconcile(
       )
     }
 
-    // 5. Chunks and targets of inodes that no longer exist; this client's unnamed inodes.
+    // 6. Chunks and targets of inodes that no longer exist; this client's unnamed inodes.
     for (const table of ['fs_data', 'fs_symlink']) {
       const gone = await q.execute({
-        sql: `DELETE FROM ${table} WHERE NOT EXISTS (SELECT 1 FROM fs_inode AS i WHERE i.ino = ${table}.ino)`,
+        sql: `DELETE FROM ${table} WHERE ino NOT IN (SELECT ino FROM fs_inode)`,
       })
       if (gone.changes > 0) changed = true
     }
     const unnamed = await q.execute<{ ino: number }>({
-      sql: 'SELECT ino FROM fs_inode AS i WHERE ino BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM fs_dentry AS d WHERE d.ino = i.ino)',
+      sql: 'SELECT ino FROM fs_inode WHERE ino BETWEEN ? AND ? AND ino NOT IN (SELECT ino FROM fs_dentry)',
       params: [low, high],
     })
     for (const { ino } of unnamed.rows) {
@@ -211,15 +289,18 @@ export async function reconcile(
       )
     }
 
-    // 6. Link counts, from the entries (replays of absolute counts lose increments).
-    const counts = await q.execute({
-      sql: `UPDATE fs_inode SET nlink = (SELECT count(*) FROM fs_dentry AS d WHERE d.ino = fs_inode.ino)
-WHERE ino <> ${ROOT_INO} AND nlink <> (SELECT count(*) FROM fs_dentry AS d WHERE d.ino = fs_inode.ino)
-  AND EXISTS (SELECT 1 FROM fs_dentry AS d WHERE d.ino = fs_inode.ino)`,
+    // 7. Link counts, from the entries (replays of absolute counts lose increments).
+    // One pass over the entries (grouped), not a count per inode: fs_dentry has no index on ino.
+    const wrong = await q.execute<{ ino: number; n: number }>({
+      sql: `SELECT i.ino AS ino, c.n AS n FROM fs_inode AS i JOIN (SELECT ino, count(*) AS n FROM fs_dentry GROUP BY ino) AS c ON c.ino = i.ino
+WHERE i.ino <> ${ROOT_INO} AND i.nlink <> c.n`,
     })
-    if (counts.changes > 0) changed = true
+    for (const { ino, n } of wrong.rows) {
+      await q.execute({ sql: 'UPDATE fs_inode SET nlink = ? WHERE ino = ?', params: [n, ino] })
+      changed = true
+    }
 
-    // 7. kv writes of this client that another client's write or delete overrode.
+    // 8. kv writes of this client that another client's write or delete overrode.
     const lastWrites = new Map(pushed.kv.map((write) => [write.key, write]))
     for (const write of lastWrites.values()) {
       const { rows } = await q.execute<{ value: string; updated_at: number }>({

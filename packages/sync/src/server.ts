@@ -60,9 +60,10 @@ export async function serverExecute(
 ): Promise<SqlValue[][]> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (remote.authToken !== undefined) headers.authorization = `Bearer ${remote.authToken}`
+  const endpoint = `${httpBase(remote.url)}/v2/pipeline`
   let response: Response
   try {
-    response = await fetch(`${httpBase(remote.url)}/v2/pipeline`, {
+    response = await fetch(endpoint, {
       method: 'POST',
       headers,
       body: JSON.stringify({
@@ -82,19 +83,51 @@ export async function serverExecute(
       'REMOTE',
       `the sync server at ${remote.url} answered HTTP ${response.status}${response.status === 401 || response.status === 403 ? '; check the auth token' : ''}`,
     )
-  const body = (await response.json()) as {
-    results?: Array<
-      | { type: 'ok'; response: { result: { rows: HranaValue[][] } } }
-      | { type: 'error'; error: { message: string } }
-    >
-  }
-  const result = body.results?.[0]
-  if (result === undefined)
-    throw new AgentFsError('REMOTE', `the sync server at ${remote.url} sent no result`)
-  if (result.type === 'error')
+  let body: unknown
+  try {
+    body = await response.json()
+  } catch (error) {
     throw new AgentFsError(
       'REMOTE',
-      `the sync server at ${remote.url} refused "${sql.slice(0, 60)}": ${result.error.message}`,
+      `the sync server at ${remote.url} sent a reply that is not JSON`,
+      {
+        cause: error,
+      },
     )
-  return result.response.result.rows.map((row) => row.map(fromHrana))
+  }
+  const result = (body as { results?: unknown[] } | null)?.results?.[0] as
+    | { type: 'ok'; response?: { result?: { rows?: unknown } } }
+    | { type: 'error'; error?: { message?: unknown } }
+    | undefined
+  if (result?.type === 'error')
+    throw new AgentFsError(
+      'REMOTE',
+      `the sync server at ${remote.url} refused "${sql.slice(0, 60)}": ${String(result.error?.message)}`,
+    )
+  const rows = result?.type === 'ok' ? result.response?.result?.rows : undefined
+  if (!Array.isArray(rows) || !rows.every((row) => Array.isArray(row) && row.every(isHrana)))
+    throw new AgentFsError(
+      'REMOTE',
+      `the sync server at ${remote.url} sent a reply that is not a Hrana result; check the url`,
+    )
+  return (rows as HranaValue[][]).map((row) => row.map(fromHrana))
+}
+
+function isHrana(value: unknown): value is HranaValue {
+  if (typeof value !== 'object' || value === null) return false
+  const v = value as { type?: unknown; value?: unknown; base64?: unknown }
+  switch (v.type) {
+    case 'null':
+      return true
+    case 'integer':
+      return typeof v.value === 'string' && /^-?\d{1,19}$/.test(v.value)
+    case 'float':
+      return typeof v.value === 'number'
+    case 'text':
+      return typeof v.value === 'string'
+    case 'blob':
+      return typeof v.base64 === 'string'
+    default:
+      return false
+  }
 }

@@ -1,6 +1,8 @@
-import { SLOT_SPAN } from '@agentfs/core'
+import { join } from 'node:path'
+import { SCHEMA_VERSION, SLOT_SPAN } from '@agentfs/core'
 import { expect, test } from 'vitest'
-import { claimSlot, openSynced, prepareServer } from '../src/open-synced.js'
+import { readSyncState, serverExecute } from '../src/index.js'
+import { claimSlot, ensureSchema, openSynced, prepareServer } from '../src/open-synced.js'
 import { converge, files, world } from './helpers.js'
 
 test('three clients with offline edits converge, nothing lost', async () => {
@@ -115,3 +117,31 @@ test('a 10k-row push (smoke test; the time is printed, not asserted)', async () 
   )
   expect(await b.kv.get('key-9999')).toBe(9999)
 }, 120_000)
+
+test('before a schema upgrade, changes not yet pushed go through the conflict rules', async () => {
+  const { client, dir, server, conflicts } = await world()
+  const a = await client('a')
+  await a.sync.push()
+  const b = await client('b')
+  await b.fs.writeFile('/same.txt', 'from b')
+  await b.sync.push()
+  // a writes the same name offline, then closes without pushing; the next open finds the
+  // schema older than it wants (as a newer library would) and upgrades it.
+  await a.fs.writeFile('/same.txt', 'from a')
+  await a.close()
+  const path = join(dir, 'a.db')
+  const state = readSyncState(path)!
+  await ensureSchema(
+    { path, sync: { url: server.url } },
+    state,
+    { url: server.url },
+    SCHEMA_VERSION + 1,
+  )
+  // Without the rules the server would have refused the entry (UNIQUE) and dropped it.
+  const names = (
+    await serverExecute({ url: server.url }, 'SELECT name FROM fs_dentry ORDER BY name')
+  ).map((r) => r[0])
+  expect(names[0]).toBe('same.txt')
+  expect(names[1]).toMatch(/^same\.txt \(conflict \d+-\d+\)$/)
+  expect(conflicts).toEqual([])
+})

@@ -191,3 +191,21 @@ describe('deletes against links', () => {
     })
   }
 })
+
+describe('directories moved into each other on two clients', () => {
+  for (const [label, order] of Object.entries(ORDERS)) {
+    test(`${label}: the cycle is broken, every file stays reachable`, async () => {
+      const { a, b, conflicts } = await pair(async (a) => {
+        await a.fs.mkdir('/x')
+        await a.fs.mkdir('/y')
+        await a.fs.writeFile('/x/in-x', 'x')
+        await a.fs.writeFile('/y/in-y', 'y')
+      })
+      await a.fs.rename('/x', '/y/x')
+      await b.fs.rename('/y', '/x/y')
+      await run(a, b, order)
+      expect(Object.values(await files(a)).sort()).toEqual(['x', 'y'])
+      expect(conflicts.some((c) => c.kind === 'cycle')).toBe(true)
+    })
+  }
+})
