@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { AgentFsError, MAX_SLOT, SCHEMA_VERSION, slotIds } from '@agentfs/core'
+import { AgentFsError, fsck, MAX_SLOT, SCHEMA_VERSION, slotIds } from '@agentfs/core'
 import { type TursoAsyncDriver, tursoAsyncDriver } from '@agentfs/driver-turso'
 import { AgentFS, type AgentFSOptions } from '@agentfs/sdk'
 import { connect, type Database } from '@tursodatabase/sync'
@@ -356,6 +356,11 @@ function withSync(
         let detail = (error as Error).message
         try {
           await pullNow()
+          // What a partly applied push can leave behind that the rules do not cover: checked,
+          // and the safe findings repaired (they are pushed with the next round).
+          const check = await fsck(agent.db, { repair: true })
+          const left = check.findings.length - check.repaired.length
+          detail += `; pulled and reconciled; fsck: ${check.findings.length} finding(s), ${check.repaired.length} repaired${left > 0 ? `, ${left} left (run agentfs fsck)` : ''}`
         } catch (pullError) {
           detail += `; the pull after it failed too: ${(pullError as Error).message}`
         }

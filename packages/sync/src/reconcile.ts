@@ -11,8 +11,8 @@ export interface SyncConflict {
    * `name`: two entries took one name, this client's became a conflict copy. `write`: another
    * client replaced a file this client replaced too; this client's bytes are a conflict copy.
    * `parent-gone`: an entry's directory was removed elsewhere; the entry moved to `/`. `kv`:
-   * another client's later write of a key won. `kv-deleted`: another client deleted a key this
-   * client wrote. `target-gone`: a link this client made to a file another client deleted
+   * another client's later write of a key won. `kv-deleted`: a key this client wrote is gone
+   * (deleted later by another client, or refused by the server). `target-gone`: a link this client made to a file another client deleted
    * first was removed. `cycle`: directories moved into each other on different clients; one
    * moved to `/`. `orphan-dropped`: an inode no entry names any more was removed.
    * `push-failed`: a push failed part-way; the pull and this reconciliation followed.
@@ -313,7 +313,7 @@ WHERE i.ino <> ${ROOT_INO} AND i.nlink <> c.n`,
           note(
             'kv-deleted',
             write.key,
-            'another client deleted the key after this client wrote it',
+            'the key is gone: another client deleted it later, or the server refused this write',
           ),
         )
       else if (now.value !== write.value)

@@ -145,3 +145,24 @@ test('before a schema upgrade, changes not yet pushed go through the conflict ru
   expect(names[1]).toMatch(/^same\.txt \(conflict \d+-\d+\)$/)
   expect(conflicts).toEqual([])
 })
+
+test('a push the server applies only in part: pull, reconcile, fsck, and a push-failed entry', async () => {
+  const { client, server, conflicts } = await world()
+  const a = await client('a')
+  await a.sync.push()
+  await a.kv.set('first', 'same value')
+  await a.kv.set('second', 'same value')
+  // A constraint only the server has: the second row fails there, after the first applied.
+  await serverExecute({ url: server.url }, 'CREATE UNIQUE INDEX only_on_server ON kv_store(value)')
+  const error = await a.sync.push().catch((e: unknown) => e)
+  expect(error).toMatchObject({ code: 'REMOTE' })
+  expect((error as Error).message).toMatch(/the server may have applied part of it/)
+  expect(conflicts.map((c) => [c.kind, c.path])).toEqual([
+    ['kv-deleted', 'second'],
+    ['push-failed', '/'],
+  ])
+  expect(conflicts[1]!.detail).toMatch(/pulled and reconciled; fsck: \d+ finding/)
+  // The copy now holds what the server holds: the first write, not the refused one.
+  expect(await a.kv.get('first')).toBe('same value')
+  expect(await a.kv.get('second')).toBeUndefined()
+})
