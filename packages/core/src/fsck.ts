@@ -42,6 +42,11 @@ const IN_BATCH = 500
  * else a breadth-first walk from the root, one statement per 500 directories of a level. Each
  * inode joins the frontier at most once, so the walk ends even on a cyclic tree.
  */
+/** Inodes that have directory entries but no path from the root (cycles, detached trees). */
+export async function unreachableInodes(q: Queryable): Promise<number[]> {
+  return (await unreachable(q)).map((row) => row.ino!)
+}
+
 async function unreachable(q: Queryable): Promise<FindRow[]> {
   if (recursiveQueries(q)) {
     const { rows } = await q.execute<FindRow>({

@@ -31,7 +31,7 @@ export {
 export type { ExtensionMigration } from './extensions.js'
 export { EXTENSION_MIGRATIONS, SCHEMA_VERSION } from './extensions.js'
 export type { FsckFinding, FsckReport } from './fsck.js'
-export { countBadNames, fsck, SQLITE_INTEGRITY_RULE } from './fsck.js'
+export { countBadNames, fsck, SQLITE_INTEGRITY_RULE, unreachableInodes } from './fsck.js'
 export type { GuardedDriver, Queryable, Transaction } from './guard-driver.js'
 export { explicitId, guardDriver, recursiveQueries, replaceOnRewrite } from './guard-driver.js'
 export type { FoundObject, LayoutReport, SpecLayout } from './layout.js'

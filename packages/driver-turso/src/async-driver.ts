@@ -9,8 +9,8 @@ import {
   type SyncCapabilities,
 } from '@agentfs/core'
 import { bindIntegers, convertRows, Mutex, retryBusy } from '@agentfs/core/driver-kit'
-import { hexParams, longBlobs, placeholderOffsets, withHexPlaceholders } from './blob-binding.js'
-import { engineError, MAX_VARIANTS, PRAGMA_FUNCTION, RETURNING } from './engine.js'
+import { HexVariants, hexParams } from './blob-binding.js'
+import { engineError, PRAGMA_FUNCTION, RETURNING } from './engine.js'
 
 /** The parts of a statement of Turso's promise API (`@tursodatabase/database`, `…/sync`). */
 export interface TursoAsyncStatement {
@@ -128,26 +128,15 @@ export function tursoAsyncDriver(options: TursoAsyncDriverOptions): TursoAsyncDr
     }
     const statement = await prepareOne(sql)
     const reader = statement.reader
-    const offsets = placeholderOffsets(sql)
-    const variants = new Map<string, TursoAsyncStatement>()
+    const hex = new HexVariants<TursoAsyncStatement>(sql)
     const pick = async (
       params: readonly unknown[],
     ): Promise<[TursoAsyncStatement, readonly unknown[]]> => {
-      if (offsets === undefined || offsets.length !== params.length) return [statement, params]
-      const blobs = longBlobs(params)
-      if (blobs.length === 0) return [statement, params]
-      const key = blobs.join(',')
-      let variant = variants.get(key)
-      if (variant === undefined) {
-        if (variants.size >= MAX_VARIANTS) {
-          const [oldest, first] = variants.entries().next().value as [string, TursoAsyncStatement]
-          variants.delete(oldest)
-          first.close()
-        }
-        variant = await prepareOne(withHexPlaceholders(sql, offsets, blobs), reader)
-        variants.set(key, variant)
-      }
-      return [variant, hexParams(params, blobs)]
+      const plan = hex.plan(params)
+      if (plan === undefined) return [statement, params]
+      const variant =
+        hex.get(plan.key) ?? hex.keep(plan.key, await prepareOne(hex.sqlFor(plan.blobs), reader))
+      return [variant, hexParams(params, plan.blobs)]
     }
     return {
       reader,
@@ -162,7 +151,7 @@ export function tursoAsyncDriver(options: TursoAsyncDriverOptions): TursoAsyncDr
       },
       close: () => {
         statement.close()
-        for (const variant of variants.values()) variant.close()
+        hex.close()
       },
     }
   }

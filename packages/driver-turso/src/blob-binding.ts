@@ -70,3 +70,54 @@ export function hexParams(params: readonly unknown[], indexes: readonly number[]
   }
   return out
 }
+
+/** Hex-binding variants kept per statement (one per pattern of long BLOB parameters). */
+const MAX_VARIANTS = 8
+
+/**
+ * The hex-binding variants of one statement: for a call's parameters, which variant it needs
+ * (`plan`), the variant when already prepared (`get`), and a place to keep a new one (`keep`,
+ * closing the oldest past {@link MAX_VARIANTS}). Shared by the synchronous and promise drivers,
+ * which differ only in how they prepare.
+ */
+export class HexVariants<S extends { close(): void }> {
+  readonly #sql: string
+  readonly #offsets: number[] | undefined
+  readonly #variants = new Map<string, S>()
+
+  constructor(sql: string) {
+    this.#sql = sql
+    this.#offsets = placeholderOffsets(sql)
+  }
+
+  /** Which long BLOBs of `params` go as hex, or undefined when the plain statement serves. */
+  plan(params: readonly unknown[]): { key: string; blobs: number[] } | undefined {
+    if (this.#offsets === undefined || this.#offsets.length !== params.length) return undefined
+    const blobs = longBlobs(params)
+    return blobs.length === 0 ? undefined : { key: blobs.join(','), blobs }
+  }
+
+  /** The statement's SQL with those parameters' placeholders as `unhex(?)`. */
+  sqlFor(blobs: readonly number[]): string {
+    return withHexPlaceholders(this.#sql, this.#offsets!, blobs)
+  }
+
+  get(key: string): S | undefined {
+    return this.#variants.get(key)
+  }
+
+  keep(key: string, variant: S): S {
+    if (this.#variants.size >= MAX_VARIANTS) {
+      const [oldest, first] = this.#variants.entries().next().value as [string, S]
+      this.#variants.delete(oldest)
+      first.close()
+    }
+    this.#variants.set(key, variant)
+    return variant
+  }
+
+  close(): void {
+    for (const variant of this.#variants.values()) variant.close()
+    this.#variants.clear()
+  }
+}

@@ -62,6 +62,3 @@ export const RETURNING = /\bRETURNING\b/i
  * engine (0.7.2). They are prepared for each run and closed at once.
  */
 export const PRAGMA_FUNCTION = /\bpragma_\w+\s*\(/i
-
-/** Hex-binding variants kept per statement (one per pattern of long BLOB parameters). */
-export const MAX_VARIANTS = 8

@@ -8,8 +8,8 @@ import {
   type SyncConnection,
   type SyncStatement,
 } from '@agentfs/core/driver-kit'
-import { hexParams, longBlobs, placeholderOffsets, withHexPlaceholders } from './blob-binding.js'
-import { engineError, MAX_VARIANTS, PRAGMA_FUNCTION, RETURNING, rethrow } from './engine.js'
+import { HexVariants, hexParams } from './blob-binding.js'
+import { engineError, PRAGMA_FUNCTION, RETURNING, rethrow } from './engine.js'
 
 /** The parts of a Turso `Statement` (`@tursodatabase/database/compat`) this driver uses. */
 export interface TursoStatement {
@@ -85,27 +85,18 @@ function statementOf(db: TursoDatabase, sql: string): SyncStatement {
   const statement = rethrow(() => db.prepare(sql))
   const reader = statement.reader
   if (reader) statement.safeIntegers(true)
-  const offsets = placeholderOffsets(sql)
-  /** Variants with some placeholders as `unhex(?)`, by which parameters are long BLOBs. */
-  const variants = new Map<string, TursoStatement>()
+  const hex = new HexVariants<TursoStatement>(sql)
   /** The statement and parameters to run: long BLOBs go as hex text where the SQL allows. */
   const pick = (params: readonly unknown[]): [TursoStatement, readonly unknown[]] => {
-    if (offsets === undefined || offsets.length !== params.length) return [statement, params]
-    const blobs = longBlobs(params)
-    if (blobs.length === 0) return [statement, params]
-    const key = blobs.join(',')
-    let variant = variants.get(key)
+    const plan = hex.plan(params)
+    if (plan === undefined) return [statement, params]
+    let variant = hex.get(plan.key)
     if (variant === undefined) {
-      if (variants.size >= MAX_VARIANTS) {
-        const [oldest, first] = variants.entries().next().value as [string, TursoStatement]
-        variants.delete(oldest)
-        first.close()
-      }
-      variant = db.prepare(withHexPlaceholders(sql, offsets, blobs))
+      variant = db.prepare(hex.sqlFor(plan.blobs))
       if (reader) variant.safeIntegers(true)
-      variants.set(key, variant)
+      hex.keep(plan.key, variant)
     }
-    return [variant, hexParams(params, blobs)]
+    return [variant, hexParams(params, plan.blobs)]
   }
   return {
     reader,

@@ -1,4 +1,11 @@
-import { type Executor, explicitId, type Queryable, ROOT_INO, SLOT_SPAN } from '@agentfs/core'
+import {
+  type Executor,
+  explicitId,
+  type Queryable,
+  ROOT_INO,
+  SLOT_SPAN,
+  unreachableInodes,
+} from '@agentfs/core'
 import { conflictName, idLabel } from './rules.js'
 import type { PendingSwap, PushedKv } from './state.js'
 
@@ -67,37 +74,51 @@ async function pathOf(q: Executor, parent: number, name: string): Promise<string
 /** Cycles broken in one reconciliation, at most (each repair breaks one). */
 const MAX_CYCLES = 1000
 const IN_BATCH = 500
-const DIRECTORY = '(i.mode & 61440) = 16384'
+
+interface Entry {
+  readonly id: number
+  readonly name: string
+  readonly parent_ino: number
+  readonly ino: number
+}
 
 /**
- * A directory entry that no path from the root reaches while its parent exists (a cycle), the
- * one with the smallest id; undefined when every directory is reachable. A breadth-first walk
- * over directories, so it needs no recursive query.
+ * An entry on a cycle of directories (moved into each other on different clients), the one
+ * with the smallest id on that cycle; undefined when there is none. Entries below a cycle are
+ * unreachable too, but moving one of them would not break it: the walk follows parents from an
+ * unreachable directory until it comes back to an entry it has seen.
  */
-async function cycleEntry(q: Executor): Promise<{ id: number; name: string } | undefined> {
-  const reached = new Set<number>([ROOT_INO])
-  let frontier = [ROOT_INO]
-  while (frontier.length > 0) {
-    const next: number[] = []
-    for (let i = 0; i < frontier.length; i += IN_BATCH) {
-      const ids = frontier.slice(i, i + IN_BATCH)
-      const { rows } = await q.execute<{ ino: number }>({
-        sql: `SELECT d.ino AS ino FROM fs_dentry AS d JOIN fs_inode AS i ON i.ino = d.ino WHERE ${DIRECTORY} AND d.parent_ino IN (${ids.map(() => '?').join(', ')})`,
-        params: ids,
-      })
-      for (const { ino } of rows) {
-        if (reached.has(ino)) continue
-        reached.add(ino)
-        next.push(ino)
-      }
-    }
-    frontier = next
-  }
-  const { rows } = await q.execute<{ id: number; name: string; parent_ino: number }>({
-    sql: `SELECT d.id AS id, d.name AS name, d.parent_ino AS parent_ino FROM fs_dentry AS d JOIN fs_inode AS i ON i.ino = d.ino
-WHERE ${DIRECTORY} AND EXISTS (SELECT 1 FROM fs_inode AS p WHERE p.ino = d.parent_ino) ORDER BY d.id`,
+async function cycleEntry(q: Queryable): Promise<Entry | undefined> {
+  const lost = new Set(await unreachableInodes(q))
+  if (lost.size === 0) return undefined
+  const { rows } = await q.execute<Entry>({
+    sql: `SELECT d.id AS id, d.name AS name, d.parent_ino AS parent_ino, d.ino AS ino FROM fs_dentry AS d JOIN fs_inode AS i ON i.ino = d.ino
+WHERE (i.mode & 61440) = 16384 ORDER BY d.id`,
   })
-  return rows.find((row) => !reached.has(row.parent_ino))
+  // A directory has one entry: its entry by inode number.
+  const byIno = new Map(rows.filter((row) => lost.has(row.ino)).map((row) => [row.ino, row]))
+  for (const start of byIno.values()) {
+    const path: Entry[] = []
+    const seen = new Map<number, number>()
+    for (let at: Entry | undefined = start; at !== undefined; at = byIno.get(at.parent_ino)) {
+      const index = seen.get(at.id)
+      if (index !== undefined)
+        return path.slice(index).reduce((min, entry) => (entry.id < min.id ? entry : min))
+      seen.set(at.id, path.length)
+      path.push(at)
+    }
+  }
+  return undefined
+}
+
+/** Moves an entry to the root under its conflict name; returns the new path. */
+async function moveToRoot(q: Executor, entry: { id: number; name: string }): Promise<string> {
+  const name = conflictName(entry.name, entry.id)
+  await q.execute({
+    sql: 'UPDATE fs_dentry SET parent_ino = ?, name = ? WHERE id = ?',
+    params: [ROOT_INO, name, entry.id],
+  })
+  return `/${name}`
 }
 
 /** What one reconciliation found and did. */
@@ -156,17 +177,13 @@ export async function reconcile(
       params: [low, high],
     })
     for (const row of stranded.rows) {
-      const name = conflictName(row.name, row.id)
-      await q.execute({
-        sql: 'UPDATE fs_dentry SET parent_ino = ?, name = ? WHERE id = ?',
-        params: [ROOT_INO, name, row.id],
-      })
+      const path = await moveToRoot(q, row)
       changed = true
       notes.push(
         note(
           'parent-gone',
-          `/${name}`,
-          `its directory was removed by another client; moved to /${name}`,
+          path,
+          `its directory was removed by another client; moved to ${path}`,
           row.id,
         ),
       )
@@ -178,17 +195,13 @@ export async function reconcile(
     for (let guard = 0; guard < MAX_CYCLES; guard++) {
       const loop = await cycleEntry(q)
       if (loop === undefined) break
-      const name = conflictName(loop.name, loop.id)
-      await q.execute({
-        sql: 'UPDATE fs_dentry SET parent_ino = ?, name = ? WHERE id = ?',
-        params: [ROOT_INO, name, loop.id],
-      })
+      const path = await moveToRoot(q, loop)
       changed = true
       notes.push(
         note(
           'cycle',
-          `/${name}`,
-          `directories were moved into each other on different clients; this one moved to /${name}`,
+          path,
+          `directories were moved into each other on different clients; this one moved to ${path}`,
           loop.id,
         ),
       )
