@@ -70,7 +70,13 @@ export async function startSyncServer(options: { maxSeconds?: number } = {}): Pr
     const port = await freePort()
     const child: ChildProcess = spawn(
       'timeout',
-      [String(options.maxSeconds ?? 600), tursodbPath(), file, '--sync-server', `127.0.0.1:${port}`],
+      [
+        String(options.maxSeconds ?? 600),
+        tursodbPath(),
+        file,
+        '--sync-server',
+        `127.0.0.1:${port}`,
+      ],
       { stdio: 'ignore' },
     )
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))

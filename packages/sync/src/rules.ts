@@ -97,7 +97,7 @@ const INODE_COLUMNS = new Set([
 function inodeUpdate(m: DatabaseRowMutation): DatabaseRowTransformResult {
   const updates = m.updates ?? {}
   if (!('nlink' in updates)) return null
-  const ino = (m.after ?? m.before ?? {}).ino
+  const ino = (m.after ?? m.before)?.ino
   const sets: string[] = []
   const values: unknown[] = []
   for (const [column, value] of Object.entries(updates)) {

@@ -1,8 +1,14 @@
 import { join } from 'node:path'
 import { SCHEMA_VERSION, SLOT_SPAN } from '@agentfs/core'
 import { expect, test } from 'vitest'
-import { readSyncState, serverExecute } from '../src/index.js'
-import { claimSlot, ensureSchema, openSynced, prepareServer } from '../src/open-synced.js'
+import {
+  claimSlot,
+  ensureSchema,
+  openSynced,
+  prepareServer,
+  readSyncState,
+  serverExecute,
+} from '../src/index.js'
 import { converge, files, world } from './helpers.js'
 
 test('three clients with offline edits converge, nothing lost', async () => {

@@ -120,7 +120,12 @@ for (const [label, order] of Object.entries(ORDERS)) {
       // Both clocks in the same second; b's half a second later than a's.
       const clock = (offsetNs: number) => {
         let ns = offsetNs
-        return { now: () => ({ sec: 1_800_000_000, nsec: (ns += 1000) }) }
+        return {
+          now: () => {
+            ns += 1000
+            return { sec: 1_800_000_000, nsec: ns }
+          },
+        }
       }
       const a = await w.client('a', { clock: clock(100_000_000) })
       await a.kv.set('k', 'seed')
