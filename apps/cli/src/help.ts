@@ -7,6 +7,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs init my-agent                 # .agentfs/my-agent.db',
       'agentfs init ./data/agent.db --chunk-size 65536',
       'agentfs init session.db --base ./project   # copy-on-write view of ./project',
+      'agentfs init --sync-url libsql://agents-org.turso.io agent-a   # token: $AGENTFS_SYNC_TOKEN',
     ],
   },
   'fs ls': {
@@ -107,6 +108,14 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
     ],
   },
   discard: { examples: ['agentfs discard session.db'] },
+  'sync push': { examples: ['agentfs sync push agent-a'] },
+  'sync pull': {
+    examples: ['agentfs sync pull agent-b   # prints each conflict it resolved'],
+  },
+  'sync status': {
+    examples: ['agentfs sync status agent-a', 'agentfs sync status --json agent-a'],
+  },
+  'sync conflicts': { examples: ['agentfs sync conflicts agent-a'] },
   'serve mcp': {
     examples: [
       'agentfs serve mcp my-agent',

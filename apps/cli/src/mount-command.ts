@@ -32,7 +32,8 @@ Overlay databases (agentfs init --base DIR) show their copy-on-write view.
 
 Examples:
   $ mkdir /tmp/agent && agentfs mount my-agent /tmp/agent
-  $ agentfs mount --read-only session.db /mnt/review`,
+  $ agentfs mount --read-only session.db /mnt/review
+  $ agentfs mount --sync-interval 1000 agent-a /tmp/agent   # a database made by init --sync-url`,
     )
     .action(
       async (db: string, mountpoint: string, o: { readOnly?: boolean; syncInterval?: number }) => {

@@ -45,6 +45,12 @@ export interface TursoAsyncDriverOptions {
   readonly statementCacheSize?: number
   /** How long to wait, asynchronously, for another connection's write lock (ms, default 5000). */
   readonly busyTimeoutMs?: number
+  /**
+   * Refuse schema changes (`CREATE`, `DROP`, `ALTER`) with a `MISUSE` error carrying this
+   * reason, before they run. A synced database sets it: the 0.7 engine aborts the process when
+   * it pushes a schema change with a transform set.
+   */
+  readonly refuseSchemaChanges?: string
 }
 
 /** A {@link Driver} that also lends its connection, between transactions, to other work. */
@@ -72,6 +78,9 @@ const guarded = async <T>(fn: () => Promise<T>): Promise<T> => {
     throw engineError(error)
   }
 }
+
+/** A statement (or a script) that changes the schema, wherever it starts in a script. */
+const SCHEMA_CHANGE = /(^|;)(\s|--[^\n]*(\n|$)|\/\*[\s\S]*?\*\/)*(CREATE|DROP|ALTER)\b/i
 
 /** Row-returning calls between two event-loop turns (the binding frees rows in finalizers). */
 const TURN_EVERY = 100
@@ -173,7 +182,14 @@ export function tursoAsyncDriver(options: TursoAsyncDriverOptions): TursoAsyncDr
     return made
   }
 
+  const refuse = options.refuseSchemaChanges
+  const checkSchemaChange = (sql: string) => {
+    if (refuse !== undefined && SCHEMA_CHANGE.test(sql))
+      throw new AgentFsError('MISUSE', `${sql.trim().split(/\s+/, 3).join(' ')} refused: ${refuse}`)
+  }
+
   const run = async <Row>(statement: Statement): Promise<QueryResult<Row>> => {
+    checkSchemaChange(statement.sql)
     const prepared = await guarded(() => cached(statement.sql))
     const params = bindIntegers(statement.params)
     if (prepared.reader) {
@@ -253,6 +269,7 @@ export function tursoAsyncDriver(options: TursoAsyncDriverOptions): TursoAsyncDr
     executeScript(sql: string) {
       return mutex.run(async () => {
         check()
+        checkSchemaChange(sql)
         // `exec` autocommits statement by statement: one transaction makes the script atomic.
         const own = !db.inTransaction
         await mapped(async () => {

@@ -73,6 +73,8 @@ export async function openSynced(options: OpenSyncedOptions): Promise<SyncedAgen
     database,
     name: 'turso-sync',
     sync: slotIds(slot),
+    refuseSchemaChanges:
+      'the schema of a synced database changes only through an AgentFS upgrade (the 0.7 sync engine aborts the process when it pushes a schema change); overlays and custom tables need a database that does not sync',
   })
   const { sync: _sync, path: _path, ...sdkOptions } = options
   let agent: AgentFS

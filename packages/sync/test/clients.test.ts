@@ -172,3 +172,17 @@ test('a push the server applies only in part: pull, reconcile, fsck, and a push-
   expect(await a.kv.get('first')).toBe('same value')
   expect(await a.kv.get('second')).toBeUndefined()
 })
+
+test('schema changes on a synced database are refused before they run (a push of one would abort the process)', async () => {
+  const { client } = await world()
+  const a = await client('a')
+  for (const sql of [
+    'CREATE TABLE mine (a)',
+    '  -- a comment first\n  drop table kv_store',
+    'SELECT 1; ALTER TABLE kv_store ADD COLUMN x',
+  ])
+    await expect(a.db.execute({ sql })).rejects.toMatchObject({ code: 'MISUSE' })
+  await a.fs.writeFile('/after', 'still fine')
+  await a.sync.push()
+  expect(await a.fs.readFile('/after', 'utf8')).toBe('still fine')
+})

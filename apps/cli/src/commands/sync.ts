@@ -24,12 +24,7 @@ export function registerSync(program: Command): void {
     .addHelpText(
       'after',
       `
-The auth token comes from $AGENTFS_SYNC_TOKEN (it is never stored).
-
-Examples:
-  $ agentfs init --sync-url http://127.0.0.1:8080 agent-a
-  $ agentfs fs write agent-a /notes.md "hello" && agentfs sync push agent-a
-  $ agentfs sync pull agent-b`,
+The auth token comes from $AGENTFS_SYNC_TOKEN (it is never stored).`,
     )
   sync
     .command('push')
