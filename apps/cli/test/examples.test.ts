@@ -1,14 +1,16 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { chmod, cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { describe, expect, test } from 'vitest'
+import { type SyncServer, startSyncServer } from '@agentfs/turso-sync-server'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { fuseTests, runCli, sh, useCliSandbox } from './helpers.js'
 
 // Every `$ …` line under "Examples:" in every help text runs as written, in a folder prepared
 // with what the examples name (my-agent with /notes/todo.md, ./project, session.db …), each in
 // a fresh copy of it. Two host paths are moved into that folder so the test touches nothing
 // outside it: /tmp/agent and /mnt/review. `mount` examples run until "mounted" and are then
-// stopped; `mount` and `run` need FUSE (skipped with a printed reason outside CI).
+// stopped; `mount` and `run` need FUSE (skipped with a printed reason outside CI). The sync
+// examples' server (libsql://agents-org.turso.io) is a local `tursodb --sync-server` started here.
 
 const fuse = fuseTests('CLI help examples on FUSE')
 
@@ -17,6 +19,12 @@ let cwd: string
 useCliSandbox('agentfs-examples-', (sandbox) => {
   ;({ cli, cwd } = sandbox)
 })
+let server: SyncServer
+beforeAll(async () => {
+  server = await startSyncServer({ maxSeconds: 900 })
+})
+afterAll(() => server.stop())
+const SYNC_URL = 'libsql://agents-org.turso.io'
 
 const WORLD = String.raw`
 agentfs init my-agent
@@ -43,6 +51,8 @@ agentfs init session.db --base ./project
 agentfs fs write session.db /NOTES.md 'edited in the session'
 agentfs init old-agent.db
 agentfs init agent.db
+agentfs init --sync-url ${SYNC_URL} agent-a
+agentfs init --sync-url ${SYNC_URL} agent-b
 `
 
 /** Commands whose examples start long-running processes or need FUSE. */
@@ -96,6 +106,7 @@ async function fresh(name: string, lines: string[]): Promise<string> {
 
 const hostPaths = (line: string, dir: string) =>
   line
+    .replaceAll(SYNC_URL, server.url)
     .replaceAll('/tmp/agent', join(dir, 'tmp-agent'))
     .replaceAll('/mnt/review', join(dir, 'mnt-review'))
 
@@ -139,9 +150,9 @@ describe('CLI help examples', () => {
     await chmod(join(bin, 'agentfs'), 0o755)
     world = join(cwd, 'world')
     await mkdir(world)
-    sh(WORLD, world, { PATH: `${bin}:${process.env.PATH}` })
+    sh(WORLD.replaceAll(SYNC_URL, server.url), world, { PATH: `${bin}:${process.env.PATH}` })
     groups = examples()
-    expect(groups.length).toBe(29)
+    expect(groups.length).toBe(33)
     expect(groups.flat().length).toBeGreaterThanOrEqual(50)
   })
 
