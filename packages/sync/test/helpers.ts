@@ -36,25 +36,40 @@ export async function world() {
   return { server, dir, client, conflicts }
 }
 
-/** Everything a client holds, in a form two clients can be compared by. */
-export async function canonical(agent: SyncedAgentFS) {
+/** Objects of the sync engine itself, which differ per copy by design. */
+const ENGINE = /^(sqlite_|turso_cdc|turso_sync_|__turso_internal_)/
+
+/**
+ * Everything a client holds, in a form two clients can be compared by: every table's rows
+ * (all columns, in a fixed order) and `sqlite_sequence`, as the conformance dump does, without
+ * the sync engine's own bookkeeping.
+ */
+export async function canonical(agent: SyncedAgentFS): Promise<Record<string, unknown[]>> {
   const q = agent.db
-  const rows = async (sql: string) => (await q.execute({ sql })).rows
-  return {
-    inodes: await rows(
-      'SELECT ino, mode, nlink, uid, gid, size, mtime, mtime_nsec, ctime, ctime_nsec FROM fs_inode ORDER BY ino',
-    ),
-    dentries: await rows('SELECT id, name, parent_ino, ino FROM fs_dentry ORDER BY id'),
-    data: await rows(
-      'SELECT ino, chunk_index, hex(data) AS data FROM fs_data ORDER BY ino, chunk_index',
-    ),
-    symlinks: await rows('SELECT ino, target FROM fs_symlink ORDER BY ino'),
-    kv: await rows('SELECT key, value, updated_at FROM kv_store ORDER BY key'),
-    tools: await rows('SELECT id, name, parameters, result FROM tool_calls ORDER BY id'),
-    conflicts: await rows(
-      'SELECT slot, seq, kind, path FROM agentfs_sync_conflict ORDER BY slot, seq',
-    ),
+  const tables = (
+    await q.execute<{ name: string }>({
+      sql: "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name",
+    })
+  ).rows
+    .map((row) => row.name)
+    .filter((name) => !ENGINE.test(name))
+  const dump: Record<string, unknown[]> = {}
+  for (const table of tables) {
+    const columns = (
+      await q.execute<{ name: string }>({ sql: `SELECT name FROM pragma_table_info('${table}')` })
+    ).rows.map((row) => `"${row.name}"`)
+    dump[table] = (
+      await q.execute({
+        sql: `SELECT ${columns.map((c) => `typeof(${c}) || ':' || quote(${c})`).join(" || ' | ' || ")} AS row FROM "${table}" ORDER BY ${columns.join(', ')}`,
+      })
+    ).rows
   }
+  dump.sqlite_sequence = (
+    await q.execute({
+      sql: "SELECT name, seq FROM sqlite_sequence WHERE name NOT LIKE 'turso%' ORDER BY name",
+    })
+  ).rows
+  return dump
 }
 
 /** Pulls on every client until nothing changes, then checks they agree and are fsck-clean. */

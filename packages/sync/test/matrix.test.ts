@@ -111,7 +111,7 @@ for (const [label, order] of Object.entries(ORDERS)) {
       expect(await a.kv.get('k')).toBe('from b (later)')
       expect(await a.kv.get('only-a')).toBe(1)
       expect(await a.kv.get('only-b')).toBe(2)
-      expect(state.kv).toHaveLength(3)
+      expect(state.kv_store).toHaveLength(3)
       expect(conflicts.filter((c) => c.kind === 'kv').map((c) => c.path)).toEqual(['k'])
     })
 
@@ -192,7 +192,7 @@ describe('deletes against links', () => {
       // an entry without its inode or chunks without an inode (converge checks fsck).
       const tree = await files(a)
       if (Object.keys(tree).length > 0) expect(tree).toEqual({ '/second': 'data' })
-      expect(state.dentries.length).toBe(Object.keys(tree).length)
+      expect(state.fs_dentry).toHaveLength(Object.keys(tree).length)
     })
   }
 })
