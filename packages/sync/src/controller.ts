@@ -125,11 +125,19 @@ export function withSync(
   let timer: NodeJS.Timeout | undefined
   let running: Promise<unknown> = Promise.resolve()
   let active = false
+  /** The failure of the last background round, until a round succeeds. */
+  let lastError: { atMs: number; message: string } | undefined
   const schedule = (intervalMs: number) => {
     const delay = intervalMs * (0.75 + Math.random() * 0.5)
     timer = setTimeout(() => {
       running = serial(pullNow)
-        .catch((error: unknown) => options.sync.onError?.(error))
+        .then(() => {
+          lastError = undefined
+        })
+        .catch((error: unknown) => {
+          lastError = { atMs: Date.now(), message: (error as Error).message ?? String(error) }
+          options.sync.onError?.(error)
+        })
         .finally(() => {
           if (active) schedule(intervalMs)
         })
@@ -152,6 +160,7 @@ export function withSync(
         networkSentBytes: stats.networkSentBytes,
         networkReceivedBytes: stats.networkReceivedBytes,
         background: active,
+        ...(lastError === undefined ? {} : { lastError }),
       }
     },
     async conflicts() {

@@ -42,6 +42,8 @@ export interface SyncStatus {
   readonly networkReceivedBytes: number
   /** True while background sync runs. */
   readonly background: boolean
+  /** Why the last background round failed; absent once a round succeeds (or none failed). */
+  readonly lastError?: { readonly atMs: number; readonly message: string }
 }
 
 /** What one {@link AgentSync.pull} did. */

@@ -86,6 +86,28 @@ test("background sync brings another client's write without a call", async () =>
   expect((await a.sync.status()).background).toBe(false)
 })
 
+test('a background round that fails is reported by status(), and the rounds go on', async () => {
+  const { client, server } = await world()
+  const a = await client('a')
+  await a.sync.push()
+  await server.stop()
+  a.sync.start(20)
+  const failure = async (after: number) => {
+    const deadline = Date.now() + 10_000
+    for (;;) {
+      const { lastError } = await a.sync.status()
+      if ((lastError && lastError.atMs > after) || Date.now() > deadline) return lastError
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+  const first = await failure(0)
+  expect(first?.message).toMatch(/fetch failed/)
+  const later = await failure(first!.atMs)
+  expect(later!.atMs).toBeGreaterThan(first!.atMs)
+  expect((await a.sync.status()).background).toBe(true)
+  await a.sync.stop()
+})
+
 test('a push to a server that is gone fails with REMOTE and loses nothing locally', async () => {
   const { client, server, conflicts } = await world()
   const a = await client('a')
