@@ -1,3 +1,5 @@
+import { AgentFsError } from '@agentfs/core'
+
 /**
  * The engine (0.7.2) copies a typed-array parameter into a BLOB one element at a time (about
  * 0.35 ms for 4 KiB); the same bytes as hex text through `unhex(?)` bind 3–4× faster. BLOB
@@ -90,9 +92,18 @@ export class HexVariants<S extends { close(): void }> {
     this.#offsets = placeholderOffsets(sql)
   }
 
-  /** Which long BLOBs of `params` go as hex, or undefined when the plain statement serves. */
+  /**
+   * Which long BLOBs of `params` go as hex, or undefined when the plain statement serves. The
+   * engine binds a missing parameter as NULL and ignores an extra one, silently: a count that
+   * does not match the statement's `?` placeholders is refused (`MISUSE`) before it runs.
+   */
   plan(params: readonly unknown[]): { key: string; blobs: number[] } | undefined {
-    if (this.#offsets === undefined || this.#offsets.length !== params.length) return undefined
+    if (this.#offsets === undefined) return undefined
+    if (this.#offsets.length !== params.length)
+      throw new AgentFsError(
+        'MISUSE',
+        `"${this.#sql.slice(0, 80)}" takes ${this.#offsets.length} parameter${this.#offsets.length === 1 ? '' : 's'}, got ${params.length}; pass one value per ?`,
+      )
     const blobs = longBlobs(params)
     return blobs.length === 0 ? undefined : { key: blobs.join(','), blobs }
   }

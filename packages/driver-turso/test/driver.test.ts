@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { guardDriver, isAgentFsError, recursiveQueries } from '@agentfs/core'
+import { connect } from '@tursodatabase/database'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { tursoDriver } from '../src/index.js'
+import { tursoAsyncDriver, tursoDriver } from '../src/index.js'
 
 let dir: string
 beforeEach(async () => {
@@ -185,4 +186,28 @@ console.log('ready'); setTimeout(() => db.close(), 10000)`,
   test('needs exactly one of path and database', () => {
     expect(() => tursoDriver({})).toThrow(/exactly one of `path` and `database`/)
   })
+})
+
+describe('parameter counts (the engine would bind a missing one as NULL, silently)', () => {
+  test.each([
+    ['tursoDriver', () => tursoDriver({ path: ':memory:' })],
+    [
+      'tursoAsyncDriver',
+      async () => tursoAsyncDriver({ database: await connect(join(dir, 'async.db')) }),
+    ],
+  ])(
+    '%s refuses a count that does not match the placeholders, before it runs',
+    async (_n, make) => {
+      const db = guardDriver(await make())
+      await db.executeScript('CREATE TABLE t (a NOT NULL, b)')
+      for (const params of [[1], [1, 2, 3]])
+        await expect(
+          db.execute({ sql: 'INSERT INTO t (a, b) VALUES (?, ?)', params }),
+        ).rejects.toMatchObject({ code: 'MISUSE' })
+      await db.execute({ sql: "INSERT INTO t (a, b) VALUES (?, 'it''s ?')", params: [1] })
+      await db.execute({ sql: 'INSERT INTO t (a, b) VALUES (?1, ?1)', params: [2] })
+      expect((await db.execute({ sql: 'SELECT count(*) AS n FROM t' })).rows).toEqual([{ n: 2 }])
+      await db.close()
+    },
+  )
 })
