@@ -2,8 +2,8 @@ import { AgentFsError, fsck } from '@agentfs/core'
 import type { TursoAsyncDriver } from '@agentfs/driver-turso'
 import type { AgentFS } from '@agentfs/sdk'
 import type { Database } from '@tursodatabase/sync'
-import { reconcile, type SyncConflict } from './reconcile.js'
-import type { PushRecord } from './rules.js'
+import { logConflicts, reconcile, type SyncConflict } from './reconcile.js'
+import { newPushRecord, type PushRecord } from './rules.js'
 import type { SyncRemote } from './server.js'
 import { type ClientState, writeState } from './state.js'
 import type { AgentSync, OpenSyncedOptions, PullReport, SyncedAgentFS } from './types.js'
@@ -30,7 +30,7 @@ export function withSync(
   /** One push, holding the connection; what the rules saw is kept for reconciliation. */
   const pushOnce = () =>
     driver.exclusive(async () => {
-      const record: PushRecord = { swaps: [], kv: [], freed: new Set(), kvTimes: new Map() }
+      const record = newPushRecord()
       useRecord(record)
       try {
         await database.push()
@@ -108,10 +108,7 @@ export function withSync(
           detail,
         }
         await agent.db
-          .execute({
-            sql: "INSERT INTO agentfs_sync_conflict (slot, seq, at_ms, kind, path, detail) SELECT ?, coalesce(max(seq), 0) + 1, ?, 'push-failed', '/', ? FROM agentfs_sync_conflict WHERE slot = ?",
-            params: [slot, conflict.atMs, detail, slot],
-          })
+          .transaction((tx) => logConflicts(tx, slot, [conflict]))
           .catch(() => undefined)
         report([conflict])
         throw new AgentFsError(

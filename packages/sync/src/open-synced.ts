@@ -3,10 +3,9 @@ import { dirname, resolve } from 'node:path'
 import { AgentFsError, slotIds } from '@agentfs/core'
 import { type TursoAsyncDriver, tursoAsyncDriver } from '@agentfs/driver-turso'
 import { AgentFS } from '@agentfs/sdk'
-import { connect } from '@tursodatabase/sync'
 import { withSync } from './controller.js'
-import { conflictRules, type PushRecord } from './rules.js'
-import { ensureSchema } from './schema.js'
+import { conflictRules, newPushRecord } from './rules.js'
+import { connectClient, ensureSchema } from './schema.js'
 import type { SyncRemote } from './server.js'
 import { claimSlot, prepareServer } from './slots.js'
 import { newState, readState, writeState } from './state.js'
@@ -47,28 +46,12 @@ export async function openSynced(options: OpenSyncedOptions): Promise<SyncedAgen
   const slot = state.slot
   await ensureSchema(options, state, remote)
 
-  let record: PushRecord = { swaps: [], kv: [], freed: new Set(), kvTimes: new Map() }
-  const rules = conflictRules({
-    get swaps() {
-      return record.swaps
-    },
-    get kv() {
-      return record.kv
-    },
-    get freed() {
-      return record.freed
-    },
-    get kvTimes() {
-      return record.kvTimes
-    },
-  })
-  const database = await connect({
-    path: options.path,
-    url: remote.url,
-    ...(remote.authToken === undefined ? {} : { authToken: remote.authToken }),
-    ...(options.sync.clientName === undefined ? {} : { clientName: options.sync.clientName }),
-    transform: rules,
-  })
+  let record = newPushRecord()
+  const database = await connectClient(
+    options,
+    remote,
+    conflictRules(() => record),
+  )
   const driver: TursoAsyncDriver = tursoAsyncDriver({
     database,
     name: 'turso-sync',

@@ -121,6 +121,27 @@ async function moveToRoot(q: Executor, entry: { id: number; name: string }): Pro
   return `/${name}`
 }
 
+/**
+ * Appends conflicts to `agentfs_sync_conflict` under `slot`, numbered after its last entry (no
+ * other client writes that slot's rows). Run it inside a transaction.
+ */
+export async function logConflicts(
+  q: Executor,
+  slot: number,
+  entries: ReadonlyArray<SyncConflict & { ref?: number | undefined }>,
+): Promise<void> {
+  const { rows } = await q.execute<{ top: number | null }>({
+    sql: 'SELECT max(seq) AS top FROM agentfs_sync_conflict WHERE slot = ?',
+    params: [slot],
+  })
+  let seq = rows[0]?.top ?? 0
+  for (const entry of entries)
+    await q.execute({
+      sql: 'INSERT INTO agentfs_sync_conflict (slot, seq, at_ms, kind, path, detail, ref) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      params: [slot, ++seq, entry.atMs, entry.kind, entry.path, entry.detail, entry.ref ?? null],
+    })
+}
+
 /** What one reconciliation found and did. */
 export interface Reconciliation {
   readonly conflicts: SyncConflict[]
@@ -142,7 +163,6 @@ export async function reconcile(
   const low = slot * SLOT_SPAN
   const high = low + SLOT_SPAN - 1
   return db.transaction(async (q) => {
-    const conflicts: SyncConflict[] = []
     let changed = false
     const logged = new Set(
       (
@@ -152,11 +172,11 @@ export async function reconcile(
         })
       ).rows.map((row) => row.ref),
     )
+    /** The conflicts found, with the entry (or inode) each is about, for the log. */
+    const notes: Array<SyncConflict & { ref?: number | undefined }> = []
     const note = (kind: SyncConflict['kind'], path: string, detail: string, ref?: number) => {
-      conflicts.push({ slot, atMs: now(), kind, path, detail })
-      return { kind, path, detail, ref }
+      notes.push({ slot, atMs: now(), kind, path, detail, ref })
     }
-    const notes: Array<ReturnType<typeof note>> = []
 
     // 1. Entries the server renamed because another client's entry held the name.
     const renamed = await q.execute<{ id: number; parent_ino: number; name: string }>({
@@ -166,9 +186,7 @@ export async function reconcile(
     for (const row of renamed.rows) {
       if (logged.has(row.id) || !row.name.endsWith(` (conflict ${idLabel(row.id)})`)) continue
       const path = await pathOf(q, row.parent_ino, row.name)
-      notes.push(
-        note('name', path, `another client's entry holds the name; this one is ${path}`, row.id),
-      )
+      note('name', path, `another client's entry holds the name; this one is ${path}`, row.id)
     }
 
     // 2. Entries whose directory another client removed: moved to the root.
@@ -179,13 +197,11 @@ export async function reconcile(
     for (const row of stranded.rows) {
       const path = await moveToRoot(q, row)
       changed = true
-      notes.push(
-        note(
-          'parent-gone',
-          path,
-          `its directory was removed by another client; moved to ${path}`,
-          row.id,
-        ),
+      note(
+        'parent-gone',
+        path,
+        `its directory was removed by another client; moved to ${path}`,
+        row.id,
       )
     }
 
@@ -197,13 +213,11 @@ export async function reconcile(
       if (loop === undefined) break
       const path = await moveToRoot(q, loop)
       changed = true
-      notes.push(
-        note(
-          'cycle',
-          path,
-          `directories were moved into each other on different clients; this one moved to ${path}`,
-          loop.id,
-        ),
+      note(
+        'cycle',
+        path,
+        `directories were moved into each other on different clients; this one moved to ${path}`,
+        loop.id,
       )
     }
 
@@ -216,13 +230,11 @@ export async function reconcile(
       const path = await pathOf(q, row.parent_ino, row.name)
       await q.execute({ sql: 'DELETE FROM fs_dentry WHERE id = ?', params: [row.id] })
       changed = true
-      notes.push(
-        note(
-          'target-gone',
-          path,
-          'another client deleted the file before this link to it arrived; the link is removed',
-          row.id,
-        ),
+      note(
+        'target-gone',
+        path,
+        'another client deleted the file before this link to it arrived; the link is removed',
+        row.id,
       )
     }
 
@@ -268,13 +280,11 @@ export async function reconcile(
       })
       changed = true
       const path = await pathOf(q, parent, name)
-      notes.push(
-        note(
-          'write',
-          await pathOf(q, swap.parent, swap.name),
-          `another client replaced the file first; this client's version is ${path}`,
-          id,
-        ),
+      note(
+        'write',
+        await pathOf(q, swap.parent, swap.name),
+        `another client replaced the file first; this client's version is ${path}`,
+        id,
       )
     }
 
@@ -293,12 +303,10 @@ export async function reconcile(
       for (const table of ['fs_data', 'fs_symlink', 'fs_inode'])
         await q.execute({ sql: `DELETE FROM ${table} WHERE ino = ?`, params: [ino] })
       changed = true
-      notes.push(
-        note(
-          'orphan-dropped',
-          `inode ${ino}`,
-          'every name of it was removed (on different clients); dropped',
-        ),
+      note(
+        'orphan-dropped',
+        `inode ${ino}`,
+        'every name of it was removed (on different clients); dropped',
       )
     }
 
@@ -322,37 +330,23 @@ WHERE i.ino <> ${ROOT_INO} AND i.nlink <> c.n`,
       })
       const now = rows[0]
       if (now === undefined)
-        notes.push(
-          note(
-            'kv-deleted',
-            write.key,
-            'the key is gone: another client deleted it later, or the server refused this write',
-          ),
+        note(
+          'kv-deleted',
+          write.key,
+          'the key is gone: another client deleted it later, or the server refused this write',
         )
       else if (now.value !== write.value)
-        notes.push(
-          note(
-            'kv',
-            write.key,
-            `another client's write (updated_at ${now.updated_at}) won over this client's (updated_at ${write.updatedAt})`,
-          ),
+        note(
+          'kv',
+          write.key,
+          `another client's write (updated_at ${now.updated_at}) won over this client's (updated_at ${write.updatedAt})`,
         )
     }
 
     if (notes.length > 0) {
-      const { rows } = await q.execute<{ top: number | null }>({
-        sql: 'SELECT max(seq) AS top FROM agentfs_sync_conflict WHERE slot = ?',
-        params: [slot],
-      })
-      let seq = rows[0]?.top ?? 0
-      for (const entry of notes) {
-        await q.execute({
-          sql: 'INSERT INTO agentfs_sync_conflict (slot, seq, at_ms, kind, path, detail, ref) VALUES (?, ?, ?, ?, ?, ?, ?)',
-          params: [slot, ++seq, now(), entry.kind, entry.path, entry.detail, entry.ref ?? null],
-        })
-      }
+      await logConflicts(q, slot, notes)
       changed = true
     }
-    return { conflicts, changed }
+    return { conflicts: notes.map(({ ref: _ref, ...conflict }) => conflict), changed }
   })
 }

@@ -151,12 +151,22 @@ function kvDelete(before: Row, record: PushRecord): DatabaseRowTransformResult {
   return rewrite(`DELETE FROM kv_store WHERE key = ? AND ${KV_NEWEST}`, [key, micros, key])
 }
 
+/** An empty record, for one push. */
+export const newPushRecord = (): PushRecord => ({
+  swaps: [],
+  kv: [],
+  freed: new Set(),
+  kvTimes: new Map(),
+})
+
 /**
  * The per-table conflict rules, applied by the sync engine to each row change as it is pushed
- * (`transform`). `record` collects what reconciliation needs after the next pull.
+ * (`transform`). The record `current()` returns (the running push's) collects what
+ * reconciliation needs after the next pull.
  */
-export function conflictRules(record: PushRecord) {
+export function conflictRules(current: () => PushRecord) {
   return (m: DatabaseRowMutation): DatabaseRowTransformResult => {
+    const record = current()
     const type = m.changeType as string
     switch (m.tableName) {
       case 'fs_dentry':

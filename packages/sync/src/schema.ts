@@ -3,7 +3,7 @@ import { tursoAsyncDriver } from '@agentfs/driver-turso'
 import { AgentFS } from '@agentfs/sdk'
 import { connect, type Database } from '@tursodatabase/sync'
 import { SYNC_TABLES } from './reconcile.js'
-import { conflictRules, type PushRecord } from './rules.js'
+import { conflictRules, newPushRecord } from './rules.js'
 import type { SyncRemote } from './server.js'
 import { claim } from './slots.js'
 import { type ClientState, writeState } from './state.js'
@@ -27,6 +27,21 @@ async function schemaVersion(db: Database): Promise<number> {
  * pushed from a connection without the conflict rules (the 0.7 engine aborts the process when
  * a push with a transform carries DDL).
  */
+/** This client's connection to its synced file, with the conflict rules or without them. */
+export function connectClient(
+  options: OpenSyncedOptions,
+  remote: SyncRemote,
+  transform?: ReturnType<typeof conflictRules>,
+): Promise<Database> {
+  return connect({
+    path: options.path,
+    url: remote.url,
+    ...(remote.authToken === undefined ? {} : { authToken: remote.authToken }),
+    ...(options.sync.clientName === undefined ? {} : { clientName: options.sync.clientName }),
+    ...(transform === undefined ? {} : { transform }),
+  })
+}
+
 export async function ensureSchema(
   options: OpenSyncedOptions,
   state: ClientState,
@@ -34,13 +49,7 @@ export async function ensureSchema(
   target = SCHEMA_VERSION,
 ): Promise<void> {
   const open = (transform?: ReturnType<typeof conflictRules>) =>
-    connect({
-      path: options.path,
-      url: remote.url,
-      ...(remote.authToken === undefined ? {} : { authToken: remote.authToken }),
-      ...(options.sync.clientName === undefined ? {} : { clientName: options.sync.clientName }),
-      ...(transform === undefined ? {} : { transform }),
-    })
+    connectClient(options, remote, transform)
   let db = await open()
   try {
     const version = await schemaVersion(db)
@@ -49,8 +58,8 @@ export async function ensureSchema(
       // Row changes this copy has not pushed go through the conflict rules first: the
       // connection below has none (it carries the schema change) and would send them as they are.
       await db.close()
-      const record: PushRecord = { swaps: [], kv: [], freed: new Set(), kvTimes: new Map() }
-      db = await open(conflictRules(record))
+      const record = newPushRecord()
+      db = await open(conflictRules(() => record))
       await db.push()
       state.swaps.push(...record.swaps)
       state.kv.push(...record.kv)
