@@ -113,7 +113,7 @@ export interface DriverCapabilities {
 }
 
 /** The tables whose rows a synced database gives explicit, client-unique ids. */
-export type IdTable = 'fs_inode' | 'fs_dentry' | 'tool_calls'
+export type IdTable = 'fs_inode' | 'fs_dentry' | 'tool_calls' | 'agentfs_change'
 
 /** How a synced database chooses ids and writes files (see `DriverCapabilities.sync`). */
 export interface SyncCapabilities {

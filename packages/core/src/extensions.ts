@@ -85,6 +85,103 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       'ALTER TABLE agentfs_kv_version ADD COLUMN updated_us INTEGER',
     ],
   },
+  {
+    version: 6,
+    description:
+      'history: the change feed (agentfs_change), snapshots (agentfs_snapshot, agentfs_snap_*) and their chunk store (agentfs_blob)',
+    statements: [
+      // One row per change, appended in the transaction of the change. `seq` only grows:
+      // rows are trimmed from the oldest end, never renumbered.
+      `CREATE TABLE agentfs_change (
+  seq INTEGER PRIMARY KEY,
+  at_us INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  path TEXT,
+  path2 TEXT,
+  ino INTEGER,
+  dir_ino INTEGER,
+  dir2_ino INTEGER,
+  version TEXT,
+  size INTEGER,
+  session_id TEXT,
+  call_token TEXT
+)`,
+      'CREATE INDEX agentfs_change_path ON agentfs_change(path)',
+      'CREATE INDEX agentfs_change_ino ON agentfs_change(ino)',
+      // The token a tool call's changes carry in agentfs_change.call_token.
+      'ALTER TABLE agentfs_tool_call_meta ADD COLUMN call_token TEXT',
+      'CREATE INDEX agentfs_tool_call_meta_token ON agentfs_tool_call_meta(call_token)',
+      `CREATE TABLE agentfs_snapshot (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL UNIQUE,
+  created_us INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  reason TEXT
+)`,
+      // Each row holds one inode (or entry, or key) as it was for the snapshots from id
+      // `since` up to, not including, `until` (NULL: still as it is at the newest snapshot).
+      `CREATE TABLE agentfs_snap_inode (
+  ino INTEGER NOT NULL,
+  since INTEGER NOT NULL,
+  until INTEGER,
+  mode INTEGER NOT NULL,
+  nlink INTEGER NOT NULL,
+  uid INTEGER NOT NULL,
+  gid INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  atime INTEGER NOT NULL,
+  mtime INTEGER NOT NULL,
+  ctime INTEGER NOT NULL,
+  rdev INTEGER NOT NULL,
+  atime_nsec INTEGER NOT NULL,
+  mtime_nsec INTEGER NOT NULL,
+  ctime_nsec INTEGER NOT NULL,
+  target TEXT,
+  chunks BLOB,
+  PRIMARY KEY (ino, since)
+)`,
+      'CREATE INDEX agentfs_snap_inode_until ON agentfs_snap_inode(until)',
+      `CREATE TABLE agentfs_snap_dentry (
+  parent_ino INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  ino INTEGER NOT NULL,
+  since INTEGER NOT NULL,
+  until INTEGER,
+  PRIMARY KEY (parent_ino, name, since)
+)`,
+      'CREATE INDEX agentfs_snap_dentry_until ON agentfs_snap_dentry(until)',
+      `CREATE TABLE agentfs_snap_kv (
+  key TEXT NOT NULL,
+  since INTEGER NOT NULL,
+  until INTEGER,
+  value TEXT NOT NULL,
+  created_at INTEGER,
+  updated_at INTEGER,
+  PRIMARY KEY (key, since)
+)`,
+      'CREATE INDEX agentfs_snap_kv_until ON agentfs_snap_kv(until)',
+      // Past versions of files (when versions are on): the content after a change, by chunk hash.
+      `CREATE TABLE agentfs_file_version (
+  id INTEGER PRIMARY KEY,
+  ino INTEGER NOT NULL,
+  version TEXT NOT NULL,
+  path TEXT,
+  at_us INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  chunks BLOB NOT NULL
+)`,
+      'CREATE INDEX agentfs_file_version_ino ON agentfs_file_version(ino, version)',
+      'CREATE INDEX agentfs_file_version_at ON agentfs_file_version(at_us)',
+      // Snapshot file contents, one row per distinct chunk (SHA-256 of its bytes); `refs`
+      // counts the references of agentfs_snap_inode and agentfs_file_version rows to it.
+      `CREATE TABLE agentfs_blob (
+  hash BLOB PRIMARY KEY,
+  data BLOB NOT NULL,
+  refs INTEGER NOT NULL
+)`,
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

@@ -1,3 +1,15 @@
+export {
+  addRef,
+  captureChunks,
+  dropRefs,
+  HASH_BYTES,
+  hashesOf,
+  readBlob,
+} from './blob-store.js'
+export type { Change, ChangePage, ChangeQuery, FollowOptions } from './change-feed.js'
+export { followChanges, lastChange, readChanges } from './change-feed.js'
+export type { Actor, ChangeOp, ChangeRecord, FeedOptions } from './changes.js'
+export { appendChange, CONTENT_OPS, currentActor, micros, withActor } from './changes.js'
 export type { Clock, IdSource, Timestamp } from './clock.js'
 export { fixedClock, randomIds, seededIds, systemClock, toMillis } from './clock.js'
 export type { AgentDatabase, OpenDatabaseOptions } from './database.js'
@@ -78,3 +90,5 @@ export {
   SPEC_VERSION,
 } from './schema.js'
 export { MAX_SLOT, SLOT_SPAN, slotIds } from './slot-ids.js'
+export type { VersionRetention } from './versions.js'
+export { captureVersion, VERSION_DEFAULTS, versionRetention } from './versions.js'

@@ -6,7 +6,12 @@ export const SLOT_SPAN = 2 ** 32
 /** Slots are 1 … 2^21 − 1, so every id stays below 2^53 (a JS number, a FUSE inode number). */
 export const MAX_SLOT = 2 ** 21 - 1
 
-const ID_COLUMN: Record<IdTable, string> = { fs_inode: 'ino', fs_dentry: 'id', tool_calls: 'id' }
+const ID_COLUMN: Record<IdTable, string> = {
+  fs_inode: 'ino',
+  fs_dentry: 'id',
+  tool_calls: 'id',
+  agentfs_change: 'seq',
+}
 
 /**
  * Client-unique ids for a synced database: a client that holds `slot` (claimed on the server so

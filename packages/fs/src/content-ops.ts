@@ -27,7 +27,7 @@ export async function writeData(
   exclusive: boolean,
   opts: WriteFileOptions,
 ): Promise<void> {
-  await write(ctx, async (q, now) => {
+  await write(ctx, async (q, now, note) => {
     const found = await lookup(q, path, { followLast: true, syscall: 'open', allowMissing: true })
     const node = found.node
     if (node) {
@@ -51,10 +51,12 @@ export async function writeData(
         now,
       })
       if (bytes.byteLength > 0) await writeRange(q, ino, 0, ctx.chunkSize, 0, bytes)
+      note({ op: 'create', path: normalizePath(path), ino, dir: found.dirIno })
       return
     } else if (!append && isReg(node.mode) && node.nlink === 1 && replaceOnRewrite(q)) {
       if (found.name === undefined) throw fsError('EISDIR', 'open', path)
-      await replaceFile(q, found.dirIno, found.name, node, ctx.chunkSize, bytes, now)
+      const ino = await replaceFile(q, found.dirIno, found.name, node, ctx.chunkSize, bytes, now)
+      note({ op: 'write', path: normalizePath(path), ino, dir: found.dirIno })
       return
     } else if (!append && node.size > 0) {
       await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
@@ -63,6 +65,7 @@ export async function writeData(
     const size =
       bytes.byteLength > 0 ? await writeRange(q, node.ino, base, ctx.chunkSize, base, bytes) : base
     await touchContent(q, node.ino, size, now)
+    note({ op: 'write', path: normalizePath(path), ino: node.ino })
   })
 }
 
@@ -80,7 +83,7 @@ async function replaceFile(
   chunkSize: number,
   bytes: Uint8Array,
   now: Timestamp,
-): Promise<void> {
+): Promise<number> {
   const later =
     now.sec > old.ctime || (now.sec === old.ctime && now.nsec > old.ctime_nsec)
       ? now
@@ -95,20 +98,22 @@ async function replaceFile(
   })
   await executeDeferred(q, { sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [old.ino] })
   await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [old.ino] })
+  return ino
 }
 
 export async function truncate(ctx: FsContext, path: string, length = 0): Promise<void> {
   checkLength(length, 'open', path)
-  await write(ctx, async (q, now) => {
+  await write(ctx, async (q, now, note) => {
     const { node } = await existing(q, path, 'open')
     if (isDir(node.mode)) throw fsError('EISDIR', 'open', path)
     await resize(q, node.ino, node.size, ctx.chunkSize, length)
     await touchContent(q, node.ino, length, now)
+    note({ op: 'truncate', path: normalizePath(path), ino: node.ino })
   })
 }
 
 export async function copyFile(ctx: FsContext, src: string, dest: string, mode = 0): Promise<void> {
-  await write(ctx, async (q, now) => {
+  await write(ctx, async (q, now, note) => {
     const { fail, wrap } = twoPathErrors('copyfile', src, dest)
     const source = await wrap(lookup(q, src, { followLast: true, syscall: 'copyfile' }))
     if (!source.node) throw fail('ENOENT')
@@ -119,6 +124,7 @@ export async function copyFile(ctx: FsContext, src: string, dest: string, mode =
     // destination is left alone when the source is a directory (libuv deletes it).
     if (isDir(source.node.mode)) throw fail('EISDIR')
     let ino: number
+    const op = target.node ? 'write' : 'create'
     if (target.node) {
       if (mode & COPYFILE_EXCL) throw fail('EEXIST')
       if (isDir(target.node.mode)) throw fail('EISDIR')
@@ -140,5 +146,12 @@ export async function copyFile(ctx: FsContext, src: string, dest: string, mode =
       params: [ino, source.node.ino],
     })
     await touchContent(q, ino, source.node.size, now)
+    note({
+      op,
+      path: normalizePath(dest),
+      path2: normalizePath(src),
+      ino,
+      ...(op === 'create' ? { dir: target.dirIno } : {}),
+    })
   })
 }

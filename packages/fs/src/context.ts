@@ -1,4 +1,16 @@
-import { type Clock, FsError, fsError, type Queryable, type Timestamp } from '@agentfs/core'
+import {
+  appendChange,
+  type ChangeRecord,
+  type Clock,
+  CONTENT_OPS,
+  captureVersion,
+  type FeedOptions,
+  FsError,
+  fsError,
+  type Queryable,
+  type Timestamp,
+  type VersionRetention,
+} from '@agentfs/core'
 import type { InodeRow } from './inode.js'
 import { type CompiledPolicy, enforceLimits, type FsPolicy, usage } from './policy.js'
 import { type Lookup, lookup } from './resolver.js'
@@ -15,6 +27,11 @@ export interface FileSystemOptions {
   readonly gid?: number
   /** What may be read and changed, and size limits; enforced on every operation. */
   readonly policy?: FsPolicy
+  /**
+   * The change feed (`agentfs_change`): one row per change, in the change's transaction, with
+   * the session and tool call it came from. On by default; `{ enabled: false }` turns it off.
+   */
+  readonly feed?: FeedOptions
 }
 
 /** What every filesystem operation needs: where to run SQL and how to stamp changes. */
@@ -27,7 +44,15 @@ export interface FsContext {
   readonly uid: number
   readonly gid: number
   readonly policy?: CompiledPolicy
+  /** Where changes are recorded; undefined when the feed is off. */
+  readonly feed?: {
+    readonly sessionId?: string
+    readonly versions?: Required<VersionRetention>
+  }
 }
+
+/** Records a change of the running operation in the feed (see {@link write}). */
+export type NoteChange = (change: ChangeRecord) => void
 
 export const DAY = 86_400
 export const COPYFILE_EXCL = 1
@@ -79,20 +104,34 @@ export function checkLength(length: number, syscall: string, path: string): void
   }
 }
 
-/** Runs `fn` in a transaction (a savepoint when `ctx.q` already is one) with the time of the change. */
+/**
+ * Runs `fn` in a transaction (a savepoint when `ctx.q` already is one) with the time of the
+ * change. What `fn` notes goes to the change feed in the same transaction, after `fn`.
+ */
 export function write<T>(
   ctx: FsContext,
-  fn: (q: Queryable, now: Timestamp) => Promise<T>,
+  fn: (q: Queryable, now: Timestamp, note: NoteChange) => Promise<T>,
 ): Promise<T> {
   const policy = ctx.policy
-  if (!policy?.hasLimits) return ctx.q.transaction((tx) => fn(tx, ctx.clock.now()))
-  // With limits, the change is checked inside its own transaction, so a refusal rolls it back.
+  const feed = ctx.feed
   return ctx.q.transaction(async (tx) => {
     const now = ctx.clock.now()
-    const totals = policy.maxTotalBytes !== undefined || policy.maxInodes !== undefined
+    const changes: ChangeRecord[] = []
+    const note: NoteChange = (change) => {
+      changes.push(change)
+    }
+    // With limits, the change is checked inside its own transaction, so a refusal rolls it back.
+    const limits = policy?.hasLimits === true
+    const totals = limits && (policy.maxTotalBytes !== undefined || policy.maxInodes !== undefined)
     const before = totals ? await usage(tx) : undefined
-    const result = await fn(tx, now)
-    await enforceLimits(tx, policy, before, now, 'write')
+    const result = await fn(tx, now, note)
+    if (limits) await enforceLimits(tx, policy, before, now, 'write')
+    if (feed)
+      for (const change of changes) {
+        await appendChange(tx, change, now, feed.sessionId)
+        if (feed.versions && change.ino !== undefined && CONTENT_OPS.has(change.op))
+          await captureVersion(tx, change.ino, change.path, now, ctx.chunkSize, feed.versions)
+      }
     return result
   })
 }

@@ -1,5 +1,5 @@
-import type { AgentDatabase } from '@agentfs/core'
-import type { FileSystemOptions } from './context.js'
+import { type AgentDatabase, type FeedOptions, versionRetention } from '@agentfs/core'
+import type { FileSystemOptions, FsContext } from './context.js'
 import { CompiledPolicy } from './policy.js'
 import { SqlFileSystem } from './sql-file-system.js'
 
@@ -23,5 +23,16 @@ export function createFileSystem(
     uid: options.uid ?? 0,
     gid: options.gid ?? 0,
     ...(options.policy ? { policy: new CompiledPolicy(options.policy) } : {}),
+    ...(options.feed?.enabled === false ? {} : { feed: feedOf(options.feed) }),
   })
+}
+
+function feedOf(options: FeedOptions = {}): NonNullable<FsContext['feed']> {
+  const versions = options.versions
+  return {
+    ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+    ...(versions === undefined || versions === false
+      ? {}
+      : { versions: versionRetention(versions === true ? {} : versions) }),
+  }
 }

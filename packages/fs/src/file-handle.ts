@@ -1,7 +1,7 @@
 import { FsError, fsError, normalizePath, type Queryable, type Timestamp } from '@agentfs/core'
 import { readAll, readAt, readRange, resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
-import { write } from './context.js'
+import { type NoteChange, write } from './context.js'
 import type { OpenMode } from './flags.js'
 import { type InodeRow, isDir, versionOf } from './inode.js'
 import { loadInode, touchContent, touchMeta } from './mutate.js'
@@ -132,7 +132,7 @@ export class FileHandle {
       at = position ?? null
     }
     if (at !== null && (!Number.isSafeInteger(at) || at < 0)) throw fsError('EINVAL', 'write')
-    const written = await write(contextOf(this.#fs), async (q, now) => {
+    const written = await write(contextOf(this.#fs), async (q, now, note) => {
       const node = await this.#inode(q, 'write')
       if (ifMatch !== undefined && versionOf(node) !== ifMatch) {
         throw new ConflictError(this.path, ifMatch, versionOf(node))
@@ -141,6 +141,7 @@ export class FileHandle {
       if (where < node.size) this.#refuseDestroying('write')
       const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, where, bytes)
       await touchContent(q, node.ino, size, now)
+      note({ op: 'write', path: this.path, ino: node.ino })
       return where
     })
     if (at === null) this.#position = written + bytes.byteLength
@@ -178,8 +179,9 @@ export class FileHandle {
     this.#check('write', 'write')
     const opts = typeof options === 'string' ? { encoding: options } : options
     const bytes = typeof data === 'string' ? Buffer.from(data, opts.encoding ?? 'utf8') : data
-    await write(contextOf(this.#fs), async (q, now) => {
+    await write(contextOf(this.#fs), async (q, now, note) => {
       const node = await this.#inode(q, 'write')
+      note({ op: 'write', path: this.path, ino: node.ino })
       if (opts.ifMatch !== undefined && versionOf(node) !== opts.ifMatch) {
         throw new ConflictError(this.path, opts.ifMatch, versionOf(node))
       }
@@ -200,8 +202,9 @@ export class FileHandle {
   async appendFile(data: WriteData, encoding?: Encoding): Promise<void> {
     this.#check('write', 'write')
     const bytes = typeof data === 'string' ? Buffer.from(data, encoding ?? 'utf8') : data
-    await write(contextOf(this.#fs), async (q, now) => {
+    await write(contextOf(this.#fs), async (q, now, note) => {
       const node = await this.#inode(q, 'write')
+      note({ op: 'write', path: this.path, ino: node.ino })
       const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
       await touchContent(q, node.ino, size, now)
     })
@@ -210,8 +213,9 @@ export class FileHandle {
   async truncate(length = 0): Promise<void> {
     this.#check('ftruncate', 'write')
     if (!Number.isSafeInteger(length) || length < 0) throw fsError('EINVAL', 'ftruncate')
-    await write(contextOf(this.#fs), async (q, now) => {
+    await write(contextOf(this.#fs), async (q, now, note) => {
       const node = await this.#inode(q, 'ftruncate')
+      note({ op: 'truncate', path: this.path, ino: node.ino })
       if (length < node.size) this.#refuseDestroying('ftruncate')
       await resize(q, node.ino, node.size, this.#fs.chunkSize, length)
       await touchContent(q, node.ino, length, now)
@@ -255,9 +259,11 @@ export class FileHandle {
   }
 
   async #meta(syscall: string, set: (node: InodeRow) => Record<string, number>): Promise<void> {
-    await write(contextOf(this.#fs), async (q, now) => {
+    const op = syscall === 'fchmod' ? 'chmod' : syscall === 'fchown' ? 'chown' : 'utimes'
+    await write(contextOf(this.#fs), async (q, now, note) => {
       const node = await this.#inode(q, syscall)
       await touchMeta(q, node.ino, now, set(node))
+      note({ op, path: this.path, ino: node.ino })
     })
   }
 
@@ -284,14 +290,14 @@ export async function openHandle(
   fs: SqlFileSystem,
   path: string,
   mode: OpenMode,
-  create: (q: Queryable, now: Timestamp) => Promise<number | undefined>,
+  create: (q: Queryable, now: Timestamp, note?: NoteChange) => Promise<number | undefined>,
   inTransaction = false,
 ): Promise<FileHandle> {
   // Opening without creating or truncating only reads: no write transaction for it, unless
   // the caller's checks must share one transaction with the look-up (a policy).
   const ino =
     mode.create || mode.truncate
-      ? await write(contextOf(fs), (q, now) => create(q, now))
+      ? await write(contextOf(fs), (q, now, note) => create(q, now, note))
       : inTransaction
         ? await contextOf(fs).q.transaction((tx) => create(tx, contextOf(fs).clock.now()))
         : await create(contextOf(fs).q, contextOf(fs).clock.now())

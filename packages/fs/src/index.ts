@@ -33,11 +33,14 @@ export type {
   FsFileHandle,
   MkdirOptions,
   ReaddirOptions,
+  ReadFileOptions,
   RmOptions,
   StatFs,
   TimeLike,
   WriteData,
   WriteFileOptions,
 } from './types.js'
+export type { FileVersion, HistoryOptions } from './versions-ops.js'
 export type { TreeEntry, WalkOptions } from './walk.js'
 export { compareCodePoints, MAX_TREE_DEPTH, walkTree } from './walk.js'
+export type { WatchEvent, WatchOptions } from './watch.js'

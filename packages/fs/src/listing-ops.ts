@@ -8,7 +8,7 @@ import {
   type Timestamp,
 } from '@agentfs/core'
 import { resize } from './chunks.js'
-import { existing, type FsContext } from './context.js'
+import { existing, type FsContext, type NoteChange } from './context.js'
 import type { OpenMode } from './flags.js'
 import { type InodeRow, isDir } from './inode.js'
 import { createNode, touchContent } from './mutate.js'
@@ -96,6 +96,7 @@ export async function openOrCreate(
   path: string,
   want: OpenMode,
   mode: number,
+  note?: NoteChange,
 ): Promise<number | undefined> {
   const found = await lookup(q, path, {
     followLast: true,
@@ -108,14 +109,17 @@ export async function openOrCreate(
     if (want.truncate && want.write && found.node.size > 0) {
       await resize(q, found.node.ino, found.node.size, ctx.chunkSize, 0)
       await touchContent(q, found.node.ino, 0, now)
+      note?.({ op: 'truncate', path: normalizePath(path), ino: found.node.ino })
     }
     return found.node.ino
   }
   if (!want.create || found.name === undefined) return undefined
-  return createNode(q, found.dirIno, found.name, {
+  const ino = await createNode(q, found.dirIno, found.name, {
     mode: S_IFREG | (mode & ~ctx.umask & MODE_PERMISSION_MASK),
     uid: ctx.uid,
     gid: ctx.gid,
     now,
   })
+  note?.({ op: 'create', path: normalizePath(path), ino, dir: found.dirIno })
+  return ino
 }

@@ -2,6 +2,7 @@ import {
   fsError,
   isAgentFsError,
   MODE_PERMISSION_MASK,
+  normalizePath,
   ROOT_INO,
   S_IFMT,
   S_IFREG,
@@ -99,9 +100,11 @@ function changeMeta(
   follow: boolean,
   set: (node: InodeRow, now: Timestamp) => Record<string, number>,
 ): Promise<void> {
-  return write(ctx, async (q, now) => {
+  const op = syscall === 'chmod' ? 'chmod' : syscall.endsWith('chown') ? 'chown' : 'utimes'
+  return write(ctx, async (q, now, note) => {
     const { node } = await existing(q, path, syscall, follow)
     await touchMeta(q, node.ino, now, set(node, now))
+    note({ op, path: normalizePath(path), ino: node.ino })
   })
 }
 

@@ -5,6 +5,7 @@ import {
   isFsError,
   MODE_PERMISSION_MASK,
   mkdirParents,
+  normalizePath,
   parsePath,
   type Queryable,
   ROOT_INO,
@@ -39,15 +40,16 @@ import { walkTree } from './walk.js'
 // Operations that change the namespace: entries, links, directories.
 
 export async function unlink(ctx: FsContext, path: string): Promise<void> {
-  await write(ctx, async (q, now) => {
+  await write(ctx, async (q, now, note) => {
     const { node, dirIno, name } = await existing(q, path, 'unlink', false)
     if (isDir(node.mode)) throw fsError('EISDIR', 'unlink', path)
     await removeEntry(q, dirIno, name!, node, now)
+    note({ op: 'unlink', path: normalizePath(path), ino: node.ino, dir: dirIno })
   })
 }
 
 export async function rmdir(ctx: FsContext, path: string): Promise<void> {
-  await write(ctx, async (q, now) => {
+  await write(ctx, async (q, now, note) => {
     const { node, dirIno, name } = await existing(q, path, 'rmdir', false)
     if (node.ino === ROOT_INO)
       throw fsError('EPERM', 'rmdir', path, { hint: 'the root directory cannot be removed' })
@@ -59,6 +61,7 @@ export async function rmdir(ctx: FsContext, path: string): Promise<void> {
     })
     if (child.rows.length > 0) throw fsError('ENOTEMPTY', 'rmdir', path)
     await removeEntry(q, dirIno, name, node, now)
+    note({ op: 'rmdir', path: normalizePath(path), ino: node.ino, dir: dirIno })
   })
 }
 
@@ -69,9 +72,11 @@ export async function mkdir(
 ): Promise<string | undefined> {
   const opts: MkdirOptions = typeof options === 'number' ? { mode: options } : (options ?? {})
   const mode = S_IFDIR | ((opts.mode ?? 0o777) & ~ctx.umask & MODE_PERMISSION_MASK)
-  return write(ctx, async (q, now) => {
-    const create = (dirIno: number, name: string) =>
-      createNode(q, dirIno, name, { mode, uid: ctx.uid, gid: ctx.gid, now })
+  return write(ctx, async (q, now, note) => {
+    const create = async (dirIno: number, name: string, at: string) => {
+      const ino = await createNode(q, dirIno, name, { mode, uid: ctx.uid, gid: ctx.gid, now })
+      note({ op: 'mkdir', path: normalizePath(at), ino, dir: dirIno })
+    }
     if (!opts.recursive) {
       // mkdir(2) never follows a link in the last component: any existing entry is EEXIST.
       const found = await lookup(q, path, {
@@ -80,7 +85,7 @@ export async function mkdir(
         allowMissing: true,
       })
       if (found.node || found.name === undefined) throw fsError('EEXIST', 'mkdir', path)
-      await create(found.dirIno, found.name)
+      await create(found.dirIno, found.name, path)
       return undefined
     }
     return mkdirParents<InodeRow>(path, {
@@ -100,7 +105,7 @@ export async function mkdir(
               const dir = found.dirIno === ROOT_INO ? '' : await pathOf(q, found.dirIno)
               ctx.policy.checkWrite(`${dir}/${name}`, 'create', 'mkdir', path)
             }
-            await create(found.dirIno, name)
+            await create(found.dirIno, name, prefix)
           },
         }
       },
@@ -123,7 +128,7 @@ export function rmDirectoryError(path: string): FsError {
 }
 
 export async function rm(ctx: FsContext, path: string, options: RmOptions = {}): Promise<void> {
-  await write(ctx, async (q, now) => {
+  await write(ctx, async (q, now, note) => {
     let found: Lookup & { node: InodeRow }
     try {
       found = await existing(q, path, 'rm', false)
@@ -142,6 +147,12 @@ export async function rm(ctx: FsContext, path: string, options: RmOptions = {}):
       await removeTree(q, node.ino, now)
     }
     await removeEntry(q, dirIno, name, node, now)
+    note({
+      op: isDir(node.mode) ? 'rm' : 'unlink',
+      path: normalizePath(path),
+      ino: node.ino,
+      dir: dirIno,
+    })
   })
 }
 
@@ -161,7 +172,7 @@ export async function removeTree(q: Queryable, ino: number, now: Timestamp): Pro
 }
 
 export async function rename(ctx: FsContext, from: string, to: string): Promise<void> {
-  await write(ctx, async (q, now) => {
+  await write(ctx, async (q, now, note) => {
     const { fail, wrap } = twoPathErrors('rename', from, to)
     const source = await wrap(
       lookup(q, from, { followLast: false, syscall: 'rename', allowMissing: true }),
@@ -206,11 +217,19 @@ export async function rename(ctx: FsContext, from: string, to: string): Promise<
     await touchMeta(q, moving.ino, now)
     await touchDir(q, source.dirIno, now)
     if (target.dirIno !== source.dirIno) await touchDir(q, target.dirIno, now)
+    note({
+      op: 'rename',
+      path: normalizePath(from),
+      path2: normalizePath(to),
+      ino: moving.ino,
+      dir: source.dirIno,
+      dir2: target.dirIno,
+    })
   })
 }
 
 export async function link(ctx: FsContext, existing: string, newPath: string): Promise<void> {
-  await write(ctx, async (q, now) => {
+  await write(ctx, async (q, now, note) => {
     const { fail, wrap } = twoPathErrors('link', existing, newPath)
     const source = await wrap(lookup(q, existing, { followLast: false, syscall: 'link' }))
     if (!source.node) throw fail('ENOENT')
@@ -222,6 +241,13 @@ export async function link(ctx: FsContext, existing: string, newPath: string): P
     await insertDentry(q, target.dirIno, target.name, source.node.ino)
     await touchMeta(q, source.node.ino, now, { nlink: source.node.nlink + 1 })
     await touchDir(q, target.dirIno, now)
+    note({
+      op: 'link',
+      path: normalizePath(existing),
+      path2: normalizePath(newPath),
+      ino: source.node.ino,
+      dir2: target.dirIno,
+    })
   })
 }
 
@@ -234,7 +260,7 @@ export async function symlink(ctx: FsContext, target: string, path: string): Pro
       dest: path,
     })
   }
-  await write(ctx, async (q, now) => {
+  await write(ctx, async (q, now, note) => {
     const found = await lookup(q, path, {
       followLast: false,
       syscall: 'symlink',
@@ -257,6 +283,7 @@ export async function symlink(ctx: FsContext, target: string, path: string): Pro
       sql: 'INSERT INTO fs_symlink (ino, target) VALUES (?, ?)',
       params: [ino, target],
     })
+    note({ op: 'symlink', path: normalizePath(path), ino, dir: found.dirIno })
   })
 }
 
@@ -270,19 +297,20 @@ export async function mknod(ctx: FsContext, path: string, mode: number, rdev = 0
       hint: 'mode must include a FIFO, character, block, socket or regular file type',
     })
   }
-  await write(ctx, async (q, now) => {
+  await write(ctx, async (q, now, note) => {
     const found = await lookup(q, path, {
       followLast: false,
       syscall: 'mknod',
       allowMissing: true,
     })
     if (found.node || found.name === undefined) throw fsError('EEXIST', 'mknod', path)
-    await createNode(q, found.dirIno, found.name, {
+    const ino = await createNode(q, found.dirIno, found.name, {
       mode: type | (mode & ~ctx.umask & MODE_PERMISSION_MASK),
       uid: ctx.uid,
       gid: ctx.gid,
       rdev: type === S_IFCHR || type === S_IFBLK ? rdev : 0,
       now,
     })
+    note({ op: 'mknod', path: normalizePath(path), ino, dir: found.dirIno })
   })
 }

@@ -33,12 +33,15 @@ import type {
   FileSystem,
   MkdirOptions,
   ReaddirOptions,
+  ReadFileOptions,
   RmOptions,
   StatFs,
   TimeLike,
   WriteData,
   WriteFileOptions,
 } from './types.js'
+import { type FileVersion, fileHistory, type HistoryOptions, readVersion } from './versions-ops.js'
+import { type WatchEvent, type WatchOptions, watchGuarded } from './watch.js'
 
 /**
  * The context of a filesystem, for FileHandle and the streams of this package (not exported from
@@ -96,13 +99,14 @@ export class SqlFileSystem implements FileSystem {
 
   readFile(path: string): Promise<Buffer>
   readFile(path: string, options: Encoding | { encoding: Encoding }): Promise<string>
-  readFile(path: string, options?: Encoding | { encoding?: Encoding }): Promise<Buffer | string>
-  async readFile(
-    path: string,
-    options?: Encoding | { encoding?: Encoding },
-  ): Promise<Buffer | string> {
+  readFile(path: string, options?: Encoding | ReadFileOptions): Promise<Buffer | string>
+  /** With `{ version }`: that version of the file (a token from `history` or `stat`). */
+  async readFile(path: string, options?: Encoding | ReadFileOptions): Promise<Buffer | string> {
     const encoding = typeof options === 'string' ? options : options?.encoding
-    const buffer = await this.#guard.reading(path, 'open', (ctx) => meta.readWhole(ctx, path))
+    const version = typeof options === 'string' ? undefined : options?.version
+    const buffer = await this.#guard.reading(path, 'open', (ctx) =>
+      version === undefined ? meta.readWhole(ctx, path) : readVersion(ctx, path, version),
+    )
     return encoding ? buffer.toString(encoding) : buffer
   }
 
@@ -316,12 +320,26 @@ export class SqlFileSystem implements FileSystem {
       this,
       path,
       want,
-      async (q, now) => {
+      async (q, now, note) => {
         await this.#guard.checkOpen(q, path, want)
-        return openOrCreate(this.#ctx, q, now, path, want, mode)
+        return openOrCreate(this.#ctx, q, now, path, want, mode, note)
       },
       this.#ctx.policy !== undefined,
     )
+  }
+
+  /**
+   * Changes of `path` like `node:fs/promises` `watch`: an async iterable of
+   * `{ eventType: 'rename' | 'change', filename }`, fed by the change feed, so it sees changes
+   * from other processes and FUSE mounts of the same database. Stop it with `signal`.
+   */
+  watch(path: string, options: WatchOptions = {}): AsyncIterable<WatchEvent<string | Buffer>> {
+    return watchGuarded(this.#ctx, this.#guard, path, options)
+  }
+
+  /** The changes of a file, newest first, with who made them and whether each is readable. */
+  history(path: string, options?: HistoryOptions): Promise<FileVersion[]> {
+    return this.#guard.reading(path, 'open', (ctx) => fileHistory(ctx, path, options))
   }
 
   /** A readable stream of the file (bounded memory; `start`/`end` inclusive like Node). */

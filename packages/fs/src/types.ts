@@ -225,3 +225,10 @@ export interface FsDir extends AsyncIterable<Dirent> {
 
 /** A time as Node accepts it: seconds (number or numeric string), or a Date. */
 export type TimeLike = number | string | Date
+
+/** Options of `readFile`. */
+export interface ReadFileOptions {
+  readonly encoding?: Encoding
+  /** Read this version of the file instead of the current one (see `history`). */
+  readonly version?: string
+}

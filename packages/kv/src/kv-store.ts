@@ -1,10 +1,14 @@
 import {
   type AgentDatabase,
   AgentFsError,
+  appendChange,
+  type ChangeOp,
   type Clock,
   executeDeferred,
+  type FeedOptions,
   hasLoneSurrogate,
   type Queryable,
+  type Timestamp,
 } from '@agentfs/core'
 import { KvConflictError } from './conflict.js'
 import { prefixConditions } from './key-range.js'
@@ -107,21 +111,27 @@ const toEntry = <T>(row: EntryRow): KvEntry<T> => ({
 export class KvStore {
   readonly #q: Queryable
   readonly #clock: Clock
+  readonly #feed: { readonly sessionId?: string } | undefined
 
   /** @internal Use {@link createKvStore}. */
-  constructor(q: Queryable, clock: Clock) {
+  constructor(q: Queryable, clock: Clock, feed?: { readonly sessionId?: string }) {
     this.#q = q
     this.#clock = clock
+    this.#feed = feed
   }
 
   /** This store running its statements on `q` (e.g. a transaction shared with the filesystem). */
   bind(q: Queryable): KvStore {
-    return new KvStore(q, this.#clock)
+    return new KvStore(q, this.#clock, this.#feed)
   }
 
   /** Runs `fn` with a store bound to one transaction (with the filesystem's, via the SDK). */
   transaction<T>(fn: (kv: KvStore) => Promise<T>): Promise<T> {
-    return this.#q.transaction((tx) => fn(new KvStore(tx, this.#clock)))
+    return this.#q.transaction((tx) => fn(new KvStore(tx, this.#clock, this.#feed)))
+  }
+
+  async #note(tx: Queryable, op: ChangeOp, key: string, now: Timestamp): Promise<void> {
+    if (this.#feed) await appendChange(tx, { op, path: key }, now, this.#feed.sessionId)
   }
 
   /**
@@ -132,7 +142,8 @@ export class KvStore {
     checkKey(key)
     const text = serialize(value)
     const expected = options.ifVersion === undefined ? undefined : checkVersion(options.ifVersion)
-    const { sec, nsec } = this.#clock.now()
+    const now = this.#clock.now()
+    const { sec, nsec } = now
     const micros = sec * 1_000_000 + Math.floor(nsec / 1000)
     return this.#q.transaction(async (tx) => {
       if (expected !== undefined) {
@@ -150,6 +161,7 @@ export class KvStore {
         sql: 'INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
         params: [key, text, sec, sec],
       })
+      await this.#note(tx, 'kv-set', key, now)
       const { rows } = await tx.execute<{ version: number }>({
         sql: 'SELECT version FROM agentfs_kv_version WHERE key = ?',
         params: [key],
@@ -205,12 +217,14 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
       // The version row stays as a tombstone and moves on, so stale ifVersion writes fail. It
       // goes first: a synced database replays the delete only if no later write of the key
       // reached the server (the version row carries the time).
-      const { sec, nsec } = this.#clock.now()
+      const now = this.#clock.now()
+      const { sec, nsec } = now
       await executeDeferred(tx, {
         sql: 'INSERT INTO agentfs_kv_version (key, version, updated_us) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET version = version + 1, updated_us = excluded.updated_us',
         params: [key, sec * 1_000_000 + Math.floor(nsec / 1000)],
       })
       await executeDeferred(tx, { sql: 'DELETE FROM kv_store WHERE key = ?', params: [key] })
+      await this.#note(tx, 'kv-delete', key, now)
       return true
     })
   }
@@ -279,11 +293,14 @@ ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY k.key LIMIT ?`,
   /** Deletes every key under `prefix` (every key when omitted); returns how many. */
   async clear(prefix = ''): Promise<number> {
     const { where, params } = prefixConditions('key', prefix)
-    const result = await this.#q.execute({
-      sql: `DELETE FROM kv_store${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`,
-      params,
+    return this.#q.transaction(async (tx) => {
+      const result = await tx.execute({
+        sql: `DELETE FROM kv_store${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`,
+        params,
+      })
+      if (result.changes > 0) await this.#note(tx, 'kv-clear', prefix, this.#clock.now())
+      return result.changes
     })
-    return result.changes
   }
 
   /**
@@ -296,7 +313,7 @@ ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY k.key LIMIT ?`,
   ): Promise<{ value: T; version: number }> {
     checkKey(key)
     return this.#q.transaction(async (tx) => {
-      const store = new KvStore(tx, this.#clock)
+      const store = new KvStore(tx, this.#clock, this.#feed)
       const current = await store.get<T>(key)
       const value = await fn(current)
       return { value, version: await store.set(key, value) }
@@ -311,6 +328,12 @@ ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY k.key LIMIT ?`,
  * const kv = createKvStore(await openDatabase({ driver }))
  * await kv.set('user:prefs', { theme: 'dark' })
  */
-export function createKvStore(db: AgentDatabase): KvStore {
-  return new KvStore(db, db.clock)
+export function createKvStore(db: AgentDatabase, options: { feed?: FeedOptions } = {}): KvStore {
+  const feed = options.feed
+  if (feed?.enabled === false) return new KvStore(db, db.clock)
+  return new KvStore(
+    db,
+    db.clock,
+    feed?.sessionId === undefined ? {} : { sessionId: feed.sessionId },
+  )
 }

@@ -4,8 +4,10 @@ import {
   type Clock,
   executeDeferred,
   explicitId,
+  type IdSource,
   insertedRowid,
   type Queryable,
+  withActor,
 } from '@agentfs/core'
 import { errorMessage, toJson, toJsonLenient } from './json.js'
 
@@ -27,22 +29,27 @@ import {
  * precise timing, session, parent and metadata in the extension table `agentfs_tool_call_meta`
  * (same id), so spec readers still see plain spec rows.
  */
+interface ToolCallsOptions {
+  readonly referenceToolCalls: boolean
+  readonly sessionId?: string
+  /** Source of the tokens that tie a call to its changes in the feed. */
+  readonly ids?: IdSource
+}
+
 export class ToolCalls {
   readonly #q: Queryable
   readonly #clock: Clock
   readonly #reference: boolean
   readonly #sessionId: string | undefined
+  readonly #ids: IdSource | undefined
 
   /** @internal Use {@link createToolCalls}. */
-  constructor(
-    q: Queryable,
-    clock: Clock,
-    options: { referenceToolCalls: boolean; sessionId?: string },
-  ) {
+  constructor(q: Queryable, clock: Clock, options: ToolCallsOptions) {
     this.#q = q
     this.#clock = clock
     this.#reference = options.referenceToolCalls
     this.#sessionId = options.sessionId
+    this.#ids = options.ids
   }
 
   /** The session recorded on calls that do not name one. */
@@ -52,7 +59,7 @@ export class ToolCalls {
 
   /** The same log, recording `sessionId` by default. */
   withSession(sessionId: string): ToolCalls {
-    return new ToolCalls(this.#q, this.#clock, { referenceToolCalls: this.#reference, sessionId })
+    return new ToolCalls(this.#q, this.#clock, { ...this.#options(), sessionId })
   }
 
   /** This log running its statements on `q` (e.g. a transaction shared with the filesystem). */
@@ -65,10 +72,12 @@ export class ToolCalls {
     return this.#q.transaction((tx) => fn(new ToolCalls(tx, this.#clock, this.#options())))
   }
 
-  #options(): { referenceToolCalls: boolean; sessionId?: string } {
-    return this.#sessionId === undefined
-      ? { referenceToolCalls: this.#reference }
-      : { referenceToolCalls: this.#reference, sessionId: this.#sessionId }
+  #options(): ToolCallsOptions {
+    return {
+      referenceToolCalls: this.#reference,
+      ...(this.#sessionId === undefined ? {} : { sessionId: this.#sessionId }),
+      ...(this.#ids === undefined ? {} : { ids: this.#ids }),
+    }
   }
 
   /** Inserts one completed call (spec: insert once, on completion); returns its id. */
@@ -82,6 +91,7 @@ export class ToolCalls {
   async #insert(
     input: RecordInput,
     json: (value: unknown, what: string) => string,
+    callToken?: string,
   ): Promise<number> {
     const start = toNs(input.startedAt, 'startedAt')
     const end = toNs(input.completedAt, 'completedAt')
@@ -120,8 +130,8 @@ export class ToolCalls {
         id = chosen
       }
       await executeDeferred(tx, {
-        sql: 'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata) VALUES (?, ?, ?, ?, ?, ?)',
-        params: [id, sessionId, input.parentId ?? null, start, end, metadata],
+        sql: 'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata, call_token) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        params: [id, sessionId, input.parentId ?? null, start, end, metadata, callToken ?? null],
       })
       return id
     })
@@ -143,9 +153,16 @@ export class ToolCalls {
     options: TrackOptions = {},
   ): Promise<T> {
     const startedAt = this.#clock.now()
+    // What `fn` changes in the filesystem and kv is attributed to this call in the change feed.
+    const callToken = this.#ids?.next()
+    const sessionId = options.sessionId ?? this.#sessionId
+    const actor = {
+      ...(sessionId === undefined ? {} : { sessionId }),
+      ...(callToken === undefined ? {} : { callToken }),
+    }
     let outcome: { ok: true; value: T } | { ok: false; error: unknown }
     try {
-      outcome = { ok: true, value: await fn() }
+      outcome = { ok: true, value: await withActor(actor, fn) }
     } catch (error) {
       outcome = { ok: false, error }
     }
@@ -162,6 +179,7 @@ export class ToolCalls {
         ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
       },
       toJsonLenient,
+      callToken,
     )
     if (!outcome.ok) throw outcome.error
     return outcome.value
@@ -338,5 +356,9 @@ export function createToolCalls(
   db: AgentDatabase,
   options: { sessionId?: string } = {},
 ): ToolCalls {
-  return new ToolCalls(db, db.clock, { referenceToolCalls: db.referenceToolCalls, ...options })
+  return new ToolCalls(db, db.clock, {
+    referenceToolCalls: db.referenceToolCalls,
+    ids: db.ids,
+    ...options,
+  })
 }

@@ -1,0 +1,101 @@
+import { createHash } from 'node:crypto'
+import { type Executor, executeDeferred } from './driver.js'
+import { AgentFsError } from './errors.js'
+
+/** Bytes of one chunk hash (SHA-256) in `agentfs_snap_inode.chunks`. */
+export const HASH_BYTES = 32
+
+/** The hashes a `chunks` column holds, in chunk order. */
+export function hashesOf(chunks: Uint8Array | null): Uint8Array[] {
+  if (!chunks) return []
+  if (chunks.byteLength % HASH_BYTES !== 0)
+    throw new AgentFsError(
+      'CORRUPT',
+      `agentfs_snap_inode.chunks has ${chunks.byteLength} bytes, not a whole number of hashes; run fsck`,
+    )
+  const out: Uint8Array[] = []
+  for (let at = 0; at < chunks.byteLength; at += HASH_BYTES)
+    out.push(chunks.subarray(at, at + HASH_BYTES))
+  return out
+}
+
+/**
+ * Stores the chunks of inode `ino` (as they are in `fs_data` now) in the blob store, one
+ * reference each, and returns their hashes concatenated. A chunk already stored only gains a
+ * reference: unchanged content costs no bytes. A hole (a missing chunk index) is stored as
+ * zeros of the chunk size, the way a read sees it.
+ */
+export async function captureChunks(
+  q: Executor,
+  ino: number,
+  size: number,
+  chunkSize: number,
+): Promise<Uint8Array> {
+  const count = Math.ceil(size / chunkSize)
+  if (count === 0) return new Uint8Array(0)
+  const { rows } = await q.execute<{ chunk_index: number; data: Uint8Array }>({
+    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index < ? ORDER BY chunk_index',
+    params: [ino, count],
+  })
+  const out = new Uint8Array(count * HASH_BYTES)
+  let next = 0
+  const put = async (index: number, data: Uint8Array) => {
+    // The stored chunk is what a read of the file returns: cut at the size, holes as zeros.
+    const length = Math.min(chunkSize, size - index * chunkSize)
+    const bytes =
+      data.byteLength === length
+        ? data
+        : (() => {
+            const b = new Uint8Array(length)
+            b.set(data.subarray(0, length))
+            return b
+          })()
+    const hash = createHash('sha256').update(bytes).digest()
+    out.set(hash, index * HASH_BYTES)
+    await addRef(q, hash, bytes)
+  }
+  for (const row of rows) {
+    while (next < row.chunk_index) await put(next++, new Uint8Array(0))
+    await put(row.chunk_index, row.data)
+    next = row.chunk_index + 1
+  }
+  while (next < count) await put(next++, new Uint8Array(0))
+  return out
+}
+
+/** One more reference to a chunk, storing its bytes when it is new. */
+export async function addRef(q: Executor, hash: Uint8Array, bytes: Uint8Array): Promise<void> {
+  await executeDeferred(q, {
+    sql: 'INSERT INTO agentfs_blob (hash, data, refs) VALUES (?, ?, 1) ON CONFLICT(hash) DO UPDATE SET refs = refs + 1',
+    params: [hash, bytes],
+  })
+}
+
+/** Drops one reference to each chunk of `chunks`, deleting chunks nothing refers to. */
+export async function dropRefs(q: Executor, chunks: Uint8Array | null): Promise<void> {
+  for (const hash of hashesOf(chunks)) {
+    await executeDeferred(q, {
+      sql: 'UPDATE agentfs_blob SET refs = refs - 1 WHERE hash = ?',
+      params: [hash],
+    })
+    await executeDeferred(q, {
+      sql: 'DELETE FROM agentfs_blob WHERE hash = ? AND refs <= 0',
+      params: [hash],
+    })
+  }
+}
+
+/** The bytes of one stored chunk (CORRUPT when the store lost it). */
+export async function readBlob(q: Executor, hash: Uint8Array): Promise<Uint8Array> {
+  const { rows } = await q.execute<{ data: Uint8Array }>({
+    sql: 'SELECT data FROM agentfs_blob WHERE hash = ?',
+    params: [hash],
+  })
+  const row = rows[0]
+  if (!row)
+    throw new AgentFsError(
+      'CORRUPT',
+      `snapshot chunk ${Buffer.from(hash).toString('hex')} is missing from agentfs_blob; run fsck`,
+    )
+  return row.data
+}

@@ -1,0 +1,211 @@
+import type { ChangeOp } from './changes.js'
+import { AgentFsError } from './errors.js'
+import type { Queryable } from './guard-driver.js'
+import { normalizePath } from './path.js'
+
+/** One row of the change feed, as read back. */
+export interface Change {
+  /** Position in the feed; pass the last one seen as the next cursor. */
+  readonly seq: number
+  /** When, in microseconds since the epoch. */
+  readonly atUs: number
+  readonly op: ChangeOp
+  /** The path changed (for kv changes, the key; for rename and link, the source). */
+  readonly path: string | null
+  /** The destination of rename and link; the source of a copy. */
+  readonly path2: string | null
+  readonly ino: number | null
+  /** The inode's version token after the change (what `stat().version` returned then). */
+  readonly version: string | null
+  readonly size: number | null
+  readonly sessionId: string | null
+  /** The tool call the change ran in, once that call is recorded (it is, when it returns). */
+  readonly toolCallId: number | null
+  readonly callToken: string | null
+}
+
+/** Filters of {@link readChanges}. */
+export interface ChangeQuery {
+  /** Only changes of this path (either path of a rename or link). */
+  readonly path?: string
+  /** With `path`: changes anywhere below it too. */
+  readonly recursive?: boolean
+  /** Only kv changes (`'kv'`) or only filesystem changes (`'fs'`). */
+  readonly store?: 'fs' | 'kv'
+  /** Page size (default 100, at most 10,000). */
+  readonly limit?: number
+  /** Only changes at or after this time (ms since the epoch, or a Date). */
+  readonly since?: number | Date
+}
+
+/** A page of changes and the cursor to read the next one from. */
+export interface ChangePage {
+  readonly changes: Change[]
+  /** Pass back as `cursor`: the last sequence number read (or the one given, when none). */
+  readonly cursor: number
+  readonly more: boolean
+}
+
+const MAX_PAGE = 10_000
+
+interface ChangeRow {
+  seq: number
+  at_us: number
+  op: ChangeOp
+  path: string | null
+  path2: string | null
+  ino: number | null
+  version: string | null
+  size: number | null
+  session_id: string | null
+  tool_call_id: number | null
+  call_token: string | null
+}
+
+/** Escapes `%`, `_` and `\` for a LIKE pattern with `ESCAPE '\'`. */
+function likePrefix(prefix: string): string {
+  return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}/%`
+}
+
+function pathCondition(
+  path: string,
+  recursive: boolean,
+  column: string,
+): { sql: string; params: string[] } {
+  if (!recursive || path === '/') {
+    if (path === '/' && recursive) return { sql: `${column} IS NOT NULL`, params: [] }
+    return { sql: `${column} = ?`, params: [path] }
+  }
+  return {
+    sql: `(${column} = ? OR ${column} LIKE ? ESCAPE '\\')`,
+    params: [path, likePrefix(path)],
+  }
+}
+
+/**
+ * The changes after `cursor` (0: from the start), oldest first, one page. A path filter
+ * matches either path of a change; `recursive` also matches everything below it.
+ */
+export async function readChanges(
+  q: Queryable,
+  cursor = 0,
+  query: ChangeQuery = {},
+): Promise<ChangePage> {
+  if (!Number.isSafeInteger(cursor) || cursor < 0)
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `cursor must be a non-negative integer, got ${cursor}`,
+    )
+  const limit = query.limit ?? 100
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE)
+    throw new AgentFsError('INVALID_ARGUMENT', `limit must be 1 … ${MAX_PAGE}, got ${limit}`)
+  const where = ['c.seq > ?']
+  const params: Array<string | number> = [cursor]
+  if (query.path !== undefined) {
+    const path = query.store === 'kv' ? query.path : normalizePath(query.path, 'changes')
+    const a = pathCondition(path, query.recursive === true, 'c.path')
+    const b = pathCondition(path, query.recursive === true, 'c.path2')
+    where.push(`(${a.sql} OR ${b.sql})`)
+    params.push(...a.params, ...b.params)
+  }
+  if (query.store === 'kv') where.push("c.op LIKE 'kv-%'")
+  if (query.store === 'fs') where.push("c.op NOT LIKE 'kv-%'")
+  if (query.since !== undefined) {
+    const ms = query.since instanceof Date ? query.since.getTime() : query.since
+    if (!Number.isFinite(ms))
+      throw new AgentFsError('INVALID_ARGUMENT', `since must be a time, got ${String(query.since)}`)
+    where.push('c.at_us >= ?')
+    params.push(Math.floor(ms * 1000))
+  }
+  params.push(limit + 1)
+  const { rows } = await q.execute<ChangeRow>({
+    sql: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.version, c.size, c.session_id, c.call_token,
+  (SELECT m.id FROM agentfs_tool_call_meta m WHERE m.call_token = c.call_token) AS tool_call_id
+FROM agentfs_change c WHERE ${where.join(' AND ')} ORDER BY c.seq LIMIT ?`,
+    params,
+  })
+  const more = rows.length > limit
+  const page = more ? rows.slice(0, limit) : rows
+  const changes = page.map(
+    (r): Change => ({
+      seq: r.seq,
+      atUs: r.at_us,
+      op: r.op,
+      path: r.path,
+      path2: r.path2,
+      ino: r.ino,
+      version: r.version,
+      size: r.size,
+      sessionId: r.session_id,
+      toolCallId: r.tool_call_id,
+      callToken: r.call_token,
+    }),
+  )
+  return { changes, cursor: changes.at(-1)?.seq ?? cursor, more }
+}
+
+/** The newest sequence number in the feed (0 when it is empty). */
+export async function lastChange(q: Queryable): Promise<number> {
+  const { rows } = await q.execute<{ top: number | null }>({
+    sql: 'SELECT max(seq) AS top FROM agentfs_change',
+  })
+  return rows[0]?.top ?? 0
+}
+
+/** Options of {@link followChanges}. */
+export interface FollowOptions extends ChangeQuery {
+  /** Start after this sequence number (default: the newest now, so only new changes). */
+  readonly cursor?: number
+  /** Stops the iteration. */
+  readonly signal?: AbortSignal
+  /** How often to look for new rows (default 50 ms): one primary-key probe, never a scan. */
+  readonly intervalMs?: number
+}
+
+/**
+ * Every change after the cursor, then each new one as it commits — from this process or any
+ * other writing the same database file — until `signal` aborts. Waits by probing the newest
+ * sequence number (an index lookup); reads rows only when it moved.
+ */
+export async function* followChanges(
+  q: Queryable,
+  options: FollowOptions = {},
+): AsyncGenerator<Change, void, undefined> {
+  const { signal } = options
+  const interval = options.intervalMs ?? 50
+  if (!(interval >= 1 && interval <= 60_000))
+    throw new AgentFsError('INVALID_ARGUMENT', `intervalMs must be 1 … 60000, got ${interval}`)
+  let cursor = options.cursor ?? (await lastChange(q))
+  while (!signal?.aborted) {
+    // Rows commit in sequence order, so everything up to `top` is visible to the read below.
+    const top = await lastChange(q)
+    const page = await readChanges(q, cursor, options)
+    for (const change of page.changes) {
+      if (signal?.aborted) return
+      yield change
+    }
+    if (page.more) {
+      cursor = page.cursor
+      continue
+    }
+    // Rows up to `top` that did not match are skipped for good; wait for the sequence to move.
+    cursor = Math.max(page.cursor, top)
+    while ((await lastChange(q)) <= cursor) {
+      if (signal?.aborted) return
+      await sleep(interval, signal)
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve()
+    const done = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal?.addEventListener('abort', done, { once: true })
+  })
+}

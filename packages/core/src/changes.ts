@@ -1,0 +1,119 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
+import type { Timestamp } from './clock.js'
+import { type Executor, executeDeferred } from './driver.js'
+import { explicitId } from './guard-driver.js'
+import type { VersionRetention } from './versions.js'
+
+/** What a row of the change feed (`agentfs_change`) says happened. */
+export type ChangeOp =
+  | 'create'
+  | 'write'
+  | 'truncate'
+  | 'rename'
+  | 'link'
+  | 'unlink'
+  | 'mkdir'
+  | 'rmdir'
+  | 'rm'
+  | 'symlink'
+  | 'mknod'
+  | 'chmod'
+  | 'chown'
+  | 'utimes'
+  | 'kv-set'
+  | 'kv-delete'
+  | 'kv-clear'
+  | 'commit'
+  | 'restore'
+
+/** Who a change is attributed to: a session, and the tool call it ran in. */
+export interface Actor {
+  readonly sessionId?: string
+  /** Token of the running tool call; its `agentfs_tool_call_meta` row carries the same token. */
+  readonly callToken?: string
+}
+
+/** One change as an operation reports it; the feed adds the sequence, time and actor. */
+export interface ChangeRecord {
+  readonly op: ChangeOp
+  /** The path changed (for a kv change, the key; for rename and link, the source). */
+  path?: string
+  /** The second path of rename, link and copy (the destination; for copy, the source). */
+  path2?: string
+  /** The inode changed; its size and version token are read from the row when it exists. */
+  ino?: number
+  /** The directory whose entry `path` names, when the entry itself changed (snapshots use it). */
+  dir?: number
+  /** The directory of `path2`'s entry, when it changed. */
+  dir2?: number
+}
+
+// One store per process even when two copies of this package are loaded.
+const KEY = Symbol.for('agentfs.actor')
+const registry = globalThis as { [KEY]?: AsyncLocalStorage<Actor> }
+const actors: AsyncLocalStorage<Actor> = registry[KEY] ?? new AsyncLocalStorage<Actor>()
+registry[KEY] = actors
+
+/** Runs `fn` with its changes attributed to `actor` (tool calls do this around their body). */
+export function withActor<T>(actor: Actor, fn: () => T): T {
+  return actors.run(actor, fn)
+}
+
+/** The actor of the running call, if a tool call or `withActor` set one. */
+export function currentActor(): Actor | undefined {
+  return actors.getStore()
+}
+
+/** Whether and how a store appends to the feed. */
+export interface FeedOptions {
+  /** Append a row per change (default true). */
+  readonly enabled?: boolean
+  /** Session recorded on changes made outside any tool call. */
+  readonly sessionId?: string
+  /**
+   * Keep the content of files after each change, so `fs.readFile(path, { version })` can read
+   * it back (off by default: each change then also hashes and stores the file's chunks).
+   * `true` uses the default retention.
+   */
+  readonly versions?: boolean | VersionRetention
+}
+
+/** Whether a change leaves a file content worth keeping as a version. */
+export const CONTENT_OPS: ReadonlySet<ChangeOp> = new Set(['create', 'write', 'truncate'])
+
+/** Microseconds since the epoch of a timestamp. */
+export function micros(now: Timestamp): number {
+  return now.sec * 1_000_000 + Math.floor(now.nsec / 1000)
+}
+
+/**
+ * Appends `change` to the feed in the caller's transaction. The size and version token of the
+ * changed inode are read from its row in the same statement, so they are the committed ones.
+ */
+export async function appendChange(
+  q: Executor,
+  change: ChangeRecord,
+  now: Timestamp,
+  sessionId: string | undefined,
+): Promise<void> {
+  const actor = currentActor()
+  const seq = await explicitId(q, 'agentfs_change')
+  await executeDeferred(q, {
+    sql: `INSERT INTO agentfs_change (seq, at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size, session_id, call_token)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, CAST(i.ctime * 1000000000 + i.ctime_nsec AS TEXT), i.size, ?, ?
+FROM (SELECT 1) LEFT JOIN fs_inode i ON i.ino = ?`,
+    params: [
+      seq ?? null,
+      micros(now),
+      change.op,
+      change.path ?? null,
+      change.path2 ?? null,
+      change.ino ?? null,
+      change.dir ?? null,
+      change.dir2 ?? null,
+      actor?.sessionId ?? sessionId ?? null,
+      actor?.callToken ?? null,
+      change.ino ?? null,
+    ],
+  })
+}
