@@ -9,6 +9,7 @@ import {
   type GuardedDriver,
   type IdSource,
   openDatabase,
+  type VersionRetention,
 } from '@agentfs/core'
 import {
   createFileSystem,
@@ -16,6 +17,7 @@ import {
   type FsPolicy,
   type SqlFileSystem,
 } from '@agentfs/fs'
+import { ChangeLog, History, type SnapshotInfo, type SnapshotOptions } from '@agentfs/history'
 import { createKvStore, type KvStore } from '@agentfs/kv'
 import { createToolCalls, type ToolCalls } from '@agentfs/tool-calls'
 
@@ -43,8 +45,19 @@ export interface AgentFSOptions {
    * Shorthand for `fs: { policy }`.
    */
   readonly policy?: FsPolicy
-  /** Session recorded on every tool call that does not name one. */
+  /** Session recorded on every tool call and change that does not name one. */
   readonly sessionId?: string
+  /**
+   * Record every change of files and kv in the change feed (`agent.changes`), which `fs.watch`,
+   * file histories and cheap snapshots read. Default true; about one row per change.
+   */
+  readonly feed?: boolean
+  /**
+   * Keep past contents of files so `fs.readFile(path, { version })` reads them: `true` for the
+   * default retention (20 per file, 30 days, 256 MiB, files up to 8 MiB) or your limits. Off by
+   * default: each write then also stores the file's chunks (deduplicated).
+   */
+  readonly versions?: boolean | VersionRetention
   /** Default driver only: `PRAGMA synchronous` (`NORMAL`, or `FULL` to fsync every commit). */
   readonly synchronous?: 'NORMAL' | 'FULL'
   /** Default driver only: how long to wait for another process's write lock (default 5000 ms). */
@@ -75,17 +88,33 @@ export class AgentFS implements AgentScope {
   readonly fs: SqlFileSystem
   readonly kv: KvStore
   readonly tools: ToolCalls
+  /** The change feed: what changed, when, and through which session and tool call. */
+  readonly changes: ChangeLog
+  /** Snapshots of files and kv: take, list, diff, read from, restore, delete. */
+  readonly history: History
   /** The database file, when the SDK opened one by id or path. */
   readonly path: string | undefined
 
   private constructor(db: AgentDatabase, options: AgentFSOptions, path: string | undefined) {
     this.db = db
     this.path = path
-    this.fs = createFileSystem(
-      db,
-      options.policy ? { ...options.fs, policy: options.policy } : options.fs,
-    )
-    this.kv = createKvStore(db)
+    const feed = {
+      enabled: options.feed ?? true,
+      ...(options.versions === undefined ? {} : { versions: options.versions }),
+      ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+    }
+    this.fs = createFileSystem(db, {
+      feed,
+      ...options.fs,
+      ...(options.policy ? { policy: options.policy } : {}),
+    })
+    this.kv = createKvStore(db, { feed })
+    this.changes = new ChangeLog(db)
+    this.history = new History(db, {
+      clock: db.clock,
+      chunkSize: db.chunkSize,
+      ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+    })
     this.tools = createToolCalls(
       db,
       options.sessionId === undefined ? {} : { sessionId: options.sessionId },
@@ -145,6 +174,16 @@ export class AgentFS implements AgentScope {
     return this.db.transaction((q) =>
       fn({ fs: this.fs.bind(q), kv: this.kv.bind(q), tools: this.tools.bind(q) }),
     )
+  }
+
+  /** Records the whole state (files, kv) as a snapshot; cost is proportional to what changed. */
+  snapshot(name?: string, options?: SnapshotOptions): Promise<SnapshotInfo> {
+    return this.history.snapshot(name, options)
+  }
+
+  /** Makes files and kv what a snapshot holds (one transaction; undo with `before`). */
+  restore(name: string): Promise<{ restored: SnapshotInfo; before: SnapshotInfo }> {
+    return this.history.restore(name)
   }
 
   /** Closes the database after running calls finish. Idempotent. */

@@ -1,3 +1,4 @@
+export type { Change, ChangePage, ChangeQuery, FollowOptions } from '@agentfs/core'
 export { AgentFsError, FsError, isAgentFsError } from '@agentfs/core'
 export type {
   FileSystem,
@@ -8,6 +9,13 @@ export type {
   Stats,
 } from '@agentfs/fs'
 export { ConflictError } from '@agentfs/fs'
+export type {
+  ChangeLog,
+  History,
+  SnapshotChange,
+  SnapshotInfo,
+  SnapshotOptions,
+} from '@agentfs/history'
 export type { KvEntry, KvStore } from '@agentfs/kv'
 export { KvConflictError } from '@agentfs/kv'
 export type { ToolCall, ToolCalls, ToolStats } from '@agentfs/tool-calls'

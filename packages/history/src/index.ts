@@ -1,0 +1,6 @@
+export type { TrimOptions } from './change-log.js'
+export { ChangeLog } from './change-log.js'
+export type { SnapshotChange } from './diff.js'
+export { diffSnapshots } from './diff.js'
+export type { SnapshotInfo, SnapshotOptions } from './history.js'
+export { History } from './history.js'

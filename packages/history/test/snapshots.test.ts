@@ -1,0 +1,128 @@
+import {
+  type AgentDatabase,
+  fixedClock,
+  isAgentFsError,
+  openDatabase,
+  systemClock,
+} from '@agentfs/core'
+import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import { createFileSystem } from '@agentfs/fs'
+import { createKvStore } from '@agentfs/kv'
+import { afterEach, describe, expect, test } from 'vitest'
+import { History } from '../src/index.js'
+
+const open: AgentDatabase[] = []
+afterEach(async () => {
+  for (const db of open.splice(0)) await db.close()
+})
+
+async function fresh(clock = systemClock()) {
+  const db = await openDatabase({ driver: betterSqlite3Driver({ path: ':memory:' }), clock })
+  open.push(db)
+  const fs = createFileSystem(db)
+  const kv = createKvStore(db)
+  const history = new History(db, { clock: db.clock, chunkSize: db.chunkSize })
+  const count = async (table: string) =>
+    (await db.execute<{ n: number }>({ sql: `SELECT count(*) AS n FROM ${table}` })).rows[0]!.n
+  return { db, fs, kv, history, count }
+}
+
+describe('snapshots', () => {
+  test('restore brings back files, directories, links and kv; restore is undoable', async () => {
+    const { fs, kv, history } = await fresh()
+    await fs.mkdir('/src/lib', { recursive: true })
+    await fs.writeFile('/src/a.txt', 'one\n')
+    await fs.writeFile('/src/lib/b.bin', Buffer.alloc(10_000, 7))
+    await fs.symlink('a.txt', '/src/link')
+    await fs.link('/src/a.txt', '/src/hard')
+    await kv.set('k', { v: 1 })
+    await history.snapshot('first')
+
+    await fs.writeFile('/src/a.txt', 'two\n')
+    await fs.rm('/src/lib', { recursive: true })
+    await fs.rename('/src/link', '/moved')
+    await fs.writeFile('/new.txt', 'new')
+    await kv.set('k', { v: 2 })
+    await kv.set('extra', 1)
+
+    const { before } = await history.restore('first')
+    expect(await fs.readFile('/src/a.txt', 'utf8')).toBe('one\n')
+    expect(await fs.readFile('/src/hard', 'utf8')).toBe('one\n')
+    expect((await fs.stat('/src/a.txt')).nlink).toBe(2)
+    expect(await fs.readFile('/src/lib/b.bin')).toEqual(Buffer.alloc(10_000, 7))
+    expect(await fs.readlink('/src/link')).toBe('a.txt')
+    expect(await fs.exists('/moved')).toBe(false)
+    expect(await fs.exists('/new.txt')).toBe(false)
+    expect(await kv.get('k')).toEqual({ v: 1 })
+    expect(await kv.get('extra')).toBeUndefined()
+
+    await history.restore(before.name)
+    expect(await fs.readFile('/src/a.txt', 'utf8')).toBe('two\n')
+    expect(await fs.exists('/src/lib')).toBe(false)
+    expect(await fs.readlink('/moved')).toBe('a.txt')
+    expect(await fs.readFile('/new.txt', 'utf8')).toBe('new')
+    expect(await kv.get('extra')).toBe(1)
+  })
+
+  test('a snapshot after a small change costs rows in proportion to the change', async () => {
+    const { fs, history, count } = await fresh()
+    for (let i = 0; i < 200; i++)
+      await fs.writeFile(`/d${i % 10}/f${i}.txt`, `file ${i}`).catch(async () => {
+        await fs.mkdir(`/d${i % 10}`)
+        await fs.writeFile(`/d${i % 10}/f${i}.txt`, `file ${i}`)
+      })
+    await history.snapshot('a')
+    const rows = await count('agentfs_snap_inode')
+    const blobs = await count('agentfs_blob')
+    expect(rows).toBe(211)
+    await fs.writeFile('/d3/f3.txt', 'changed')
+    await history.snapshot('b')
+    expect(await count('agentfs_snap_inode')).toBe(rows + 1)
+    expect(await count('agentfs_blob')).toBe(blobs + 1)
+    expect(await history.readFile('/d3/f3.txt', { snapshot: 'a', encoding: 'utf8' })).toBe('file 3')
+    expect(await history.readFile('/d3/f3.txt', { snapshot: 'b', encoding: 'utf8' })).toBe(
+      'changed',
+    )
+    const diff = await history.diff('a', 'b')
+    expect(diff.map((c) => [c.path, c.kind])).toEqual([['/d3/f3.txt', 'modified']])
+    expect(diff[0]!.diff).toContain('-file 3')
+  })
+
+  test('deleting snapshots reclaims rows and chunks', async () => {
+    const { fs, history, count } = await fresh()
+    await fs.writeFile('/a', 'x'.repeat(9000))
+    await history.snapshot('one')
+    await fs.writeFile('/a', 'y'.repeat(9000))
+    await history.snapshot('two')
+    expect(await count('agentfs_blob')).toBe(4)
+    expect(await history.deleteSnapshot('one')).toBe(true)
+    expect(await count('agentfs_blob')).toBe(2)
+    expect(await history.readFile('/a', { snapshot: 'two', encoding: 'utf8' })).toBe(
+      'y'.repeat(9000),
+    )
+    expect(await history.deleteSnapshot('two')).toBe(true)
+    expect(await count('agentfs_blob')).toBe(0)
+    expect(await count('agentfs_snap_inode')).toBe(0)
+    expect(await history.deleteSnapshot('two')).toBe(false)
+  })
+
+  test('diff against now does not keep a snapshot', async () => {
+    const { fs, history } = await fresh(fixedClock())
+    await fs.writeFile('/a', 'a\n')
+    await history.snapshot('s')
+    await fs.writeFile('/a', 'b\n')
+    await fs.mkdir('/dir')
+    const diff = await history.diff('s')
+    expect(diff.map((c) => `${c.kind} ${c.path}`)).toEqual(['modified /a', 'added /dir'])
+    expect((await history.listSnapshots()).map((s) => s.name)).toEqual(['s'])
+  })
+
+  test('bad names and unknown snapshots are clear errors', async () => {
+    const { history } = await fresh()
+    await expect(history.snapshot('../x')).rejects.toThrow(/snapshot name/)
+    await expect(history.restore('nope')).rejects.toThrow(/no snapshot named 'nope'/)
+    await history.snapshot('x')
+    const error = await history.snapshot('x').catch((e: unknown) => e)
+    expect(isAgentFsError(error, 'INVALID_ARGUMENT')).toBe(true)
+  })
+})

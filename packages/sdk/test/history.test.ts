@@ -1,0 +1,205 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, test } from 'vitest'
+import { AgentFS } from '../src/index.js'
+
+const agents: AgentFS[] = []
+const dirs: string[] = []
+afterEach(async () => {
+  for (const agent of agents.splice(0)) await agent.close()
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+})
+
+async function open(options: Parameters<typeof AgentFS.open>[0] = {}) {
+  const agent = await AgentFS.open({ path: ':memory:', ...options })
+  agents.push(agent)
+  return agent
+}
+
+describe('change feed', () => {
+  test('one row per change with op, paths, inode, version and size; reads add none', async () => {
+    const agent = await open({ sessionId: 'sess-1' })
+    await agent.fs.mkdir('/a/b', { recursive: true })
+    await agent.fs.writeFile('/a/b/f.txt', 'hello')
+    await agent.fs.readFile('/a/b/f.txt')
+    await agent.fs.appendFile('/a/b/f.txt', '!')
+    await agent.fs.rename('/a/b/f.txt', '/a/g.txt')
+    await agent.fs.chmod('/a/g.txt', 0o600)
+    await agent.fs.unlink('/a/g.txt')
+    await agent.kv.set('key', 1)
+    await agent.kv.delete('key')
+    const { changes } = await agent.changes.since(0)
+    expect(changes.map((c) => [c.op, c.path, c.path2])).toEqual([
+      ['mkdir', '/a', null],
+      ['mkdir', '/a/b', null],
+      ['create', '/a/b/f.txt', null],
+      ['write', '/a/b/f.txt', null],
+      ['rename', '/a/b/f.txt', '/a/g.txt'],
+      ['chmod', '/a/g.txt', null],
+      ['unlink', '/a/g.txt', null],
+      ['kv-set', 'key', null],
+      ['kv-delete', 'key', null],
+    ])
+    const write = changes[3]!
+    expect(write.size).toBe(6)
+    expect(changes.every((c) => c.sessionId === 'sess-1')).toBe(true)
+    expect(changes.map((c) => c.seq)).toEqual([...changes.map((c) => c.seq)].sort((x, y) => x - y))
+    // Version tokens are the stat() tokens of the moment.
+    await agent.fs.writeFile('/v', 'x')
+    const last = (await agent.changes.since(write.seq, { path: '/v' })).changes[0]!
+    expect(last.version).toBe((await agent.fs.stat('/v')).version)
+  })
+
+  test('a failed operation leaves no row; a transaction rolls its rows back', async () => {
+    const agent = await open()
+    await expect(agent.fs.unlink('/missing')).rejects.toThrow(/ENOENT/)
+    await expect(
+      agent.transaction(async (tx) => {
+        await tx.fs.writeFile('/x', 'x')
+        throw new Error('stop')
+      }),
+    ).rejects.toThrow('stop')
+    expect((await agent.changes.since(0)).changes).toEqual([])
+  })
+
+  test('changes inside a tracked tool call carry the call id', async () => {
+    const agent = await open()
+    await agent.tools.track('write_file', { path: '/n' }, () => agent.fs.writeFile('/n', 'x'))
+    await agent.fs.writeFile('/m', 'y')
+    const { changes } = await agent.changes.since(0)
+    const [call] = await agent.tools.recent(1)
+    expect(changes[0]!.toolCallId).toBe(call!.id)
+    expect(changes[1]!.toolCallId).toBeNull()
+  })
+
+  test('path filters, recursion, paging and the kv/fs split', async () => {
+    const agent = await open()
+    await agent.fs.mkdir('/p')
+    await agent.fs.writeFile('/p/1', '1')
+    await agent.fs.writeFile('/p_/2', '2').catch(() => undefined)
+    await agent.fs.writeFile('/q', 'q')
+    await agent.kv.set('/p/1', 'kv')
+    const below = await agent.changes.since(0, { path: '/p', recursive: true, store: 'fs' })
+    expect(below.changes.map((c) => c.path)).toEqual(['/p', '/p/1'])
+    const page = await agent.changes.since(0, { limit: 2 })
+    expect(page.more).toBe(true)
+    const next = await agent.changes.since(page.cursor, { limit: 10 })
+    expect(next.changes[0]!.seq).toBe(page.cursor + 1)
+    expect((await agent.changes.since(0, { store: 'kv' })).changes.map((c) => c.op)).toEqual([
+      'kv-set',
+    ])
+  })
+
+  test('feed off: no rows', async () => {
+    const agent = await open({ feed: false })
+    await agent.fs.writeFile('/x', 'x')
+    await agent.kv.set('k', 1)
+    expect(await agent.changes.last()).toBe(0)
+  })
+
+  test('trim deletes old rows; the next snapshot compares everything', async () => {
+    const agent = await open()
+    for (let i = 0; i < 5; i++) await agent.fs.writeFile(`/f${i}`, `${i}`)
+    await agent.snapshot('one')
+    await agent.fs.writeFile('/f0', 'changed')
+    expect(await agent.changes.trim({ keep: 2 })).toBe(4)
+    await agent.snapshot('two')
+    expect(await agent.history.readFile('/f0', { snapshot: 'two', encoding: 'utf8' })).toBe(
+      'changed',
+    )
+  })
+})
+
+describe('file versions', () => {
+  test('history lists who changed a file; kept versions read back; retention drops the oldest', async () => {
+    const agent = await open({ versions: { maxCount: 2 }, sessionId: 's' })
+    await agent.fs.writeFile('/f', 'v1')
+    const v1 = (await agent.fs.stat('/f')).version
+    await agent.tools.track('edit', {}, () => agent.fs.writeFile('/f', 'v2'))
+    const v2 = (await agent.fs.stat('/f')).version
+    await agent.fs.rename('/f', '/g')
+    await agent.fs.appendFile('/g', '+')
+    const list = await agent.fs.history('/g')
+    expect(list.map((v) => v.op)).toEqual(['write', 'rename', 'write', 'create'])
+    expect(list[2]!.toolCallId).not.toBeNull()
+    expect(list[2]!.version).toBe(v2)
+    expect(await agent.fs.readFile('/g', { version: v2, encoding: 'utf8' })).toBe('v2')
+    expect(await agent.fs.readFile('/g', { version: list[0]!.version!, encoding: 'utf8' })).toBe(
+      'v2+',
+    )
+    // maxCount 2: the first version was dropped when the third was kept.
+    expect(list[3]!.readable).toBe(false)
+    await expect(agent.fs.readFile('/g', { version: v1 })).rejects.toThrow(/not kept/)
+  })
+
+  test('versions off: history still lists changes; old contents are not readable', async () => {
+    const agent = await open()
+    await agent.fs.writeFile('/f', 'a')
+    const old = (await agent.fs.stat('/f')).version
+    await agent.fs.writeFile('/f', 'b')
+    const list = await agent.fs.history('/f')
+    expect(list.map((v) => [v.op, v.readable])).toEqual([
+      ['write', true],
+      ['create', false],
+    ])
+    await expect(agent.fs.readFile('/f', { version: old })).rejects.toThrow(/ENOENT/)
+    await expect(agent.fs.history('/nothing')).rejects.toThrow(/ENOENT/)
+  })
+})
+
+describe('follow and watch', () => {
+  test('follow sees changes from another process writing the same file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfs-follow-'))
+    dirs.push(dir)
+    const path = join(dir, 'agent.db')
+    const reader = await open({ path })
+    const writer = await open({ path })
+    const controller = new AbortController()
+    const seen: string[] = []
+    const following = (async () => {
+      for await (const change of reader.changes.follow({
+        signal: controller.signal,
+        intervalMs: 5,
+      })) {
+        seen.push(`${change.op} ${change.path}`)
+        if (seen.length === 2) controller.abort()
+      }
+    })()
+    await new Promise((r) => setTimeout(r, 30))
+    await writer.fs.writeFile('/one', '1')
+    await writer.kv.set('two', 2)
+    await following
+    expect(seen).toEqual(['create /one', 'kv-set two'])
+  })
+
+  test('fs.watch: rename and change events, filenames relative, recursive, abort ends it', async () => {
+    const agent = await open()
+    await agent.fs.mkdir('/w/sub', { recursive: true })
+    const controller = new AbortController()
+    const events: string[] = []
+    const watching = (async () => {
+      for await (const event of agent.fs.watch('/w', {
+        recursive: true,
+        signal: controller.signal,
+        intervalMs: 5,
+      })) {
+        events.push(`${event.eventType} ${String(event.filename)}`)
+        if (events.length === 5) controller.abort()
+      }
+    })()
+    await new Promise((r) => setTimeout(r, 20))
+    await agent.fs.writeFile('/outside', 'x')
+    await agent.fs.writeFile('/w/a', '1')
+    await agent.fs.writeFile('/w/a', '2')
+    await agent.fs.writeFile('/w/sub/b', '3')
+    await agent.fs.rename('/w/a', '/w/c')
+    await watching
+    expect(events).toEqual(['rename a', 'change a', 'rename sub/b', 'rename a', 'rename c'])
+    await expect(
+      (async () => {
+        for await (const _ of agent.fs.watch('/missing')) break
+      })(),
+    ).rejects.toThrow(/ENOENT/)
+  })
+})
