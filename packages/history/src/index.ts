@@ -1,3 +1,4 @@
+export { Branch, materialize } from './branch.js'
 export type { TrimOptions } from './change-log.js'
 export { ChangeLog } from './change-log.js'
 export type { SnapshotChange } from './diff.js'

@@ -17,7 +17,13 @@ import {
   type FsPolicy,
   type SqlFileSystem,
 } from '@agentfs/fs'
-import { ChangeLog, History, type SnapshotInfo, type SnapshotOptions } from '@agentfs/history'
+import {
+  Branch,
+  ChangeLog,
+  History,
+  type SnapshotInfo,
+  type SnapshotOptions,
+} from '@agentfs/history'
 import { createKvStore, type KvStore } from '@agentfs/kv'
 import { createToolCalls, type ToolCalls } from '@agentfs/tool-calls'
 
@@ -184,6 +190,37 @@ export class AgentFS implements AgentScope {
   /** Makes files and kv what a snapshot holds (one transaction; undo with `before`). */
   restore(name: string): Promise<{ restored: SnapshotInfo; before: SnapshotInfo }> {
     return this.history.restore(name)
+  }
+
+  /**
+   * A writable view of snapshot `name` (an overlay over its tree, in memory) whose changes can
+   * be diffed, committed onto the live tree (refused on conflicts) or discarded.
+   */
+  async branch(name: string): Promise<Branch> {
+    const local = await localDriver()
+    const memory = () =>
+      openDatabase({
+        driver: local({ path: ':memory:' }),
+        chunkSize: this.db.chunkSize,
+        clock: this.db.clock,
+      })
+    const base = await memory()
+    const delta = await memory().catch(async (error: unknown) => {
+      await base.close()
+      throw error
+    })
+    return Branch.open({
+      history: this.history,
+      live: this.fs,
+      q: this.db,
+      name,
+      base,
+      delta,
+    }).catch(async (error: unknown) => {
+      await delta.close()
+      await base.close()
+      throw error
+    })
   }
 
   /** Closes the database after running calls finish. Idempotent. */

@@ -148,6 +148,44 @@ describe('file versions', () => {
   })
 })
 
+describe('branches', () => {
+  test('a branch of a snapshot: edit, diff, commit onto the live tree, undo with restore', async () => {
+    const agent = await open()
+    await agent.fs.writeFile('/doc.md', 'v1\n')
+    await agent.fs.writeFile('/keep.md', 'keep\n')
+    await agent.snapshot('base')
+    const branch = await agent.branch('base')
+    expect(await branch.fs.readFile('/doc.md', 'utf8')).toBe('v1\n')
+    await branch.fs.writeFile('/doc.md', 'v2\n')
+    await branch.fs.writeFile('/added.md', 'new\n')
+    expect((await branch.diff()).map((c) => `${c.kind} ${c.path}`)).toEqual([
+      'added /added.md',
+      'modified /doc.md',
+    ])
+    expect(await agent.fs.readFile('/doc.md', 'utf8')).toBe('v1\n')
+    const { before } = await branch.commit()
+    await branch.close()
+    expect(await agent.fs.readFile('/doc.md', 'utf8')).toBe('v2\n')
+    expect(await agent.fs.readFile('/added.md', 'utf8')).toBe('new\n')
+    await agent.restore(before.name)
+    expect(await agent.fs.readFile('/doc.md', 'utf8')).toBe('v1\n')
+    expect(await agent.fs.exists('/added.md')).toBe(false)
+  })
+
+  test('commit refuses when the live tree changed the same path since the snapshot', async () => {
+    const agent = await open()
+    await agent.fs.writeFile('/doc.md', 'v1\n')
+    await agent.snapshot('base')
+    const branch = await agent.branch('base')
+    await branch.fs.writeFile('/doc.md', 'branch\n')
+    await agent.fs.writeFile('/doc.md', 'live\n')
+    await expect(branch.commit()).rejects.toThrow(/changed in the base/)
+    await branch.close()
+    expect(await agent.fs.readFile('/doc.md', 'utf8')).toBe('live\n')
+    expect((await agent.history.listSnapshots()).map((s) => s.name)).toEqual(['base'])
+  })
+})
+
 describe('follow and watch', () => {
   test('follow sees changes from another process writing the same file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'agentfs-follow-'))

@@ -1,0 +1,144 @@
+import { type AgentDatabase, AgentFsError, type Executor, hashesOf, readBlob } from '@agentfs/core'
+import { createFileSystem, type SqlFileSystem } from '@agentfs/fs'
+import {
+  type CommitResult,
+  createOverlay,
+  type OverlayChange,
+  type OverlayFs,
+} from '@agentfs/overlay'
+import type { History, SnapshotInfo } from './history.js'
+import { INODE_COLUMNS, isRegMode, type SnapInode, visibleAt } from './rows.js'
+
+/**
+ * Writes the tree of snapshot `id` (inodes with their numbers, entries, link targets, chunks)
+ * into `target`, a fresh database with the same chunk size. Time and space: the snapshot's size.
+ */
+export async function materialize(q: Executor, id: number, target: AgentDatabase): Promise<void> {
+  const inodes = await q.execute<SnapInode>({
+    sql: `SELECT ino, ${INODE_COLUMNS.join(', ')}, target, chunks FROM agentfs_snap_inode s WHERE ${visibleAt('s')}`,
+    params: [id, id],
+  })
+  const entries = await q.execute<{ parent_ino: number; name: string; ino: number }>({
+    sql: `SELECT parent_ino, name, ino FROM agentfs_snap_dentry d WHERE ${visibleAt('d')}`,
+    params: [id, id],
+  })
+  await target.transaction(async (tx) => {
+    for (const row of inodes.rows) {
+      await tx.execute({
+        sql: `INSERT INTO fs_inode (ino, ${INODE_COLUMNS.join(', ')}) VALUES (?, ${INODE_COLUMNS.map(() => '?').join(', ')})
+ON CONFLICT(ino) DO UPDATE SET ${INODE_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}`,
+        params: [row.ino, ...INODE_COLUMNS.map((c) => row[c])],
+      })
+      if (row.target !== null)
+        await tx.execute({
+          sql: 'INSERT INTO fs_symlink (ino, target) VALUES (?, ?)',
+          params: [row.ino, row.target],
+        })
+      if (!isRegMode(row.mode)) continue
+      let index = 0
+      for (const hash of hashesOf(row.chunks)) {
+        const data = await readBlob(q, hash)
+        if (data.some((b) => b !== 0))
+          await tx.execute({
+            sql: 'INSERT INTO fs_data (ino, chunk_index, data) VALUES (?, ?, ?)',
+            params: [row.ino, index, data],
+          })
+        index++
+      }
+    }
+    for (const e of entries.rows)
+      await tx.execute({
+        sql: 'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
+        params: [e.name, e.parent_ino, e.ino],
+      })
+  })
+}
+
+/**
+ * A writable view of a snapshot: an overlay whose base is the snapshot's tree. Its changes can
+ * be reviewed (`diff`), applied to the live tree (`commit`, refused on conflicts exactly like an
+ * overlay commit: a path the branch changed that the live tree also changed since the
+ * snapshot), or dropped (`discard`).
+ */
+export class Branch {
+  readonly #history: History
+  readonly #live: SqlFileSystem
+  readonly #close: () => Promise<void>
+
+  private constructor(
+    readonly fs: OverlayFs,
+    readonly snapshot: SnapshotInfo,
+    history: History,
+    live: SqlFileSystem,
+    close: () => Promise<void>,
+  ) {
+    this.#history = history
+    this.#live = live
+    this.#close = close
+  }
+
+  /**
+   * Opens a branch of snapshot `name`. `base` and `delta` are fresh in-memory databases that
+   * `close()` closes: the snapshot's tree is written to `base`, changes go to `delta`.
+   */
+  static async open(options: {
+    history: History
+    live: SqlFileSystem
+    q: Executor
+    name: string
+    base: AgentDatabase
+    delta: AgentDatabase
+  }): Promise<Branch> {
+    const snapshot = await options.history.getSnapshot(options.name)
+    if (!snapshot)
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        `there is no snapshot named '${options.name}'; list them with listSnapshots() or agentfs snapshots`,
+      )
+    await materialize(options.q, snapshot.id, options.base)
+    const fs = await createOverlay({
+      base: createFileSystem(options.base, { feed: { enabled: false } }),
+      delta: createFileSystem(options.delta, { feed: { enabled: false } }),
+    })
+    const close = async () => {
+      await options.delta.close()
+      await options.base.close()
+    }
+    return new Branch(fs, snapshot, options.history, options.live, close)
+  }
+
+  /** What the branch changed relative to its snapshot. */
+  diff(): Promise<OverlayChange[]> {
+    return this.fs.diff()
+  }
+
+  /**
+   * Applies the branch's changes to the live tree in one transaction (all or nothing, also
+   * when the process dies midway), after an automatic snapshot (so `restore(before.name)`
+   * undoes the commit). Nothing is applied on a conflict.
+   */
+  async commit(): Promise<CommitResult & { before: SnapshotInfo }> {
+    const before = await this.#history.snapshot(undefined, {
+      kind: 'auto',
+      reason: `before commit of a branch of ${this.snapshot.name}`,
+    })
+    try {
+      const result = await this.#live.transaction((live) => this.fs.commit(live))
+      return { ...result, before }
+    } catch (error) {
+      // Nothing was applied (a conflict, a bad path): the snapshot would only be clutter.
+      await this.#history.deleteSnapshot(before.name).catch(() => undefined)
+      throw error
+    }
+  }
+
+  /** Drops the branch's changes. */
+  discard(): Promise<void> {
+    return this.fs.discard()
+  }
+
+  /** Closes the branch's databases. */
+  close(): Promise<void> {
+    return this.#close()
+  }
+}
