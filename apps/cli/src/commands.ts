@@ -1,6 +1,7 @@
 import type { Command } from 'commander'
 import { registerInit, registerMigrate, registerTransfer } from './commands/database.js'
 import { registerFs } from './commands/fs.js'
+import { registerHistory } from './commands/history.js'
 import { registerInspect } from './commands/inspect.js'
 import { registerKv } from './commands/kv.js'
 import { registerOverlay } from './commands/overlay.js'
@@ -18,6 +19,7 @@ export function registerCommands(program: Command): void {
   registerInspect(program)
   registerMigrate(program)
   registerOverlay(program)
+  registerHistory(program)
   registerServe(program)
   registerSync(program)
 }

@@ -100,7 +100,43 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
   migrate: {
     examples: ['agentfs migrate --dry-run old-agent.db', 'agentfs migrate old-agent.db'],
   },
-  diff: { examples: ['agentfs diff session.db', 'agentfs diff --json session.db'] },
+  diff: {
+    examples: [
+      'agentfs diff session.db',
+      'agentfs diff --json session.db',
+      'agentfs snapshot my-agent v1 && agentfs fs write my-agent /a.txt b && agentfs diff my-agent --from v1',
+    ],
+  },
+  log: {
+    examples: [
+      'agentfs log my-agent',
+      'agentfs log my-agent /notes --json',
+      'agentfs log my-agent --limit 5',
+    ],
+  },
+  history: {
+    examples: ['agentfs history my-agent /notes/todo.md'],
+  },
+  snapshot: {
+    examples: [
+      'agentfs snapshot my-agent',
+      "agentfs snapshot my-agent before-refactor --reason 'about to rewrite /src'",
+    ],
+  },
+  snapshots: {
+    examples: [
+      'agentfs snapshots my-agent',
+      'agentfs snapshot my-agent old && agentfs snapshots my-agent --delete old',
+    ],
+  },
+  restore: {
+    examples: [
+      'agentfs snapshot my-agent good && agentfs fs rm -r my-agent /notes && agentfs restore my-agent good',
+    ],
+  },
+  undo: {
+    examples: ['agentfs commit session.db && agentfs undo session.db   # the changes are back'],
+  },
   commit: {
     examples: [
       'agentfs commit session.db',

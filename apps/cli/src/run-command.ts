@@ -95,7 +95,8 @@ export function registerRun(program: Command): void {
       `
 Changes land in the session database (by default .agentfs/run-<time>.db), never in the
 directory itself. Review them with "agentfs diff DB", apply them with "agentfs commit DB",
-or drop them with "agentfs discard DB".
+or drop them with "agentfs discard DB". Each run first snapshots the session, so
+"agentfs undo DB" takes back what the last run did.
 
 Isolation: as root on Linux the command gets a private mount namespace in which the
 directory's own path shows the view, so absolute paths into it are covered too. Everything
@@ -113,6 +114,11 @@ Examples:
       const session = o.db ?? `run-${stamp()}`
       const dbPath = databasePath(session)
       const agent = await openSession(dbPath, project)
+      // "agentfs undo DB" restores this: the session as it was before the command ran.
+      await agent.snapshot(undefined, {
+        kind: 'auto',
+        reason: `before run: ${argv.join(' ')}`.slice(0, 200),
+      })
       const view = await mkdtemp(join(tmpdir(), 'agentfs-run-'))
       let code = 1
       try {

@@ -36,6 +36,11 @@ export interface ChangeQuery {
   readonly limit?: number
   /** Only changes at or after this time (ms since the epoch, or a Date). */
   readonly since?: number | Date
+  /**
+   * Newest first: the page holds the changes *before* the cursor (0: before nothing, so the
+   * newest ones), and the returned cursor continues backwards.
+   */
+  readonly reverse?: boolean
 }
 
 /** A page of changes and the cursor to read the next one from. */
@@ -99,8 +104,9 @@ export async function readChanges(
   const limit = query.limit ?? 100
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE)
     throw new AgentFsError('INVALID_ARGUMENT', `limit must be 1 … ${MAX_PAGE}, got ${limit}`)
-  const where = ['c.seq > ?']
-  const params: Array<string | number> = [cursor]
+  const reverse = query.reverse === true
+  const where = reverse ? (cursor === 0 ? ['1'] : ['c.seq < ?']) : ['c.seq > ?']
+  const params: Array<string | number> = reverse && cursor === 0 ? [] : [cursor]
   if (query.path !== undefined) {
     const path = query.store === 'kv' ? query.path : normalizePath(query.path, 'changes')
     const a = pathCondition(path, query.recursive === true, 'c.path')
@@ -121,7 +127,7 @@ export async function readChanges(
   const { rows } = await q.execute<ChangeRow>({
     sql: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.version, c.size, c.session_id, c.call_token,
   (SELECT m.id FROM agentfs_tool_call_meta m WHERE m.call_token = c.call_token) AS tool_call_id
-FROM agentfs_change c WHERE ${where.join(' AND ')} ORDER BY c.seq LIMIT ?`,
+FROM agentfs_change c WHERE ${where.join(' AND ')} ORDER BY c.seq${reverse ? ' DESC' : ''} LIMIT ?`,
     params,
   })
   const more = rows.length > limit

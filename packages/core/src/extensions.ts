@@ -117,7 +117,8 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
   created_us INTEGER NOT NULL,
   seq INTEGER NOT NULL,
   kind TEXT NOT NULL,
-  reason TEXT
+  reason TEXT,
+  overlay TEXT
 )`,
       // Each row holds one inode (or entry, or key) as it was for the snapshots from id
       // `since` up to, not including, `until` (NULL: still as it is at the newest snapshot).

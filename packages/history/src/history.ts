@@ -18,6 +18,7 @@ import {
   writeTip,
 } from './capture.js'
 import { diffSnapshots, type SnapshotChange } from './diff.js'
+import { readOverlayState, writeOverlayState } from './overlay-state.js'
 import { applySnapshot } from './restore.js'
 import { checkName } from './rows.js'
 import { contentOf, resolveAt } from './view.js'
@@ -55,6 +56,7 @@ interface SnapshotRow {
   seq: number
   kind: 'manual' | 'auto'
   reason: string | null
+  overlay: string | null
 }
 
 const toInfo = (r: SnapshotRow): SnapshotInfo => ({
@@ -66,7 +68,7 @@ const toInfo = (r: SnapshotRow): SnapshotInfo => ({
   reason: r.reason,
 })
 
-const SELECT = 'SELECT id, name, created_us, seq, kind, reason FROM agentfs_snapshot'
+const SELECT = 'SELECT id, name, created_us, seq, kind, reason, overlay FROM agentfs_snapshot'
 
 /** Thrown to roll back a transaction whose result is still wanted (`diff` against now). */
 class Rollback<T> {
@@ -108,13 +110,14 @@ export class History {
     const now = this.#clock.now()
     const seq = await feedPosition(tx)
     const { rows } = await tx.execute<{ id: number }>({
-      sql: 'INSERT INTO agentfs_snapshot (name, created_us, seq, kind, reason) VALUES (?, ?, ?, ?, ?) RETURNING id',
+      sql: 'INSERT INTO agentfs_snapshot (name, created_us, seq, kind, reason, overlay) VALUES (?, ?, ?, ?, ?, ?) RETURNING id',
       params: [
         name ?? `\0pending-${seq}`,
         micros(now),
         seq,
         options.kind ?? 'manual',
         options.reason ?? null,
+        await readOverlayState(tx),
       ],
     })
     const id = rows[0]!.id
@@ -175,6 +178,7 @@ export class History {
       })
       const now = this.#clock.now()
       const touched = await applySnapshot(tx, target.id, now)
+      await writeOverlayState(tx, target.overlay)
       await appendChange(tx, { op: 'restore', path: '/', path2: name }, now, this.#sessionId)
       // The open rows follow the live state again, from the next snapshot id on.
       await advance(tx, before.id + 1, this.#chunkSize, touched)

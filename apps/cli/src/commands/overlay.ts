@@ -1,16 +1,23 @@
 import { HostFileSystem, openOverlay } from '@agentfs/overlay'
 import type { Command } from 'commander'
+import { printSnapshotDiff } from './history.js'
 import { colorDiff, json, print, useColor, withAgent } from './shared.js'
 
 /** `diff`, `commit`, `discard`: review and apply an overlay database. */
 export function registerOverlay(program: Command): void {
   program
     .command('diff')
-    .description('what an overlay database changed relative to its base')
+    .description(
+      'what an overlay database changed relative to its base; with --from, between snapshots',
+    )
     .argument('<db>')
+    .option('--from <snapshot>', 'compare this snapshot …')
+    .option('--to <snapshot>', '… with this one (default: now)')
     .option('--json', 'print JSON')
-    .action(async (db: string, o: { json?: boolean }) =>
+    .action(async (db: string, o: { json?: boolean; from?: string; to?: string }) =>
       withAgent(db, async (agent) => {
+        if (o.to !== undefined && o.from === undefined) throw new Error('--to needs --from')
+        if (o.from !== undefined) return printSnapshotDiff(agent, o.from, o.to, o.json === true)
         const overlay = await openOverlay(agent.db)
         const pending = await overlay.pendingCommit()
         if (pending)
@@ -40,6 +47,8 @@ export function registerOverlay(program: Command): void {
         const target = base.root
           ? new HostFileSystem({ root: base.root, writable: true })
           : overlay.base
+        // An overlay commit empties the session: this snapshot brings its changes back on undo.
+        await agent.snapshot(undefined, { kind: 'auto', reason: 'before commit' })
         const result = await overlay.commit(target)
         print(
           result.resumed

@@ -1,0 +1,175 @@
+import type { AgentFS, Change } from '@agentfs/sdk'
+import type { Command } from 'commander'
+import { colorDiff, json, positiveInteger, print, useColor, withAgent } from './shared.js'
+
+const when = (us: number) => new Date(Math.floor(us / 1000)).toISOString()
+
+function describe(c: Change): string {
+  const who = [
+    c.sessionId && `session ${c.sessionId}`,
+    c.toolCallId !== null && `call #${c.toolCallId}`,
+  ]
+    .filter(Boolean)
+    .join(', ')
+  const paths = c.path2 === null ? (c.path ?? '') : `${c.path} -> ${c.path2}`
+  const size = c.size === null || c.op.startsWith('kv') ? '' : ` (${c.size} B)`
+  return `${when(c.atUs)} #${c.seq} ${c.op} ${paths}${size}${who ? ` [${who}]` : ''}`
+}
+
+/** The newest automatic snapshot taken before a run or a commit: what `undo` restores. */
+async function lastUndoable(agent: AgentFS) {
+  const all = await agent.history.listSnapshots()
+  return all.filter((s) => s.kind === 'auto' && /^before (run|commit)/.test(s.reason ?? '')).at(-1)
+}
+
+/** `log`, `history`, `snapshot`, `snapshots`, `restore`, `undo`: what changed, and going back. */
+export function registerHistory(program: Command): void {
+  program
+    .command('log')
+    .description('the change feed: what changed, when, through which session and tool call')
+    .argument('<db>')
+    .argument('[path]', 'only changes of this path and below')
+    .option('--follow', 'keep printing new changes until interrupted')
+    .option(
+      '--limit <n>',
+      'at most this many of the newest (without --follow)',
+      positiveInteger('--limit'),
+      100,
+    )
+    .option('--json', 'print JSON (one object per line with --follow)')
+    .action(
+      async (
+        db: string,
+        path: string | undefined,
+        o: { follow?: boolean; limit: number; json?: boolean },
+      ) =>
+        withAgent(db, async (agent) => {
+          const query = path === undefined ? {} : { path, recursive: true }
+          const last = await agent.changes.last()
+          const shown = (
+            await agent.changes.since(0, { ...query, limit: o.limit, reverse: true })
+          ).changes.reverse()
+          if (o.json && !o.follow) json(shown)
+          else for (const c of shown) print(o.json ? JSON.stringify(c) : describe(c))
+          if (!o.follow) return
+          const controller = new AbortController()
+          const stop = () => controller.abort()
+          process.once('SIGINT', stop)
+          process.once('SIGTERM', stop)
+          try {
+            for await (const c of agent.changes.follow({
+              ...query,
+              cursor: last,
+              signal: controller.signal,
+              intervalMs: 100,
+            }))
+              print(o.json ? JSON.stringify(c) : describe(c))
+          } finally {
+            process.off('SIGINT', stop)
+            process.off('SIGTERM', stop)
+          }
+        }),
+    )
+  program
+    .command('history')
+    .description("a file's changes, newest first, and which versions can be read back")
+    .argument('<db>')
+    .argument('<path>')
+    .option('--json', 'print JSON')
+    .action(async (db: string, path: string, o: { json?: boolean }) =>
+      withAgent(db, async (agent) => {
+        const versions = await agent.fs.history(path)
+        if (o.json) return json(versions)
+        for (const v of versions)
+          print(
+            `${new Date(v.at).toISOString()} ${v.op} ${v.path ?? ''} ${v.size ?? '-'} B version ${v.version ?? '-'}${v.readable ? ' (readable)' : ''}${v.toolCallId === null ? '' : ` [call #${v.toolCallId}]`}`,
+          )
+      }),
+    )
+  program
+    .command('snapshot')
+    .description(
+      'record the whole state (files and kv) under a name; costs what changed since the last one',
+    )
+    .argument('<db>')
+    .argument('[name]', 'default snapshot-<id>')
+    .option('--reason <text>', 'why, shown by agentfs snapshots')
+    .action(async (db: string, name: string | undefined, o: { reason?: string }) =>
+      withAgent(db, async (agent) => {
+        const s = await agent.snapshot(name, o.reason === undefined ? {} : { reason: o.reason })
+        print(`snapshot ${s.name} (#${s.id}, change ${s.seq})`)
+      }),
+    )
+  program
+    .command('snapshots')
+    .description('list snapshots, oldest first; --delete NAME removes one and reclaims its space')
+    .argument('<db>')
+    .option('--delete <name>', 'delete this snapshot')
+    .option('--json', 'print JSON')
+    .action(async (db: string, o: { delete?: string; json?: boolean }) =>
+      withAgent(db, async (agent) => {
+        if (o.delete !== undefined) {
+          if (!(await agent.history.deleteSnapshot(o.delete)))
+            throw new Error(
+              `no snapshot named '${o.delete}'; list them with "agentfs snapshots ${db}"`,
+            )
+          return print(`deleted ${o.delete}`)
+        }
+        const list = await agent.history.listSnapshots()
+        if (o.json) return json(list)
+        if (list.length === 0) return print(`no snapshots; take one with "agentfs snapshot ${db}"`)
+        for (const s of list)
+          print(
+            `${s.name}  ${new Date(s.createdAt).toISOString()}  ${s.kind}${s.reason ? `  ${s.reason}` : ''}`,
+          )
+      }),
+    )
+  program
+    .command('restore')
+    .description(
+      'make files and kv what a snapshot holds (one transaction; undo with the printed name)',
+    )
+    .argument('<db>')
+    .argument('<name>')
+    .action(async (db: string, name: string) =>
+      withAgent(db, async (agent) => {
+        const { before } = await agent.restore(name)
+        print(
+          `restored ${name}; the state before is snapshot ${before.name} (agentfs restore ${db} ${before.name} undoes this)`,
+        )
+      }),
+    )
+  program
+    .command('undo')
+    .description('restore the automatic snapshot taken before the last run or commit')
+    .argument('<db>')
+    .action(async (db: string) =>
+      withAgent(db, async (agent) => {
+        const last = await lastUndoable(agent)
+        if (!last)
+          throw new Error(`nothing to undo: ${db} has no snapshot taken before a run or commit`)
+        const { before } = await agent.restore(last.name)
+        // Undone once: the same undo must not apply twice.
+        await agent.history.deleteSnapshot(last.name)
+        print(`undid ${last.reason}; redo with "agentfs restore ${db} ${before.name}"`)
+      }),
+    )
+}
+
+/** `agentfs diff DB --from A [--to B]`: snapshot differences (else the overlay diff). */
+export async function printSnapshotDiff(
+  agent: AgentFS,
+  from: string,
+  to: string | undefined,
+  asJson: boolean,
+): Promise<void> {
+  const changes = await agent.history.diff(from, to)
+  if (asJson) return json(changes)
+  if (changes.length === 0) return print('no changes')
+  for (const c of changes) {
+    print(
+      `${c.kind === 'added' ? 'A' : c.kind === 'deleted' ? 'D' : 'M'} ${c.path}${c.type === 'directory' ? '/' : ''}`,
+    )
+    if (c.diff) print(colorDiff(c.diff, useColor()))
+  }
+}

@@ -1,0 +1,67 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { expect, test } from 'vitest'
+import { runCli, useCliSandbox } from './helpers.js'
+
+let cli: string
+let cwd: string
+useCliSandbox('agentfs-history-', (sandbox) => {
+  ;({ cli, cwd } = sandbox)
+})
+
+const ok = (...args: string[]) => {
+  const r = runCli(cli, args, { cwd })
+  if (r.code !== 0) throw new Error(`agentfs ${args.join(' ')} failed (${r.code}): ${r.err}`)
+  return r.out
+}
+
+test('log, history, snapshot, snapshots, diff --from, restore', () => {
+  ok('init', 'h')
+  ok('fs', 'write', 'h', '/a.md', 'one')
+  ok('snapshot', 'h', 'v1', '--reason', 'first')
+  ok('fs', 'write', 'h', '/a.md', 'two')
+  ok('fs', 'write', 'h', '/b.md', 'bee')
+  ok('kv', 'set', 'h', 'k', '1')
+  const log = ok('log', 'h').trim().split('\n')
+  expect(log.map((l) => l.split(' ').slice(2, 4).join(' '))).toEqual([
+    'create /a.md',
+    'write /a.md',
+    'create /b.md',
+    'kv-set k',
+  ])
+  const json = JSON.parse(ok('log', 'h', '/a.md', '--json')) as { op: string }[]
+  expect(json.map((c) => c.op)).toEqual(['create', 'write'])
+  expect(ok('log', 'h', '--limit', '1').trim().split('\n')).toHaveLength(1)
+  expect(ok('history', 'h', '/a.md')).toMatch(/write \/a.md 3 B version \d+ \(readable\)/)
+  expect(ok('snapshots', 'h')).toMatch(/^v1 {2}\S+ {2}manual {2}first$/m)
+  const diff = ok('diff', 'h', '--from', 'v1')
+  expect(diff).toMatch(/^M \/a.md$/m)
+  expect(diff).toMatch(/^A \/b.md$/m)
+  expect(diff).toMatch(/^-one$/m)
+  expect(diff).toMatch(/^A kv:k$/m)
+  const restored = ok('restore', 'h', 'v1')
+  expect(ok('fs', 'cat', 'h', '/a.md')).toBe('one')
+  expect(runCli(cli, ['fs', 'cat', 'h', '/b.md'], { cwd }).code).not.toBe(0)
+  // The printed undo works.
+  const undo = /agentfs restore h (\S+)/.exec(restored)![1]!
+  ok('restore', 'h', undo)
+  expect(ok('fs', 'cat', 'h', '/b.md')).toBe('bee')
+  ok('snapshots', 'h', '--delete', 'v1')
+  expect(ok('snapshots', 'h')).not.toMatch(/^v1 /m)
+  const missing = runCli(cli, ['restore', 'h', 'v1'], { cwd })
+  expect(missing.code).not.toBe(0)
+  expect(missing.err).toMatch(/no snapshot named 'v1'/)
+})
+
+test('undo after an overlay commit brings the session changes back; nothing to undo is an error', () => {
+  writeFileSync(join(cwd, 'base.txt'), 'base\n')
+  ok('init', 's.db', '--base', '.')
+  expect(runCli(cli, ['undo', 's.db'], { cwd }).err).toMatch(/nothing to undo/)
+  ok('fs', 'write', 's.db', '/new.txt', 'from the session')
+  ok('commit', 's.db')
+  expect(readFileSync(join(cwd, 'new.txt'), 'utf8')).toBe('from the session')
+  expect(ok('diff', 's.db')).toMatch(/no changes/)
+  expect(ok('undo', 's.db')).toMatch(/undid before commit/)
+  expect(ok('fs', 'cat', 's.db', '/new.txt')).toBe('from the session')
+  expect(runCli(cli, ['undo', 's.db'], { cwd }).err).toMatch(/nothing to undo/)
+})
