@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto'
-import { AgentFsError, systemClock } from '@agentfs/core'
+import { AgentFsError, systemClock, withActor } from '@agentfs/core'
 import { failureOutput } from './failure.js'
 import { FILE_TOOLS } from './file-tools.js'
+import { HISTORY_TOOLS, keepsHistory } from './history-tools.js'
 import { KV_TOOLS } from './kv-tools.js'
 import { createPathPolicy } from './paths.js'
 import { TREE_TOOLS } from './tree-tools.js'
@@ -19,6 +20,7 @@ export const TOOL_DEFINITIONS: readonly AgentToolDefinition<never>[] = [
   ...FILE_TOOLS,
   ...TREE_TOOLS,
   ...KV_TOOLS,
+  ...HISTORY_TOOLS,
 ] as unknown as readonly AgentToolDefinition<never>[]
 
 /** Default of `maxInputBytes`. */
@@ -74,14 +76,19 @@ const DEFAULT_LIMITS: OutputLimits = {
  * builds on this one environment, so all of them apply the same check.
  */
 export function createToolEnvironment(
-  options: Pick<AgentToolsOptions, 'fs' | 'kv' | 'root' | 'allowedRoots' | 'readOnly'>,
+  options: Pick<AgentToolsOptions, 'fs' | 'kv' | 'changes' | 'root' | 'allowedRoots' | 'readOnly'>,
 ): ToolEnvironment {
   const paths = createPathPolicy({
     ...(options.root === undefined ? {} : { root: options.root }),
     ...(options.allowedRoots === undefined ? {} : { allowedRoots: options.allowedRoots }),
     ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
   })
-  return { fs: paths.confine(options.fs), ...(options.kv ? { kv: options.kv } : {}), paths }
+  return {
+    fs: paths.confine(options.fs),
+    ...(options.kv ? { kv: options.kv } : {}),
+    ...(options.changes ? { changes: options.changes } : {}),
+    paths,
+  }
 }
 
 /**
@@ -115,7 +122,10 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
       (options.include === undefined || options.include.includes(d.name)) &&
       !options.exclude?.includes(d.name) &&
       !(options.readOnly && d.mutates) &&
-      (d.needs === 'fs' || options.kv !== undefined),
+      (d.needs === 'fs' ||
+        (d.needs === 'kv' && options.kv !== undefined) ||
+        (d.needs === 'changes' && options.changes !== undefined) ||
+        (d.needs === 'history' && keepsHistory(options.fs))),
   )
   const tools = new Map<string, AgentTool>()
   for (const definition of selected) {
@@ -130,6 +140,7 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
         // The audit log's own clock, as `track` uses: nanoseconds, not whole milliseconds.
         const clock = options.audit?.clock ?? wallClock
         const startedAt = clock.now()
+        const callToken = options.audit?.callToken()
         let output: ToolOutput
         const size = inputSize(input)
         const parsed = size > maxInput ? undefined : definition.inputSchema.safeParse(input)
@@ -147,7 +158,14 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
           }
         } else {
           try {
-            output = await definition.handler(parsed.data as never, env, limits)
+            // Changes the tool makes are attributed to this call in the change feed.
+            output = await withActor(
+              {
+                ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+                ...(callToken === undefined ? {} : { callToken }),
+              },
+              () => definition.handler(parsed.data as never, env, limits),
+            )
           } catch (error) {
             output = failureOutput(error, paths.display)
           }
@@ -168,6 +186,7 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
             startedAt,
             completedAt: clock.now(),
             ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+            ...(callToken === undefined ? {} : { callToken }),
           })
         }
         return output

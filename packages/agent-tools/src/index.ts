@@ -7,6 +7,7 @@ export {
   TOOL_DEFINITIONS,
 } from './create-agent-tools.js'
 export { failureOutput, ToolFailure } from './failure.js'
+export type { ChangeSource } from './history-tools.js'
 export { createPathPolicy, landing } from './paths.js'
 export { isText } from './text.js'
 export type {

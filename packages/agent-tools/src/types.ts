@@ -2,6 +2,7 @@ import type { FileSystem } from '@agentfs/fs'
 import type { KvStore } from '@agentfs/kv'
 import type { ToolCalls } from '@agentfs/tool-calls'
 import type { z } from 'zod'
+import type { ChangeSource } from './history-tools.js'
 
 /** What a tool returns to the model: text, and a flag when it is an error. */
 export interface ToolOutput {
@@ -30,6 +31,8 @@ export interface ToolEnvironment {
   readonly fs: FileSystem
   readonly kv?: KvStore
   readonly paths: PathPolicy
+  /** The change feed, for `list_changes`. */
+  readonly changes?: ChangeSource
 }
 
 /** One tool, defined once; adapters only translate it. */
@@ -41,7 +44,7 @@ export interface AgentToolDefinition<Input = unknown> {
   /** True when the tool changes files or keys (refused in read-only mode). */
   readonly mutates: boolean
   /** Which store it needs. */
-  readonly needs: 'fs' | 'kv'
+  readonly needs: 'fs' | 'kv' | 'changes' | 'history'
   readonly handler: (
     input: Input,
     env: ToolEnvironment,
@@ -65,6 +68,8 @@ export interface OutputLimits {
 export interface AgentToolsOptions {
   readonly fs: FileSystem
   readonly kv?: KvStore
+  /** The change feed (`agent.changes`): adds the `list_changes` tool. */
+  readonly changes?: ChangeSource
   /** Where every call is recorded (name, JSON input, result or error, timing). */
   readonly audit?: ToolCalls
   /** Session recorded with every call. */

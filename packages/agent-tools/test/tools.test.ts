@@ -235,6 +235,7 @@ describe('options and audit', () => {
       'stat',
       'kv_get',
       'kv_list',
+      'file_history',
     ])
     const custom = createAgentTools({
       fs: agent.fs,

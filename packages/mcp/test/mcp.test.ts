@@ -16,6 +16,7 @@ async function connect() {
   const server = createMcpServer({
     fs: agent.fs,
     kv: agent.kv,
+    changes: agent.changes,
     audit: agent.tools,
     sessionId: 'mcp',
   })
@@ -65,17 +66,20 @@ test('every advertised tool works over MCP, and files are resources', async () =
       'copy',
       'delete',
       'edit_file',
+      'file_history',
       'glob',
       'grep',
       'kv_delete',
       'kv_get',
       'kv_list',
       'kv_set',
+      'list_changes',
       'list_directory',
       'mkdir',
       'move',
       'multi_edit',
       'read_file',
+      'restore_version',
       'stat',
       'write_file',
     ].sort(),
@@ -98,9 +102,15 @@ test('every advertised tool works over MCP, and files are resources', async () =
     ['kv_get', { key: 'k' }],
     ['kv_list', {}],
     ['kv_delete', { key: 'k' }],
+    ['list_changes', { path: '/src' }],
+    ['file_history', { path: '/src/a.ts' }],
   ]
   for (const [name, args] of script)
     expect((await call(name, args)).isError, `${name}: ${JSON.stringify(args)}`).toBe(false)
+  const current = (await agent.fs.stat('/src/a.ts')).version
+  expect((await call('restore_version', { path: '/src/a.ts', version: current })).isError).toBe(
+    false,
+  )
   expect(await agent.fs.readFile('/src/a.ts', 'utf8')).toBe('export const b = 2\n')
   const { resources } = await client.listResources()
   expect(resources.map((r) => r.uri)).toEqual(['agentfs:///src/a.ts'])

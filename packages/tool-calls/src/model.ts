@@ -19,6 +19,11 @@ export interface RecordInput {
   readonly parentId?: number
   /** Extra JSON metadata (tokens, cost, sizes, …). */
   readonly metadata?: unknown
+  /**
+   * The token the call's changes carry in the change feed (from `callToken()`, set around the
+   * call's body with `withActor`), so the feed names this call as their author.
+   */
+  readonly callToken?: string
 }
 
 /** Options shared by `track` and `wrap`. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import {
   type AgentDatabase,
   AgentFsError,
@@ -80,6 +81,14 @@ export class ToolCalls {
     }
   }
 
+  /**
+   * A new token tying a call to its changes: run the call's body inside
+   * `withActor({ callToken })` and pass the same token to `record`.
+   */
+  callToken(): string {
+    return this.#ids?.next() ?? randomUUID()
+  }
+
   /** Inserts one completed call (spec: insert once, on completion); returns its id. */
   async record(input: RecordInput): Promise<number> {
     if (typeof input?.name !== 'string' || input.name.length === 0) {
@@ -131,7 +140,15 @@ export class ToolCalls {
       }
       await executeDeferred(tx, {
         sql: 'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata, call_token) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        params: [id, sessionId, input.parentId ?? null, start, end, metadata, callToken ?? null],
+        params: [
+          id,
+          sessionId,
+          input.parentId ?? null,
+          start,
+          end,
+          metadata,
+          input.callToken ?? callToken ?? null,
+        ],
       })
       return id
     })

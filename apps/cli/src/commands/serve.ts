@@ -16,6 +16,7 @@ export function registerServe(program: Command): void {
       await serveMcpStdio({
         fs: await viewOf(agent),
         kv: agent.kv,
+        changes: agent.changes,
         audit: agent.tools,
         sessionId: 'mcp',
         ...(o.readOnly ? { readOnly: true } : {}),

@@ -1,0 +1,149 @@
+import type { Change, ChangePage, ChangeQuery } from '@agentfs/core'
+import type { FileSystem, FileVersion } from '@agentfs/fs'
+import { z } from 'zod'
+import { ToolFailure } from './failure.js'
+import type { AgentToolDefinition } from './types.js'
+
+/** Where `list_changes` reads from (`agent.changes`). */
+export interface ChangeSource {
+  since(cursor?: number, query?: ChangeQuery): Promise<ChangePage>
+}
+
+/** A filesystem that keeps history (AgentFS's own; not an overlay or a host directory). */
+interface Versioned {
+  history(path: string, options?: { limit?: number }): Promise<FileVersion[]>
+  readFile(path: string, options: { version: string }): Promise<Buffer>
+}
+
+/** Whether `fs` keeps history (the file_history and restore_version tools are offered). */
+export const keepsHistory = (fs: FileSystem) =>
+  typeof (fs as Partial<Versioned>).history === 'function'
+
+function versioned(fs: FileSystem): FileSystem & Versioned {
+  if (typeof (fs as Partial<Versioned>).history !== 'function')
+    throw new ToolFailure('UNAVAILABLE', 'Error: this filesystem keeps no history.')
+  return fs as unknown as FileSystem & Versioned
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+const listChanges: AgentToolDefinition<{
+  since?: number | undefined
+  path?: string | undefined
+  limit?: number | undefined
+}> = {
+  name: 'list_changes',
+  description:
+    'List what changed in the workspace after a cursor: each change with its sequence number, time, operation (create, write, rename, unlink, kv-set, …), path(s), size and who made it (session, tool call). Pass the returned `next` as `since` to continue; omit `since` to start from the beginning. Use `path` to see one file or directory (and everything below it).',
+  inputSchema: z.object({
+    since: z.number().int().min(0).optional().describe('Sequence number to continue after'),
+    path: z.string().optional().describe('Only changes of this path and below'),
+    limit: z.number().int().min(1).optional().describe('How many (default and most: 100)'),
+  }),
+  mutates: false,
+  needs: 'changes',
+  async handler(input, env, limits) {
+    const source = env.changes!
+    const fsPath =
+      input.path === undefined ? undefined : await env.paths.resolve(input.path, env.fs)
+    const limit = Math.min(input.limit ?? limits.maxResults, limits.maxResults)
+    const page = await source.since(input.since ?? 0, {
+      limit,
+      ...(fsPath === undefined ? {} : { path: fsPath, recursive: true, store: 'fs' as const }),
+    })
+    const lines: string[] = []
+    const shown: Change[] = []
+    for (const c of page.changes) {
+      const kv = c.op.startsWith('kv-')
+      if (kv && !env.kv) continue
+      if (!kv) {
+        const paths = [c.path, c.path2].filter((p): p is string => p !== null)
+        const visible = await Promise.all(paths.map((p) => env.paths.visible(p, env.fs)))
+        if (visible.includes(false)) continue
+      }
+      const where = kv
+        ? `key ${c.path}`
+        : c.path2 === null
+          ? env.paths.display(c.path ?? '/')
+          : `${env.paths.display(c.path ?? '/')} -> ${env.paths.display(c.path2)}`
+      const who = [
+        c.sessionId && `session ${c.sessionId}`,
+        c.toolCallId !== null && `tool call #${c.toolCallId}`,
+      ].filter(Boolean)
+      lines.push(
+        `#${c.seq} ${iso(Math.floor(c.atUs / 1000))} ${c.op} ${where}${c.size === null || kv ? '' : ` (${c.size} bytes)`}${who.length ? ` by ${who.join(', ')}` : ''}`,
+      )
+      shown.push(c)
+    }
+    const next = `[next: ${page.cursor}${page.more ? ', more changes follow' : ''}]`
+    return {
+      text:
+        lines.length === 0
+          ? `No changes after ${input.since ?? 0}. ${next}`
+          : `${lines.join('\n')}\n${next}`,
+      data: { next: page.cursor, more: page.more, count: shown.length },
+    }
+  },
+}
+
+const fileHistory: AgentToolDefinition<{ path: string }> = {
+  name: 'file_history',
+  description:
+    "List a file's versions, newest first: time, operation, size, who changed it, and its version token. Versions marked (readable) can be brought back with restore_version.",
+  inputSchema: z.object({ path: z.string().describe('Absolute path, e.g. /notes.md') }),
+  mutates: false,
+  needs: 'history',
+  async handler(input, env, limits) {
+    const fsPath = await env.paths.resolve(input.path, env.fs)
+    const display = env.paths.display(fsPath)
+    const versions = await versioned(env.fs).history(fsPath, { limit: limits.maxResults })
+    if (versions.length === 0) return { text: `${display} has no recorded changes.` }
+    const lines = versions.map(
+      (v) =>
+        `${iso(v.at)} ${v.op} ${v.size ?? '-'} bytes [version: ${v.version ?? '-'}]${v.readable ? ' (readable)' : ''}${v.toolCallId === null ? '' : ` by tool call #${v.toolCallId}`}`,
+    )
+    return { text: `${display}:\n${lines.join('\n')}`, data: { versions: versions.length } }
+  },
+}
+
+const restoreVersion: AgentToolDefinition<{
+  path: string
+  version: string
+  expected_version?: string | undefined
+}> = {
+  name: 'restore_version',
+  description:
+    "Bring back an earlier version of a file (a version token from file_history marked readable): its content becomes the file's current content, as a new change. With expected_version, refused if the file changed since you read it.",
+  inputSchema: z.object({
+    path: z.string().describe('Absolute path, e.g. /notes.md'),
+    version: z.string().min(1).describe('The version token to restore'),
+    expected_version: z.string().optional().describe('The current version you expect'),
+  }),
+  mutates: true,
+  needs: 'history',
+  async handler(input, env) {
+    const fsPath = await env.paths.resolve(input.path, env.fs)
+    const display = env.paths.display(fsPath)
+    const fs = versioned(env.fs)
+    const bytes = await fs.readFile(fsPath, { version: input.version })
+    const current = (await fs.stat(fsPath).catch(() => undefined))?.version
+    const expected = input.expected_version ?? current
+    try {
+      await fs.writeFile(fsPath, bytes, expected === undefined ? {} : { ifMatch: expected })
+    } catch (error) {
+      if ((error as { code?: string }).code === 'CONFLICT')
+        throw new ToolFailure(
+          'STALE',
+          `Error: ${display} changed since version ${expected}; read it again before restoring.`,
+        )
+      throw error
+    }
+    const version = (await fs.stat(fsPath)).version
+    return {
+      text: `Restored ${display} to version ${input.version} (${bytes.length} bytes). [version: ${version}]`,
+      data: { version },
+    }
+  },
+}
+
+export const HISTORY_TOOLS = [listChanges, fileHistory, restoreVersion] as const

@@ -1,0 +1,78 @@
+import { AgentFS } from '@agentfs/sdk'
+import { afterEach, expect, test } from 'vitest'
+import { createAgentTools } from '../src/index.js'
+
+const agents: AgentFS[] = []
+afterEach(async () => {
+  for (const a of agents.splice(0)) await a.close()
+})
+
+async function setup(options: { readOnly?: boolean; allowedRoots?: string[] } = {}) {
+  const agent = await AgentFS.open({ path: ':memory:', versions: true })
+  agents.push(agent)
+  const tools = createAgentTools({
+    fs: agent.fs,
+    kv: agent.kv,
+    changes: agent.changes,
+    audit: agent.tools,
+    sessionId: 'chat-1',
+    ...options,
+  })
+  const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
+  return { agent, tools, run }
+}
+
+test('list_changes names the tool call that made each change; paging with next', async () => {
+  const { agent, run } = await setup()
+  await run('write_file', { path: '/notes.md', content: 'one\n' })
+  await agent.fs.writeFile('/direct.txt', 'by the program')
+  await run('kv_set', { key: 'k', value: 1 })
+  const out = await run('list_changes', {})
+  const [write] = await agent.tools.query({ name: 'write_file' })
+  expect(out.text).toMatch(
+    new RegExp(
+      `^#\\d+ \\S+ create /notes.md \\(4 bytes\\) by session chat-1, tool call #${write!.id}$`,
+      'm',
+    ),
+  )
+  expect(out.text).toMatch(/create \/direct.txt \(14 bytes\)$/m)
+  expect(out.text).toMatch(/kv-set key k by session chat-1, tool call #\d+$/m)
+  const first = await run('list_changes', { limit: 1 })
+  expect(first.text).toMatch(/\[next: \d+, more changes follow\]/)
+  const rest = await run('list_changes', { since: first.data!.next })
+  expect(rest.text).not.toMatch(/notes.md/)
+  expect((await run('list_changes', { path: '/direct.txt' })).text.split('\n')).toHaveLength(2)
+})
+
+test('file_history and restore_version bring back an earlier version, refused when stale', async () => {
+  const { agent, run } = await setup()
+  await run('write_file', { path: '/doc.md', content: 'first\n' })
+  const v1 = (await agent.fs.stat('/doc.md')).version
+  await run('write_file', { path: '/doc.md', content: 'second\n', expected_version: v1 })
+  const history = await run('file_history', { path: '/doc.md' })
+  expect(history.text).toContain(`[version: ${v1}] (readable)`)
+  const stale = await run('restore_version', { path: '/doc.md', version: v1, expected_version: v1 })
+  expect(stale.isError).toBe(true)
+  expect(stale.code).toBe('STALE')
+  const restored = await run('restore_version', { path: '/doc.md', version: v1 })
+  expect(restored.isError).toBeUndefined()
+  expect(await agent.fs.readFile('/doc.md', 'utf8')).toBe('first\n')
+  const missing = await run('restore_version', { path: '/doc.md', version: '123' })
+  expect(missing.isError).toBe(true)
+  expect(missing.text).toMatch(/not kept/)
+})
+
+test('read-only sets leave restore_version out; allowed roots hide other paths', async () => {
+  const { tools } = await setup({ readOnly: true })
+  expect([...tools.keys()]).toContain('file_history')
+  expect([...tools.keys()]).not.toContain('restore_version')
+  const confined = await setup({ allowedRoots: ['/pub'] })
+  await confined.agent.fs.mkdir('/pub')
+  await confined.agent.fs.writeFile('/secret.txt', 'x')
+  await confined.run('write_file', { path: '/pub/a.txt', content: 'a' })
+  const out = await confined.run('list_changes', {})
+  expect(out.text).not.toMatch(/secret/)
+  expect(out.text).toMatch(/\/pub\/a.txt/)
+  const denied = await confined.run('file_history', { path: '/secret.txt' })
+  expect(denied.code).toBe('EACCES')
+})
