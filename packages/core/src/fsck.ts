@@ -1,3 +1,4 @@
+import { type Check, type FindRow, HISTORY_CHECKS } from './fsck-history.js'
 import { type Queryable, recursiveQueries } from './guard-driver.js'
 import {
   ROOT_INO,
@@ -27,11 +28,6 @@ export interface FsckReport {
   /** Findings fixed (only with `repair`). */
   readonly repaired: readonly FsckFinding[]
   readonly ok: boolean
-}
-
-interface FindRow {
-  readonly ino: number | null
-  readonly detail: string | number | null
 }
 
 /** Largest number of parameters in one `IN (…)` list. */
@@ -77,19 +73,6 @@ async function unreachable(q: Queryable): Promise<FindRow[]> {
     sql: 'SELECT DISTINCT ino FROM fs_dentry',
   })
   return rows.filter((r) => !reached.has(r.ino)).map((r) => ({ ino: r.ino, detail: null }))
-}
-
-interface Check {
-  readonly rule: string
-  readonly repairable: boolean
-  /**
-   * Rows that break the rule; `ino` and `detail` describe each. A function runs where one
-   * statement cannot do it on every engine.
-   */
-  readonly find: string | ((q: Queryable) => Promise<FindRow[]>)
-  readonly message: (row: { ino: number | null; detail: string | number | null }) => string
-  /** Statement that fixes every broken row at once (safe repairs only). */
-  readonly repair?: string
 }
 
 /** The condition on `fs_dentry.name` that no path component can meet. */
@@ -290,6 +273,7 @@ UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i 
     message: (r) => `metadata for missing tool call ${r.ino}`,
     repair: 'DELETE FROM agentfs_tool_call_meta WHERE id NOT IN (SELECT id FROM tool_calls)',
   },
+  ...HISTORY_CHECKS,
 ]
 
 /** The rule of findings SQLite reports itself: the file is damaged below the tables. */
@@ -382,9 +366,10 @@ export async function fsck(q: Queryable, options: { repair?: boolean } = {}): Pr
   await q.transaction(async (tx) => {
     const rules = new Set(findings.filter((f) => f.repairable).map((f) => f.rule))
     // Order matters: drop dangling rows first, then recount.
-    for (const check of CHECKS.filter((c) => c.repair && c.rule !== 'nlink')) {
+    for (const check of CHECKS.filter((c) => (c.repair || c.fix) && c.rule !== 'nlink')) {
       if (!rules.has(check.rule)) continue
-      for (const sql of check.repair!.split(';\n')) await tx.execute({ sql })
+      for (const sql of check.repair?.split(';\n') ?? []) await tx.execute({ sql })
+      await check.fix?.(tx)
     }
     const nlink = CHECKS.find((c) => c.rule === 'nlink')!
     await tx.execute({ sql: nlink.repair! })
