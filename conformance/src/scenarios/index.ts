@@ -6,6 +6,7 @@ import { overlayFs } from './fs/factory.js'
 import { fsFiles } from './fs/files.js'
 import { fsHandles } from './fs/handles.js'
 import { fsLinks } from './fs/links.js'
+import { historySnapshots } from './history/snapshots.js'
 import { kvStore } from './kv/store.js'
 import { migrationScenarios } from './migrations/from-layouts.js'
 import { overlayCopyOnWrite } from './overlay/copy-on-write.js'
@@ -22,6 +23,7 @@ export const SCENARIOS: readonly Scenario[] = [
   kvStore,
   toolCallLog,
   crossDomainTransaction,
+  historySnapshots,
   overlayCopyOnWrite,
   // The fs scenarios again, over an overlay with a pre-populated base.
   fsFiles(overlayFs, 'overlay'),

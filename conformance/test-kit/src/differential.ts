@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import * as nodeFs from 'node:fs/promises'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -48,7 +49,22 @@ export interface DifferentialOptions {
   /** What both sides start with. */
   readonly initialTree?: InitialTree
   /** Creates the filesystem under test showing `initialTree`; `close` releases it. */
-  readonly create: (tree: InitialTree) => Promise<{ fs: DifferentialFs; close(): Promise<void> }>
+  readonly create: (
+    tree: InitialTree,
+  ) => Promise<{ fs: DifferentialFs; close(): Promise<void>; history?: DifferentialHistory }>
+  /**
+   * Interleave snapshots and restores (the subject's `history` must exist): node:fs keeps a
+   * copy of its directory per snapshot (`cp -a`, hard links kept) and restores by copying back.
+   */
+  readonly history?: boolean
+  /** fast-check's size of generated values (contents, …): default `small`. */
+  readonly baseSize?: 'small' | 'medium' | 'large'
+}
+
+/** Snapshots and restores of the filesystem under test. */
+export interface DifferentialHistory {
+  snapshot(name: string): Promise<void>
+  restore(name: string): Promise<void>
 }
 
 const names = ['a', 'b', 'c']
@@ -78,6 +94,8 @@ export type DifferentialOp =
   | { op: 'rename' | 'link' | 'copyFile'; path: string; to: string }
   | { op: 'symlink'; target: string; path: string }
   | { op: 'truncate'; path: string; length: number }
+  | { op: 'snapshot' }
+  | { op: 'restore'; which: number }
 
 const opArb: fc.Arbitrary<DifferentialOp> = fc.oneof(
   {
@@ -150,6 +168,55 @@ const opArb: fc.Arbitrary<DifferentialOp> = fc.oneof(
   },
 )
 
+const historyArb: fc.Arbitrary<DifferentialOp> = fc.oneof(
+  { weight: 1, arbitrary: fc.constant({ op: 'snapshot' as const }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('restore' as const), which: fc.nat({ max: 20 }) }),
+  },
+)
+const opWithHistoryArb: fc.Arbitrary<DifferentialOp> = fc.oneof(
+  { weight: 30, arbitrary: opArb },
+  { weight: 3, arbitrary: historyArb },
+  // Files of several chunks, so restores must bring whole contents back.
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constantFrom('writeFile' as const, 'appendFile' as const),
+      path: pathArb,
+      data: fc.uint8Array({ minLength: 65, maxLength: 600 }),
+    }),
+  },
+)
+
+/** Runs a snapshot or restore on both sides (node: copies of the directory, kept in `copies`). */
+async function applyHistory(
+  op: Extract<DifferentialOp, { op: 'snapshot' | 'restore' }>,
+  dir: string,
+  copies: string[],
+  history: DifferentialHistory,
+): Promise<void> {
+  const copy = (from: string, to: string) => {
+    const result = spawnSync('cp', ['-a', `${from}/.`, to])
+    if (result.status !== 0) throw new Error(`cp -a failed: ${result.stderr}`)
+  }
+  if (op.op === 'snapshot') {
+    const name = `s${copies.length}`
+    const saved = `${dir}.${name}`
+    await nodeFs.mkdir(saved)
+    copy(dir, saved)
+    copies.push(saved)
+    await history.snapshot(name)
+    return
+  }
+  if (copies.length === 0) return
+  const index = op.which % copies.length
+  for (const entry of await nodeFs.readdir(dir))
+    await nodeFs.rm(join(dir, entry), { recursive: true, force: true })
+  copy(copies[index]!, dir)
+  await history.restore(`s${index}`)
+}
+
 const normalizeCode = (code: string) => (code === 'ERR_FS_EISDIR' ? 'EISDIR' : code)
 
 async function outcome(fn: () => Promise<unknown>): Promise<unknown> {
@@ -209,6 +276,9 @@ function apply(fs: DifferentialFs, base: string, op: DifferentialOp): Promise<un
       return outcome(() => fs.symlink(op.target, p(op.path)))
     case 'truncate':
       return outcome(() => fs.truncate(p(op.path), op.length))
+    case 'snapshot':
+    case 'restore':
+      throw new Error(`${op.op} runs through applyHistory`)
   }
 }
 
@@ -268,14 +338,28 @@ export async function runDifferential(options: DifferentialOptions): Promise<voi
   const tree = options.initialTree ?? {}
   await fc.assert(
     fc.asyncProperty(
-      fc.array(opArb, { minLength: options.opsPerRun, maxLength: options.opsPerRun }),
+      fc.array(options.history ? opWithHistoryArb : opArb, {
+        minLength: options.opsPerRun,
+        maxLength: options.opsPerRun,
+      }),
       async (ops) => {
         const dir = await mkdtemp(join(tmpdir(), 'agentfs-diff-'))
         await writeTree(dir, tree)
         const subject = await options.create(tree)
+        const copies: string[] = []
         try {
           for (let i = 0; i < ops.length; i++) {
             const op = ops[i]!
+            if (op.op === 'snapshot' || op.op === 'restore') {
+              if (!subject.history)
+                throw new Error('history: true needs create() to return history')
+              await applyHistory(op, dir, copies, subject.history)
+              expect(
+                await snapshotTree(subject.fs, ''),
+                `state after step ${i}: ${JSON.stringify(op)}`,
+              ).toEqual(await snapshotTree(nodeFs as unknown as DifferentialFs, dir))
+              continue
+            }
             if (op.op === 'copyFile' && (await libuvDeletesDestination(dir, op.path, op.to)))
               continue
             const before = await snapshotTree(nodeFs as unknown as DifferentialFs, dir)
@@ -293,11 +377,13 @@ export async function runDifferential(options: DifferentialOptions): Promise<voi
         } finally {
           await subject.close()
           await rm(dir, { recursive: true, force: true })
+          for (const copy of copies) await rm(copy, { recursive: true, force: true })
         }
       },
     ),
     {
       numRuns: options.runs,
+      ...(options.baseSize === undefined ? {} : { baseSize: options.baseSize }),
       ...(options.seed === undefined ? {} : { seed: options.seed }),
       endOnFailure: !options.shrink,
     },

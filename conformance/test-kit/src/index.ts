@@ -1,5 +1,6 @@
 export type {
   DifferentialFs,
+  DifferentialHistory,
   DifferentialOp,
   DifferentialOptions,
   InitialTree,

@@ -67,6 +67,40 @@ test('a database written live by agentfs-sdk 0.6.4 opens with its files, keys an
   }
 }, 60_000)
 
+test('agentfs-sdk 0.6.4 opens a database with history: feed, versions, snapshots, a restore', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'agentfs-interop-history-'))
+  const path = join(dir, 'history.db')
+  try {
+    const agent = await AgentFS.open({ path, versions: true })
+    await agent.fs.writeFile('/notes.md', 'kept\n')
+    await agent.kv.set('k', 1)
+    await agent.snapshot('good')
+    await agent.fs.writeFile('/notes.md', 'broken\n')
+    await agent.fs.writeFile('/extra.md', 'extra\n')
+    await agent.restore('good')
+    await agent.fs.writeFile('/after.md', 'after\n')
+    await agent.close()
+    const reference = await ReferenceAgentFS.open({ path })
+    expect(await reference.fs.readFile('/notes.md', 'utf8')).toBe('kept\n')
+    expect(await reference.fs.readFile('/after.md', 'utf8')).toBe('after\n')
+    expect((await reference.fs.readdir('/')).sort()).toEqual(['after.md', 'notes.md'])
+    expect(await reference.kv.get('k')).toBe(1)
+    await reference.fs.writeFile('/by-reference.md', 'ref\n')
+    await reference.close()
+    // Back in AgentFS: the reference's write is there, and a full snapshot sees it.
+    const again = await AgentFS.open({ path })
+    expect(await again.fs.readFile('/by-reference.md', 'utf8')).toBe('ref\n')
+    await again.snapshot('after-reference', { full: true })
+    expect((await again.history.diff('good', 'after-reference')).map((c) => c.path)).toEqual([
+      '/after.md',
+      '/by-reference.md',
+    ])
+    await again.close()
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}, 60_000)
+
 test('the committed reference fixture opens through the libSQL driver too', async () => {
   const driver = guardDriver(libsqlDriver({ url: ':memory:' }))
   await driver.executeScript(referenceSdkScript())
