@@ -21,7 +21,7 @@ import { diffSnapshots, type SnapshotChange } from './diff.js'
 import { readOverlayState, writeOverlayState } from './overlay-state.js'
 import { applySnapshot } from './restore.js'
 import { checkName } from './rows.js'
-import { contentOf, resolveAt } from './view.js'
+import { contentOf, resolveAt, walkAt } from './view.js'
 
 /** A snapshot as listed. */
 export interface SnapshotInfo {
@@ -205,6 +205,33 @@ export class History {
       throw error
     }
     throw new Error('unreachable')
+  }
+
+  /**
+   * Every entry of snapshot `name` below `from` (default `/`), depth first in name order:
+   * path, type, mode and size.
+   */
+  async *walk(
+    name: string,
+    from = '/',
+  ): AsyncGenerator<{ path: string; type: SnapshotChange['type']; mode: number; size: number }> {
+    const snap = await need(this.#q, name)
+    for await (const { path, node } of walkAt(this.#q, snap.id, from)) {
+      const type = node.mode & 0o170000
+      yield {
+        path,
+        type:
+          type === 0o100000
+            ? 'file'
+            : type === 0o040000
+              ? 'directory'
+              : type === 0o120000
+                ? 'symlink'
+                : 'other',
+        mode: node.mode & 0o7777,
+        size: node.size,
+      }
+    }
   }
 
   /** A file as snapshot `name` holds it. */
