@@ -53,6 +53,7 @@ export const IMPLEMENTATIONS = [
   'agentfs',
   'agentfs-full',
   'agentfs-noatime',
+  'agentfs-nofeed',
   'agentfs-libsql',
   'agentfs-libsql-remote',
   'agentfs-turso',
@@ -145,6 +146,11 @@ const VARIANTS = {
     name: 'agentfs-noatime',
     durability: 'WAL, synchronous=NORMAL, noatime',
     open: (path: string) => AgentFS.open({ path, fs: { atime: 'noatime' } }),
+  },
+  nofeed: {
+    name: 'agentfs-nofeed',
+    durability: 'WAL, synchronous=NORMAL, no change feed',
+    open: (path: string) => AgentFS.open({ path, feed: false }),
   },
 } as const
 
@@ -277,6 +283,8 @@ export async function openImpl(name: ImplName, dir: string): Promise<Impl> {
       return agentfs(dir, 'NORMAL')
     case 'agentfs-noatime':
       return agentfs(dir, 'noatime')
+    case 'agentfs-nofeed':
+      return agentfs(dir, 'nofeed')
     case 'agentfs-full':
       return agentfs(dir, 'FULL')
     case 'agentfs-libsql':

@@ -130,6 +130,19 @@ for (const report of reports) {
   )
 }
 
+// What the change feed costs: the SDK with it (the default) against the SDK without it.
+const withFeed = by('agentfs')
+const withoutFeed = by('agentfs-nofeed')
+if (withFeed && withoutFeed) {
+  console.log(
+    '\nchange feed cost: agentfs (feed on) ÷ agentfs-nofeed, per workload (target ≥ 0.90 on W1, W9)',
+  )
+  for (const r of withFeed.results) {
+    const other = withoutFeed.results.find((x) => x.workload === r.workload)
+    console.log(`  ${`${r.workload} ${r.title}`.padEnd(48)} ×${fmt(ratio(r, other))}`)
+  }
+}
+
 // W12: the FUSE mount against a plain directory (not per implementation).
 let fuse: Awaited<ReturnType<typeof runFuseWorkload>> | { skipped: string } | undefined
 if (!values.workloads || values.workloads.split(',').includes('W12')) {

@@ -30,6 +30,7 @@ export const README_PACKAGES = [
   'driver-node-sqlite',
   'driver-turso',
   'fs',
+  'history',
   'kv',
   'mastra',
   'mcp',

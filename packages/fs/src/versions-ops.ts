@@ -41,8 +41,8 @@ interface Row {
 }
 
 /**
- * The changes of a file, newest first: by its inode (so renames keep its history) and by its
- * path (so a file deleted and created again shows both lives), with who made each.
+ * The changes of a file, newest first, with who made each: of the file at `path` now, by its
+ * inode (renames keep its history); of a path with no file, the changes that named it.
  */
 export async function fileHistory(
   ctx: FsContext,
@@ -61,15 +61,22 @@ export async function fileHistory(
     })
     const ino = found.node?.ino ?? -1
     const current = found.node ? versionOf(found.node) : undefined
-    const { rows } = await tx.execute<Row>({
-      sql: `SELECT c.seq, c.at_us, c.op, c.path, c.size, c.version, c.session_id,
+    const columns = `c.seq, c.at_us, c.op, c.path, c.size, c.version, c.session_id,
   (SELECT m.id FROM agentfs_tool_call_meta m WHERE m.call_token = c.call_token) AS tool_call_id,
-  (SELECT 1 FROM agentfs_file_version v WHERE v.ino = c.ino AND v.version = c.version) AS kept
-FROM agentfs_change c
-WHERE c.op NOT LIKE 'kv-%' AND (c.ino = ? OR c.path = ? OR c.path2 = ?)
-ORDER BY c.seq DESC LIMIT ?`,
-      params: [ino, target, target, limit],
-    })
+  (SELECT 1 FROM agentfs_file_version v WHERE v.ino = c.ino AND v.version = c.version) AS kept`
+    // The file there now: by its inode, so renames keep its history. No file: the changes that
+    // named the path. Newest first, a scan of the feed that stops at the limit.
+    const { rows } = await tx.execute<Row>(
+      found.node
+        ? {
+            sql: `SELECT ${columns} FROM agentfs_change c WHERE c.ino = ? AND c.op NOT LIKE 'kv-%' ORDER BY c.seq DESC LIMIT ?`,
+            params: [ino, limit],
+          }
+        : {
+            sql: `SELECT ${columns} FROM agentfs_change c WHERE c.op NOT LIKE 'kv-%' AND (c.path = ? OR c.path2 = ?) ORDER BY c.seq DESC LIMIT ?`,
+            params: [target, target, limit],
+          },
+    )
     if (rows.length === 0 && !found.node) throw fsError('ENOENT', 'history', path)
     return rows.map(
       (r): FileVersion => ({
