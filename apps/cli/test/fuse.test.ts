@@ -304,3 +304,43 @@ describe.skipIf(!fuse)('agentfs mount of a synced database', () => {
     }
   }, 60_000)
 })
+
+describe.skipIf(!fuse)('the change feed of a mounted database', () => {
+  test('fs.watch and the feed in another process see what shell tools do through the mount', async () => {
+    runCli(cli, ['init', 'watched.db'], { cwd })
+    const mountpoint = join(cwd, 'mnt-watched')
+    const mount = await startMount('watched.db', mountpoint)
+    const agent = await AgentFS.open({ path: join(cwd, 'watched.db') })
+    const controller = new AbortController()
+    const timer = setTimeout(() => controller.abort(), 15_000)
+    try {
+      const seen: string[] = []
+      const watching = (async () => {
+        for await (const e of agent.fs.watch('/', {
+          recursive: true,
+          signal: controller.signal,
+          intervalMs: 20,
+        })) {
+          seen.push(`${e.eventType} ${String(e.filename)}`)
+          if (seen.includes('rename notes/b.txt')) return
+        }
+      })().catch((error: Error) => {
+        if (error.name !== 'AbortError') throw error
+      })
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      sh('mkdir notes && echo hi > notes/a.txt && mv notes/a.txt notes/b.txt', mountpoint)
+      await watching
+      expect(seen).toContain('rename notes')
+      expect(seen).toContain('rename notes/a.txt')
+      expect(seen).toContain('rename notes/b.txt')
+      const ops = (await agent.changes.since(0)).changes.map((c) => `${c.op} ${c.path}`)
+      expect(ops).toContain('mkdir /notes')
+      expect(ops).toContain('rename /notes/a.txt')
+    } finally {
+      clearTimeout(timer)
+      controller.abort()
+      await agent.close()
+      expect(await mount.stop()).toBe(0)
+    }
+  }, 60_000)
+})

@@ -63,6 +63,33 @@ export async function captureChunks(
   return out
 }
 
+/**
+ * The chunk hashes of inode `ino` as {@link captureChunks} would store them, without storing
+ * anything: to compare a live file with a snapshot's.
+ */
+export async function hashChunks(
+  q: Executor,
+  ino: number,
+  size: number,
+  chunkSize: number,
+): Promise<Uint8Array> {
+  const count = Math.ceil(size / chunkSize)
+  const out = new Uint8Array(count * HASH_BYTES)
+  if (count === 0) return out
+  const { rows } = await q.execute<{ chunk_index: number; data: Uint8Array }>({
+    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index < ? ORDER BY chunk_index',
+    params: [ino, count],
+  })
+  const byIndex = new Map(rows.map((r) => [r.chunk_index, r.data]))
+  for (let index = 0; index < count; index++) {
+    const length = Math.min(chunkSize, size - index * chunkSize)
+    const bytes = new Uint8Array(length)
+    bytes.set((byIndex.get(index) ?? new Uint8Array(0)).subarray(0, length))
+    out.set(createHash('sha256').update(bytes).digest(), index * HASH_BYTES)
+  }
+  return out
+}
+
 /** One more reference to a chunk, storing its bytes when it is new. */
 export async function addRef(q: Executor, hash: Uint8Array, bytes: Uint8Array): Promise<void> {
   await executeDeferred(q, {

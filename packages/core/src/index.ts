@@ -3,6 +3,7 @@ export {
   captureChunks,
   dropRefs,
   HASH_BYTES,
+  hashChunks,
   hashesOf,
   readBlob,
 } from './blob-store.js'

@@ -76,6 +76,7 @@ export async function* watchPath(
       path,
       hint: 'watch reads the change feed, which this filesystem was opened without; open it with the feed on',
     })
+  if (options.signal?.aborted) throw abortError(options.signal)
   const watched = normalizePath(path, 'watch')
   // Like Node: a path that does not exist is ENOENT at the start, not an empty stream.
   const cursor = await ctx.q.transaction(async (tx) => {
@@ -103,6 +104,16 @@ export async function* watchPath(
     for (const event of eventsOf(change, watched, cursor.dir, recursive, readable))
       yield { eventType: event.eventType, filename: encode(event.filename) }
   }
+  // Like Node: an aborted watch ends its iteration with an AbortError.
+  if (options.signal?.aborted) throw abortError(options.signal)
+}
+
+/** The error Node's fs.promises.watch throws when its signal aborts. */
+function abortError(signal: AbortSignal): Error {
+  const error = new Error('The operation was aborted', { cause: signal.reason })
+  error.name = 'AbortError'
+  Object.assign(error, { code: 'ABORT_ERR' })
+  return error
 }
 
 function eventsOf(

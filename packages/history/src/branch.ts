@@ -1,4 +1,11 @@
-import { type AgentDatabase, AgentFsError, type Executor, hashesOf, readBlob } from '@agentfs/core'
+import {
+  type AgentDatabase,
+  AgentFsError,
+  type Executor,
+  hashChunks,
+  hashesOf,
+  readBlob,
+} from '@agentfs/core'
 import { createFileSystem, type SqlFileSystem } from '@agentfs/fs'
 import {
   type CommitResult,
@@ -22,8 +29,35 @@ export async function materialize(q: Executor, id: number, target: AgentDatabase
     sql: `SELECT parent_ino, name, ino FROM agentfs_snap_dentry d WHERE ${visibleAt('d')}`,
     params: [id, id],
   })
+  // A live inode that still holds exactly the snapshot's state (a restore moved only its ctime)
+  // lends the base its version token: a branch commit then sees it unchanged, not a conflict.
+  const tokens = new Map<number, { ctime: number; ctime_nsec: number }>()
+  for (const row of inodes.rows) {
+    const { rows } = await q.execute<SnapInode>({
+      sql: `SELECT i.ino, ${INODE_COLUMNS.map((c) => `i.${c}`).join(', ')}, l.target AS target, NULL AS chunks
+FROM fs_inode i LEFT JOIN fs_symlink l ON l.ino = i.ino WHERE i.ino = ?`,
+      params: [row.ino],
+    })
+    const live = rows[0]
+    if (!live || (live.ctime === row.ctime && live.ctime_nsec === row.ctime_nsec)) continue
+    const same =
+      live.mode === row.mode &&
+      live.uid === row.uid &&
+      live.gid === row.gid &&
+      live.size === row.size &&
+      live.mtime === row.mtime &&
+      live.mtime_nsec === row.mtime_nsec &&
+      live.target === row.target &&
+      (!isRegMode(row.mode) ||
+        Buffer.compare(
+          await hashChunks(q, row.ino, live.size, target.chunkSize),
+          row.chunks ?? new Uint8Array(0),
+        ) === 0)
+    if (same) tokens.set(row.ino, { ctime: live.ctime, ctime_nsec: live.ctime_nsec })
+  }
   await target.transaction(async (tx) => {
-    for (const row of inodes.rows) {
+    for (const snap of inodes.rows) {
+      const row = { ...snap, ...tokens.get(snap.ino) }
       await tx.execute({
         sql: `INSERT INTO fs_inode (ino, ${INODE_COLUMNS.join(', ')}) VALUES (?, ${INODE_COLUMNS.map(() => '?').join(', ')})
 ON CONFLICT(ino) DO UPDATE SET ${INODE_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}`,

@@ -172,6 +172,19 @@ describe('branches', () => {
     expect(await agent.fs.exists('/added.md')).toBe(false)
   })
 
+  test('a branch of a snapshot just restored commits: the live files are what the snapshot holds', async () => {
+    const agent = await open()
+    await agent.fs.writeFile('/plan.md', '1\n')
+    await agent.snapshot('s')
+    await agent.fs.rm('/plan.md')
+    await agent.restore('s')
+    const branch = await agent.branch('s')
+    await branch.fs.writeFile('/plan.md', '1\n2\n')
+    await branch.commit()
+    await branch.close()
+    expect(await agent.fs.readFile('/plan.md', 'utf8')).toBe('1\n2\n')
+  })
+
   test('commit refuses when the live tree changed the same path since the snapshot', async () => {
     const agent = await open()
     await agent.fs.writeFile('/doc.md', 'v1\n')
@@ -225,7 +238,9 @@ describe('follow and watch', () => {
         events.push(`${event.eventType} ${String(event.filename)}`)
         if (events.length === 5) controller.abort()
       }
-    })()
+    })().catch((error: Error) => {
+      if (error.name !== 'AbortError') throw error
+    })
     await new Promise((r) => setTimeout(r, 20))
     await agent.fs.writeFile('/outside', 'x')
     await agent.fs.writeFile('/w/a', '1')
