@@ -1,7 +1,7 @@
 import type { Command } from 'commander'
 import { registerInit, registerMigrate, registerTransfer } from './commands/database.js'
 import { registerFs } from './commands/fs.js'
-import { registerHistory } from './commands/history.js'
+import { registerBranch, registerHistory } from './commands/history.js'
 import { registerInspect } from './commands/inspect.js'
 import { registerKv } from './commands/kv.js'
 import { registerOverlay } from './commands/overlay.js'
@@ -20,6 +20,7 @@ export function registerCommands(program: Command): void {
   registerMigrate(program)
   registerOverlay(program)
   registerHistory(program)
+  registerBranch(program)
   registerServe(program)
   registerSync(program)
 }

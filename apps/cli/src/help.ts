@@ -134,6 +134,12 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs snapshot my-agent good && agentfs fs rm -r my-agent /notes && agentfs restore my-agent good',
     ],
   },
+  branch: {
+    examples: [
+      'agentfs snapshot my-agent v1 && agentfs branch my-agent v1 experiment.db',
+      "agentfs snapshot my-agent v1 && agentfs branch my-agent v1 try.db && agentfs fs write try.db /a.txt 'b' && agentfs diff try.db && agentfs commit try.db",
+    ],
+  },
   undo: {
     examples: ['agentfs commit session.db && agentfs undo session.db   # the changes are back'],
   },

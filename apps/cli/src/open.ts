@@ -9,7 +9,8 @@ import {
 } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { createFileSystem, type FileSystem, type FileSystemOptions } from '@agentfs/fs'
-import { openOverlay, readOverlayBase } from '@agentfs/overlay'
+import { snapshotBase } from '@agentfs/history'
+import { type OverlayBaseDescription, openOverlay, readOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 
 /** Like the reference CLI: a bare id means `.agentfs/<id>.db`; anything else is a path. */
@@ -120,8 +121,27 @@ export async function openExisting(
  * (umask, owner) apply to what the view creates.
  */
 export async function viewOf(agent: AgentFS, fs?: FileSystemOptions): Promise<FileSystem> {
-  if (await readOverlayBase(agent.db)) return openOverlay(agent.db, fs ? { fs } : {})
+  if (await readOverlayBase(agent.db))
+    return openOverlay(agent.db, { ...(fs ? { fs } : {}), openBase: openBranchBase })
   return fs ? createFileSystem(agent.db, fs) : agent.fs
+}
+
+/**
+ * The base of a branch database (`agentfs branch`): the snapshot's tree, read from the live
+ * database into memory. Other kinds of base are opened by `openOverlay` itself.
+ */
+export async function openBranchBase(base: OverlayBaseDescription): Promise<FileSystem> {
+  if (base.kind !== 'snapshot')
+    throw new Error(
+      `the base of this overlay is ${base.kind} ${base.path}, which the CLI cannot open`,
+    )
+  const live = await openExisting(base.path)
+  try {
+    const memory = await AgentFS.open({ path: ':memory:', chunkSize: live.db.chunkSize })
+    return await snapshotBase(live.db, live.history, base.snapshot, memory.db)
+  } finally {
+    await live.close()
+  }
 }
 
 /**

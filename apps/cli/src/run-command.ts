@@ -109,16 +109,21 @@ Examples:
   $ agentfs run --db .agentfs/refactor.db -- node tools/rewrite.mjs
   $ agentfs diff .agentfs/refactor.db && agentfs commit .agentfs/refactor.db`,
     )
-    .action(async (argv: string[], o: { db?: string }) => {
+    .option(
+      '--no-snapshot',
+      'do not snapshot the session first (then agentfs undo cannot take it back)',
+    )
+    .action(async (argv: string[], o: { db?: string; snapshot: boolean }) => {
       const project = resolve('.')
       const session = o.db ?? `run-${stamp()}`
       const dbPath = databasePath(session)
       const agent = await openSession(dbPath, project)
       // "agentfs undo DB" restores this: the session as it was before the command ran.
-      await agent.snapshot(undefined, {
-        kind: 'auto',
-        reason: `before run: ${argv.join(' ')}`.slice(0, 200),
-      })
+      if (o.snapshot)
+        await agent.snapshot(undefined, {
+          kind: 'auto',
+          reason: `before run: ${argv.join(' ')}`.slice(0, 200),
+        })
       const view = await mkdtemp(join(tmpdir(), 'agentfs-run-'))
       let code = 1
       try {

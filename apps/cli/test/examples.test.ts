@@ -152,7 +152,7 @@ describe('CLI help examples', () => {
     await mkdir(world)
     sh(WORLD.replaceAll(SYNC_URL, server.url), world, { PATH: `${bin}:${process.env.PATH}` })
     groups = examples()
-    expect(groups.length).toBe(39)
+    expect(groups.length).toBe(40)
     expect(groups.flat().length).toBeGreaterThanOrEqual(50)
   })
 

@@ -65,3 +65,37 @@ test('undo after an overlay commit brings the session changes back; nothing to u
   expect(ok('fs', 'cat', 's.db', '/new.txt')).toBe('from the session')
   expect(runCli(cli, ['undo', 's.db'], { cwd }).err).toMatch(/nothing to undo/)
 })
+
+test('branch: a database over a snapshot; diff, commit onto the live database, undo; conflicts refuse', () => {
+  ok('init', 'live')
+  ok('fs', 'write', 'live', '/doc.md', 'v1')
+  ok('fs', 'write', 'live', '/other.md', 'other')
+  ok('snapshot', 'live', 'base')
+  ok('branch', 'live', 'base', 'br.db')
+  expect(runCli(cli, ['branch', 'live', 'base', 'br.db'], { cwd }).err).toMatch(/exists/)
+  expect(runCli(cli, ['branch', 'live', 'nope', 'x.db'], { cwd }).err).toMatch(
+    /no snapshot named 'nope'/,
+  )
+  ok('fs', 'write', 'br.db', '/doc.md', 'v2')
+  ok('fs', 'write', 'br.db', '/new.md', 'new')
+  expect(ok('fs', 'cat', 'live', '/doc.md')).toBe('v1')
+  const diff = ok('diff', 'br.db')
+  expect(diff).toMatch(/^M \/doc.md$/m)
+  expect(diff).toMatch(/^A \/new.md$/m)
+  expect(ok('commit', 'br.db')).toMatch(/applied 2 change\(s\)/)
+  expect(ok('fs', 'cat', 'live', '/doc.md')).toBe('v2')
+  expect(ok('fs', 'cat', 'live', '/new.md')).toBe('new')
+  expect(ok('log', 'live', '--limit', '1')).toMatch(/commit \/ -> base/)
+  ok('undo', 'live')
+  expect(ok('fs', 'cat', 'live', '/doc.md')).toBe('v1')
+
+  // The live file changes after the snapshot: the branch's commit refuses and applies nothing.
+  ok('branch', 'live', 'base', 'br2.db')
+  ok('fs', 'write', 'br2.db', '/other.md', 'from the branch')
+  ok('fs', 'write', 'live', '/other.md', 'changed live')
+  const refused = runCli(cli, ['commit', 'br2.db'], { cwd })
+  expect(refused.code).not.toBe(0)
+  expect(refused.err).toMatch(/other.md: changed in the base/)
+  expect(ok('fs', 'cat', 'live', '/other.md')).toBe('changed live')
+  expect(ok('fs', 'cat', 'br2.db', '/other.md')).toBe('from the branch')
+})

@@ -219,6 +219,7 @@ await agent.close()
       '@agentfs/kv',
       '@agentfs/tool-calls',
       '@agentfs/overlay',
+      '@agentfs/history',
       'vitest',
       ...(await installLine('packages/driver-libsql')),
     ])

@@ -1,6 +1,7 @@
 import {
   type AgentDatabase,
   AgentFsError,
+  appendChange,
   type Executor,
   hashChunks,
   hashesOf,
@@ -89,6 +90,28 @@ ON CONFLICT(ino) DO UPDATE SET ${INODE_COLUMNS.map((c) => `${c} = excluded.${c}`
 }
 
 /**
+ * The tree of snapshot `name` as a read-only-in-spirit filesystem in `target` (a fresh database
+ * with the same chunk size): the base of a branch. Time and space: the snapshot's size.
+ */
+export async function snapshotBase(
+  q: Executor,
+  history: History,
+  name: string,
+  target: AgentDatabase,
+): Promise<SqlFileSystem> {
+  const snapshot = await history.getSnapshot(name)
+  if (!snapshot) throw noSnapshot(name)
+  await materialize(q, snapshot.id, target)
+  return createFileSystem(target, { feed: { enabled: false } })
+}
+
+const noSnapshot = (name: string) =>
+  new AgentFsError(
+    'INVALID_ARGUMENT',
+    `there is no snapshot named '${name}'; list them with listSnapshots() or agentfs snapshots`,
+  )
+
+/**
  * A writable view of a snapshot: an overlay whose base is the snapshot's tree. Its changes can
  * be reviewed (`diff`), applied to the live tree (`commit`, refused on conflicts exactly like an
  * overlay commit: a path the branch changed that the live tree also changed since the
@@ -124,14 +147,9 @@ export class Branch {
     delta: AgentDatabase
   }): Promise<Branch> {
     const snapshot = await options.history.getSnapshot(options.name)
-    if (!snapshot)
-      throw new AgentFsError(
-        'INVALID_ARGUMENT',
-        `there is no snapshot named '${options.name}'; list them with listSnapshots() or agentfs snapshots`,
-      )
-    await materialize(options.q, snapshot.id, options.base)
+    if (!snapshot) throw noSnapshot(options.name)
     const fs = await createOverlay({
-      base: createFileSystem(options.base, { feed: { enabled: false } }),
+      base: await snapshotBase(options.q, options.history, options.name, options.base),
       delta: createFileSystem(options.delta, { feed: { enabled: false } }),
     })
     const close = async () => {
@@ -152,18 +170,7 @@ export class Branch {
    * undoes the commit). Nothing is applied on a conflict.
    */
   async commit(): Promise<CommitResult & { before: SnapshotInfo }> {
-    const before = await this.#history.snapshot(undefined, {
-      kind: 'auto',
-      reason: `before commit of a branch of ${this.snapshot.name}`,
-    })
-    try {
-      const result = await this.#live.transaction((live) => this.fs.commit(live))
-      return { ...result, before }
-    } catch (error) {
-      // Nothing was applied (a conflict, a bad path): the snapshot would only be clutter.
-      await this.#history.deleteSnapshot(before.name).catch(() => undefined)
-      throw error
-    }
+    return commitOnto(this.fs, this.#live, this.#history, this.snapshot.name)
   }
 
   /** Drops the branch's changes. */
@@ -174,5 +181,41 @@ export class Branch {
   /** Closes the branch's databases. */
   close(): Promise<void> {
     return this.#close()
+  }
+}
+
+/**
+ * Applies a branch (an overlay over snapshot `snapshot` of the live database) onto the live tree
+ * in one transaction, after an automatic snapshot of the live state (returned as `before`;
+ * `restore(before.name)` undoes the commit), with a `commit` row in the change feed. Refused
+ * with `OverlayConflictError`, nothing applied, when a path the branch changed was changed live
+ * since the snapshot.
+ */
+export async function commitOnto(
+  branch: OverlayFs,
+  live: SqlFileSystem,
+  history: History,
+  snapshot: string,
+): Promise<CommitResult & { before: SnapshotInfo }> {
+  const before = await history.snapshot(undefined, {
+    kind: 'auto',
+    reason: `before commit of a branch of ${snapshot}`,
+  })
+  try {
+    const result = await live.transaction(async (fs) => {
+      const applied = await branch.commit(fs)
+      await appendChange(
+        fs.queryable,
+        { op: 'commit', path: '/', path2: snapshot },
+        history.clock.now(),
+        undefined,
+      )
+      return applied
+    })
+    return { ...result, before }
+  } catch (error) {
+    // Nothing was applied (a conflict, a bad path): the snapshot would only be clutter.
+    await history.deleteSnapshot(before.name).catch(() => undefined)
+    throw error
   }
 }

@@ -94,6 +94,11 @@ export class History {
     this.#sessionId = options.sessionId
   }
 
+  /** The clock changes are stamped with. */
+  get clock(): Clock {
+    return this.#clock
+  }
+
   /** Records the whole state as snapshot `name` (default `snapshot-<id>`). */
   async snapshot(name?: string, options: SnapshotOptions = {}): Promise<SnapshotInfo> {
     if (name !== undefined) checkName(name)

@@ -1,4 +1,4 @@
-export { Branch, materialize } from './branch.js'
+export { Branch, commitOnto, materialize, snapshotBase } from './branch.js'
 export type { TrimOptions } from './change-log.js'
 export { ChangeLog } from './change-log.js'
 export type { SnapshotChange } from './diff.js'

@@ -12,6 +12,8 @@ import { OverlayFs } from './overlay-fs.js'
 export type OverlayBaseDescription =
   | { readonly kind: 'host'; readonly path: string }
   | { readonly kind: 'agentfs'; readonly path: string }
+  /** A snapshot of an AgentFS database (a branch): `path` is the database, `snapshot` its name. */
+  | { readonly kind: 'snapshot'; readonly path: string; readonly snapshot: string }
 
 /**
  * The table the reference AgentFS CLI uses for overlay settings (`base_path` = the host
@@ -33,6 +35,7 @@ export async function saveOverlayBase(q: Queryable, base: OverlayBaseDescription
       })
     await put('base_kind', base.kind)
     await put('base_path', base.path)
+    if (base.kind === 'snapshot') await put('base_snapshot', base.snapshot)
   })
 }
 
@@ -47,6 +50,8 @@ export async function readOverlayBase(q: Queryable): Promise<OverlayBaseDescript
   })
   const config = Object.fromEntries(rows.map((r) => [r.key, r.value]))
   if (config.base_path === undefined) return undefined
+  if (config.base_kind === 'snapshot' && config.base_snapshot !== undefined)
+    return { kind: 'snapshot', path: config.base_path, snapshot: config.base_snapshot }
   // The reference CLI writes only base_path, for a host directory.
   const kind = config.base_kind === 'agentfs' ? 'agentfs' : 'host'
   return { kind, path: config.base_path }
@@ -109,7 +114,7 @@ export async function openOverlay(
   else {
     throw new AgentFsError(
       'INVALID_ARGUMENT',
-      `The overlay's base is the AgentFS database ${description.path}; pass openBase to open it`,
+      `The overlay's base is ${description.kind === 'snapshot' ? `snapshot '${description.snapshot}' of` : 'the AgentFS database'} ${description.path}; pass openBase to open it`,
     )
   }
   return new OverlayFs(base, createFileSystem(db, options.fs))

@@ -1,5 +1,9 @@
-import type { AgentFS, Change } from '@agentfs/sdk'
+import { existsSync, mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { saveOverlayBase } from '@agentfs/overlay'
+import { AgentFS, type Change } from '@agentfs/sdk'
 import type { Command } from 'commander'
+import { databasePath } from '../open.js'
 import { colorDiff, json, positiveInteger, print, useColor, withAgent } from './shared.js'
 
 const when = (us: number) => new Date(Math.floor(us / 1000)).toISOString()
@@ -154,6 +158,39 @@ export function registerHistory(program: Command): void {
         print(`undid ${last.reason}; redo with "agentfs restore ${db} ${before.name}"`)
       }),
     )
+}
+
+/** `agentfs branch DB SNAPSHOT BRANCH`: a branch database over a snapshot of DB. */
+export function registerBranch(program: Command): void {
+  program
+    .command('branch')
+    .description(
+      'a new database whose tree starts as a snapshot of DB: change it (fs, mount), then diff, commit onto DB (one transaction, refused on conflicts) or discard',
+    )
+    .argument('<db>')
+    .argument('<snapshot>')
+    .argument('<branch>', 'the new branch database (id or path)')
+    .action(async (db: string, snapshot: string, branch: string) => {
+      const path = databasePath(branch)
+      if (existsSync(path)) throw new Error(`${path} exists; name a new database for the branch`)
+      const chunkSize = await withAgent(db, async (live) => {
+        if (!(await live.history.getSnapshot(snapshot)))
+          throw new Error(
+            `no snapshot named '${snapshot}' in ${db}; list them with "agentfs snapshots ${db}"`,
+          )
+        return live.db.chunkSize
+      })
+      mkdirSync(dirname(path), { recursive: true })
+      const agent = await AgentFS.open({ path, chunkSize })
+      try {
+        await saveOverlayBase(agent.db, { kind: 'snapshot', path: databasePath(db), snapshot })
+      } finally {
+        await agent.close()
+      }
+      print(
+        `branch ${branch} of ${db} at ${snapshot}; review with "agentfs diff ${branch}", apply with "agentfs commit ${branch}"`,
+      )
+    })
 }
 
 /** `agentfs diff DB --from A [--to B]`: snapshot differences (else the overlay diff). */

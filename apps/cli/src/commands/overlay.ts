@@ -1,5 +1,7 @@
-import { HostFileSystem, openOverlay } from '@agentfs/overlay'
+import { commitOnto } from '@agentfs/history'
+import { HostFileSystem, openOverlay, pendingCommit, readOverlayBase } from '@agentfs/overlay'
 import type { Command } from 'commander'
+import { openBranchBase } from '../open.js'
 import { printSnapshotDiff } from './history.js'
 import { colorDiff, json, print, useColor, withAgent } from './shared.js'
 
@@ -18,7 +20,7 @@ export function registerOverlay(program: Command): void {
       withAgent(db, async (agent) => {
         if (o.to !== undefined && o.from === undefined) throw new Error('--to needs --from')
         if (o.from !== undefined) return printSnapshotDiff(agent, o.from, o.to, o.json === true)
-        const overlay = await openOverlay(agent.db)
+        const overlay = await openOverlay(agent.db, { openBase: openBranchBase })
         const pending = await overlay.pendingCommit()
         if (pending)
           print(
@@ -38,17 +40,37 @@ export function registerOverlay(program: Command): void {
 
   program
     .command('commit')
-    .description('apply an overlay database to its base directory, then empty it')
+    .description(
+      'apply an overlay database to its base directory (or a branch to its database), then empty it',
+    )
     .argument('<db>')
-    .action(async (db: string) =>
+    .option('--no-snapshot', 'do not snapshot first (then agentfs undo cannot take it back)')
+    .action(async (db: string, o: { snapshot: boolean }) =>
       withAgent(db, async (agent) => {
-        const overlay = await openOverlay(agent.db)
+        const described = await readOverlayBase(agent.db)
+        const overlay = await openOverlay(agent.db, { openBase: openBranchBase })
+        if (described?.kind === 'snapshot') {
+          // A branch: applied to the live database in one transaction, which snapshots first.
+          // The branch is snapshotted too: a commit that dies after emptying the branch but
+          // before the live transaction commits leaves the live tree untouched, and
+          // "agentfs undo" on the branch brings its changes back.
+          if (o.snapshot) await agent.snapshot(undefined, { kind: 'auto', reason: 'before commit' })
+          // A journal left by such a commit is moot: the live side applied nothing of it.
+          if (await pendingCommit(agent.db))
+            await agent.db.execute({ sql: 'DROP TABLE agentfs_overlay_commit' })
+          const result = await withAgent(described.path, (live) =>
+            commitOnto(overlay, live.fs, live.history, described.snapshot),
+          )
+          return print(
+            `applied ${result.applied.length} change(s) to ${described.path}; "agentfs restore ${described.path} ${result.before.name}" undoes it`,
+          )
+        }
+        // An overlay commit empties the session: this snapshot brings its changes back on undo.
+        if (o.snapshot) await agent.snapshot(undefined, { kind: 'auto', reason: 'before commit' })
         const base = overlay.base as { root?: string }
         const target = base.root
           ? new HostFileSystem({ root: base.root, writable: true })
           : overlay.base
-        // An overlay commit empties the session: this snapshot brings its changes back on undo.
-        await agent.snapshot(undefined, { kind: 'auto', reason: 'before commit' })
         const result = await overlay.commit(target)
         print(
           result.resumed
@@ -64,7 +86,7 @@ export function registerOverlay(program: Command): void {
     .argument('<db>')
     .action(async (db: string) =>
       withAgent(db, async (agent) => {
-        await (await openOverlay(agent.db)).discard()
+        await (await openOverlay(agent.db, { openBase: openBranchBase })).discard()
         print('discarded')
       }),
     )
