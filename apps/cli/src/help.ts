@@ -137,7 +137,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
   branch: {
     examples: [
       'agentfs snapshot my-agent v1 && agentfs branch my-agent v1 experiment.db',
-      "agentfs snapshot my-agent v1 && agentfs branch my-agent v1 try.db && agentfs fs write try.db /a.txt 'b' && agentfs diff try.db && agentfs commit try.db",
+      "agentfs snapshot my-agent v2 && agentfs branch my-agent v2 try.db && agentfs fs write try.db /a.txt 'b' && agentfs diff try.db && agentfs commit try.db",
     ],
   },
   undo: {

@@ -10,7 +10,12 @@ import {
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { createFileSystem, type FileSystem, type FileSystemOptions } from '@agentfs/fs'
 import { snapshotBase } from '@agentfs/history'
-import { type OverlayBaseDescription, openOverlay, readOverlayBase } from '@agentfs/overlay'
+import {
+  HostFileSystem,
+  type OverlayBaseDescription,
+  openOverlay,
+  readOverlayBase,
+} from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 
 /** Like the reference CLI: a bare id means `.agentfs/<id>.db`; anything else is a path. */
@@ -127,14 +132,13 @@ export async function viewOf(agent: AgentFS, fs?: FileSystemOptions): Promise<Fi
 }
 
 /**
- * The base of a branch database (`agentfs branch`): the snapshot's tree, read from the live
- * database into memory. Other kinds of base are opened by `openOverlay` itself.
+ * The base of an overlay database: a host directory (`init --base`, `run`), or for a branch
+ * database (`agentfs branch`) the snapshot's tree, read from the live database into memory.
  */
 export async function openBranchBase(base: OverlayBaseDescription): Promise<FileSystem> {
+  if (base.kind === 'host') return new HostFileSystem({ root: base.path })
   if (base.kind !== 'snapshot')
-    throw new Error(
-      `the base of this overlay is ${base.kind} ${base.path}, which the CLI cannot open`,
-    )
+    throw new Error(`the base of this overlay is the database ${base.path}; the CLI cannot open it`)
   const live = await openExisting(base.path)
   try {
     const memory = await AgentFS.open({ path: ':memory:', chunkSize: live.db.chunkSize })
