@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -7,7 +6,7 @@ import { fsck } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { applyToModel, type CrashModel, type CrashOp, opContent } from './fixtures/crash-ops.js'
-import { bundleChild } from './helpers.js'
+import { bundleChild, runAndKill } from './helpers.js'
 
 /**
  * Crash safety: a writer is killed with SIGKILL at a random moment, again and again, on one
@@ -33,21 +32,6 @@ afterAll(async () => {
   await disposeChild()
   await rm(dir, { recursive: true, force: true })
 })
-
-/** Starts the writer, waits until it is writing, kills it after `delayMs`. */
-function runAndKill(args: string[], delayMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [child, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let err = ''
-    proc.stderr.on('data', (d) => {
-      err += d
-    })
-    proc.stdout.once('data', () => setTimeout(() => proc.kill('SIGKILL'), delayMs))
-    proc.on('exit', (code, signal) =>
-      signal === 'SIGKILL' ? resolve(err) : reject(new Error(`writer exited (${code}): ${err}`)),
-    )
-  })
-}
 
 function readLog(path: string): { done: CrashOp[]; inFlight: CrashOp | undefined } {
   const done: CrashOp[] = []
@@ -108,7 +92,7 @@ test(`crash safety: ${KILLS} SIGKILLs at random moments lose no committed operat
     const prefix = `r${round}`
     const logPath = join(dir, `${prefix}.log`)
     const delay = 30 + ((seed * 7919) % 500)
-    await runAndKill([path, logPath, String(seed), prefix], delay)
+    await runAndKill(child, [path, logPath, String(seed), prefix], delay)
 
     const log = readLog(logPath)
     const before: CrashModel = { files: new Map(), kv: new Map(), tools: 0 }

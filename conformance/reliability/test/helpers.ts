@@ -44,3 +44,21 @@ export function runNode(
     child.on('close', (code) => resolve({ code, out }))
   })
 }
+
+/**
+ * Starts `script` with `args`, waits until it prints (it is working), kills it with SIGKILL
+ * after `delayMs`; resolves with its stderr, rejects if it exits on its own.
+ */
+export function runAndKill(script: string, args: string[], delayMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let err = ''
+    proc.stderr.on('data', (d) => {
+      err += d
+    })
+    proc.stdout.once('data', () => setTimeout(() => proc.kill('SIGKILL'), delayMs))
+    proc.on('exit', (code, signal) =>
+      signal === 'SIGKILL' ? resolve(err) : reject(new Error(`writer exited (${code}): ${err}`)),
+    )
+  })
+}

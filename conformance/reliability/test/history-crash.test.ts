@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -8,7 +7,7 @@ import { fsck } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { digestOf } from './fixtures/history-digest.js'
-import { bundleChild } from './helpers.js'
+import { bundleChild, runAndKill } from './helpers.js'
 
 /**
  * Crash safety of history: a writer that snapshots, restores, deletes snapshots and commits
@@ -32,20 +31,6 @@ afterAll(async () => {
   await dispose()
   await rm(dir, { recursive: true, force: true })
 })
-
-function runAndKill(args: string[], delayMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [child, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let err = ''
-    proc.stderr.on('data', (d) => {
-      err += d
-    })
-    proc.stdout.once('data', () => setTimeout(() => proc.kill('SIGKILL'), delayMs))
-    proc.on('exit', (code, signal) =>
-      signal === 'SIGKILL' ? resolve() : reject(new Error(`writer exited (${code}): ${err}`)),
-    )
-  })
-}
 
 interface Intent {
   i: number
@@ -76,7 +61,7 @@ test(`history crash safety: ${KILLS} SIGKILLs during snapshots, restores and bra
   for (let round = 0; round < KILLS; round++) {
     const seed = BASE_SEED + round
     const logPath = join(dir, `r${round}.log`)
-    await runAndKill([path, logPath, String(seed)], 100 + ((seed * 7919) % 1500))
+    await runAndKill(child, [path, logPath, String(seed)], 100 + ((seed * 7919) % 1500))
     let state: string | undefined
     let inFlight: Intent | undefined
     for (const line of readFileSync(logPath, 'utf8').split('\n')) {

@@ -19,6 +19,44 @@ export function hashesOf(chunks: Uint8Array | null): Uint8Array[] {
   return out
 }
 
+/** Chunks read per query: memory stays bounded for files of any size. */
+const PAGE = 256
+
+/**
+ * Calls `each` with the chunks of inode `ino` as a read of the file returns them (cut at the
+ * size, holes as zeros), in order, each with its SHA-256; returns the hashes concatenated.
+ */
+async function eachChunk(
+  q: Executor,
+  ino: number,
+  size: number,
+  chunkSize: number,
+  each?: (hash: Uint8Array, bytes: Uint8Array) => Promise<void>,
+): Promise<Uint8Array> {
+  const count = Math.ceil(size / chunkSize)
+  const out = new Uint8Array(count * HASH_BYTES)
+  for (let start = 0; start < count; start += PAGE) {
+    const { rows } = await q.execute<{ chunk_index: number; data: Uint8Array }>({
+      sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index >= ? AND chunk_index < ?',
+      params: [ino, start, Math.min(count, start + PAGE)],
+    })
+    const stored = new Map(rows.map((r) => [r.chunk_index, r.data]))
+    for (let index = start; index < Math.min(count, start + PAGE); index++) {
+      const length = Math.min(chunkSize, size - index * chunkSize)
+      const data = stored.get(index) ?? new Uint8Array(0)
+      let bytes = data
+      if (data.byteLength !== length) {
+        bytes = new Uint8Array(length)
+        bytes.set(data.subarray(0, length))
+      }
+      const hash = createHash('sha256').update(bytes).digest()
+      out.set(hash, index * HASH_BYTES)
+      await each?.(hash, bytes)
+    }
+  }
+  return out
+}
+
 /**
  * Stores the chunks of inode `ino` (as they are in `fs_data` now) in the blob store, one
  * reference each, and returns their hashes concatenated. A chunk already stored only gains a
@@ -31,36 +69,7 @@ export async function captureChunks(
   size: number,
   chunkSize: number,
 ): Promise<Uint8Array> {
-  const count = Math.ceil(size / chunkSize)
-  if (count === 0) return new Uint8Array(0)
-  const { rows } = await q.execute<{ chunk_index: number; data: Uint8Array }>({
-    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index < ? ORDER BY chunk_index',
-    params: [ino, count],
-  })
-  const out = new Uint8Array(count * HASH_BYTES)
-  let next = 0
-  const put = async (index: number, data: Uint8Array) => {
-    // The stored chunk is what a read of the file returns: cut at the size, holes as zeros.
-    const length = Math.min(chunkSize, size - index * chunkSize)
-    const bytes =
-      data.byteLength === length
-        ? data
-        : (() => {
-            const b = new Uint8Array(length)
-            b.set(data.subarray(0, length))
-            return b
-          })()
-    const hash = createHash('sha256').update(bytes).digest()
-    out.set(hash, index * HASH_BYTES)
-    await addRef(q, hash, bytes)
-  }
-  for (const row of rows) {
-    while (next < row.chunk_index) await put(next++, new Uint8Array(0))
-    await put(row.chunk_index, row.data)
-    next = row.chunk_index + 1
-  }
-  while (next < count) await put(next++, new Uint8Array(0))
-  return out
+  return eachChunk(q, ino, size, chunkSize, (hash, bytes) => addRef(q, hash, bytes))
 }
 
 /**
@@ -73,21 +82,7 @@ export async function hashChunks(
   size: number,
   chunkSize: number,
 ): Promise<Uint8Array> {
-  const count = Math.ceil(size / chunkSize)
-  const out = new Uint8Array(count * HASH_BYTES)
-  if (count === 0) return out
-  const { rows } = await q.execute<{ chunk_index: number; data: Uint8Array }>({
-    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index < ? ORDER BY chunk_index',
-    params: [ino, count],
-  })
-  const byIndex = new Map(rows.map((r) => [r.chunk_index, r.data]))
-  for (let index = 0; index < count; index++) {
-    const length = Math.min(chunkSize, size - index * chunkSize)
-    const bytes = new Uint8Array(length)
-    bytes.set((byIndex.get(index) ?? new Uint8Array(0)).subarray(0, length))
-    out.set(createHash('sha256').update(bytes).digest(), index * HASH_BYTES)
-  }
-  return out
+  return eachChunk(q, ino, size, chunkSize)
 }
 
 /** One more reference to a chunk, storing its bytes when it is new. */

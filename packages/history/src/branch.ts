@@ -4,8 +4,6 @@ import {
   appendChange,
   type Executor,
   hashChunks,
-  hashesOf,
-  readBlob,
 } from '@agentfs/core'
 import { createFileSystem, type SqlFileSystem } from '@agentfs/fs'
 import {
@@ -15,6 +13,7 @@ import {
   type OverlayFs,
 } from '@agentfs/overlay'
 import type { History, SnapshotInfo } from './history.js'
+import { writeChunks } from './restore.js'
 import { INODE_COLUMNS, isRegMode, type SnapInode, visibleAt } from './rows.js'
 
 /**
@@ -69,17 +68,7 @@ ON CONFLICT(ino) DO UPDATE SET ${INODE_COLUMNS.map((c) => `${c} = excluded.${c}`
           sql: 'INSERT INTO fs_symlink (ino, target) VALUES (?, ?)',
           params: [row.ino, row.target],
         })
-      if (!isRegMode(row.mode)) continue
-      let index = 0
-      for (const hash of hashesOf(row.chunks)) {
-        const data = await readBlob(q, hash)
-        if (data.some((b) => b !== 0))
-          await tx.execute({
-            sql: 'INSERT INTO fs_data (ino, chunk_index, data) VALUES (?, ?, ?)',
-            params: [row.ino, index, data],
-          })
-        index++
-      }
+      if (isRegMode(row.mode)) await writeChunks(q, tx, row.ino, row.chunks)
     }
     for (const e of entries.rows)
       await tx.execute({

@@ -177,9 +177,12 @@ export class History {
   restore(name: string): Promise<{ restored: SnapshotInfo; before: SnapshotInfo }> {
     return this.#q.transaction(async (tx) => {
       const target = await need(tx, name)
+      // Compared in full, not from the feed: a restore must be exact (and so must its undo)
+      // even after writers that bypassed the feed.
       const before = await this.#take(tx, undefined, {
         kind: 'auto',
         reason: `before restore of ${name}`,
+        full: true,
       })
       const now = this.#clock.now()
       const touched = await applySnapshot(tx, target.id, now)

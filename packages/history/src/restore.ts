@@ -59,19 +59,7 @@ ON CONFLICT(ino) DO UPDATE SET ${plain.map((c) => `${c} = excluded.${c}`).join('
         params: [row.ino, row.target],
       })
     await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [row.ino] })
-    if (isRegMode(row.mode)) {
-      let index = 0
-      for (const hash of hashesOf(row.chunks)) {
-        const data = await readBlob(q, hash)
-        // A chunk of zeros was a hole: left out, as the filesystem writes holes.
-        if (data.some((b) => b !== 0))
-          await q.execute({
-            sql: 'INSERT INTO fs_data (ino, chunk_index, data) VALUES (?, ?, ?)',
-            params: [row.ino, index, data],
-          })
-        index++
-      }
-    }
+    if (isRegMode(row.mode)) await writeChunks(q, q, row.ino, row.chunks)
   }
   // Entries: tip-only ones go first (a name may move to another inode), then S-only ones.
   const gone = await q.execute<{ parent_ino: number; name: string }>({
@@ -98,6 +86,29 @@ ON CONFLICT(ino) DO UPDATE SET ${plain.map((c) => `${c} = excluded.${c}`).join('
   }
   await applyKv(q, target, touched)
   return touched
+}
+
+/**
+ * Writes the stored chunks `chunks` (hashes) as the `fs_data` rows of inode `ino` in `target`,
+ * reading them from the blob store of `q`. A chunk of zeros was a hole: it is left out, as the
+ * filesystem writes holes.
+ */
+export async function writeChunks(
+  q: Executor,
+  target: Executor,
+  ino: number,
+  chunks: Uint8Array | null,
+): Promise<void> {
+  let index = 0
+  for (const hash of hashesOf(chunks)) {
+    const data = await readBlob(q, hash)
+    if (data.some((b) => b !== 0))
+      await target.execute({
+        sql: 'INSERT INTO fs_data (ino, chunk_index, data) VALUES (?, ?, ?)',
+        params: [ino, index, data],
+      })
+    index++
+  }
 }
 
 async function applyKv(q: Executor, target: number, touched: Candidates): Promise<void> {

@@ -110,11 +110,14 @@ export async function* walkAt(
     { path: normalizePath(from, 'walk'), node: root, depth: 0 },
   ]
   let seen = 0
+  // A directory has one entry; a crafted database may link one twice or in a cycle.
+  const dirs = new Set<number>()
   while (stack.length > 0) {
     const item = stack.pop()!
     if (++seen > limit) throw fsError('EFBIG', 'walk', from, { hint: `more than ${limit} entries` })
     yield { path: item.path, node: item.node }
-    if (!isDirMode(item.node.mode) || item.depth >= 4096) continue
+    if (!isDirMode(item.node.mode) || item.depth >= 4096 || dirs.has(item.node.ino)) continue
+    dirs.add(item.node.ino)
     const children = await entriesAt(q, id, item.node.ino)
     for (let i = children.length - 1; i >= 0; i--) {
       const { name, ino } = children[i]!

@@ -98,9 +98,16 @@ export function registerHistory(program: Command): void {
     .argument('<db>')
     .argument('[name]', 'default snapshot-<id>')
     .option('--reason <text>', 'why, shown by agentfs snapshots')
-    .action(async (db: string, name: string | undefined, o: { reason?: string }) =>
+    .option(
+      '--full',
+      'compare the whole tree, not only what the change feed recorded (after other writers)',
+    )
+    .action(async (db: string, name: string | undefined, o: { reason?: string; full?: boolean }) =>
       withAgent(db, async (agent) => {
-        const s = await agent.snapshot(name, o.reason === undefined ? {} : { reason: o.reason })
+        const s = await agent.snapshot(name, {
+          ...(o.reason === undefined ? {} : { reason: o.reason }),
+          ...(o.full ? { full: true } : {}),
+        })
         print(`snapshot ${s.name} (#${s.id}, change ${s.seq})`)
       }),
     )
