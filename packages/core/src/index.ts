@@ -73,6 +73,7 @@ export { MAX_SYMLINK_HOPS, resolvePath } from './resolve.js'
 export type { SchemaObject } from './schema.js'
 export {
   DEFAULT_CHUNK_SIZE,
+  FS_INODE_COLUMNS,
   MAX_CHUNK_SIZE,
   MIN_CHUNK_SIZE,
   MODE_PERMISSION_MASK,

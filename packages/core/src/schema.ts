@@ -146,6 +146,22 @@ export const SPEC_INDEXES: readonly SchemaObject[] = [
   ),
 ]
 
+/** The columns of `fs_inode` after `ino`, in the spec's order. */
+export const FS_INODE_COLUMNS = [
+  'mode',
+  'nlink',
+  'uid',
+  'gid',
+  'size',
+  'atime',
+  'mtime',
+  'ctime',
+  'rdev',
+  'atime_nsec',
+  'mtime_nsec',
+  'ctime_nsec',
+] as const
+
 /** Inode number of the root directory (spec: MUST be 1). */
 export const ROOT_INO = 1
 /** Spec default of `fs_config.chunk_size`. */

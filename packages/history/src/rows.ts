@@ -2,6 +2,7 @@ import {
   AgentFsError,
   dropRefs,
   type Executor,
+  FS_INODE_COLUMNS,
   S_IFDIR,
   S_IFLNK,
   S_IFMT,
@@ -9,20 +10,7 @@ import {
 } from '@agentfs/core'
 
 /** The `fs_inode` columns a snapshot keeps, in order. */
-export const INODE_COLUMNS = [
-  'mode',
-  'nlink',
-  'uid',
-  'gid',
-  'size',
-  'atime',
-  'mtime',
-  'ctime',
-  'rdev',
-  'atime_nsec',
-  'mtime_nsec',
-  'ctime_nsec',
-] as const
+export const INODE_COLUMNS = FS_INODE_COLUMNS
 
 /** One inode as a snapshot holds it. */
 export interface SnapInode {

@@ -1,4 +1,4 @@
-import { SLOT_SPAN } from '@agentfs/core'
+import { FS_INODE_COLUMNS, SLOT_SPAN } from '@agentfs/core'
 import type { DatabaseRowMutation, DatabaseRowTransformResult } from '@tursodatabase/sync'
 import type { PendingSwap, PushedKv } from './state.js'
 
@@ -80,19 +80,7 @@ function dentryUpdate(m: DatabaseRowMutation, record: PushRecord): DatabaseRowTr
 }
 
 /** Columns of fs_inode a client may set (nlink is derived from the entries instead). */
-const INODE_COLUMNS = new Set([
-  'mode',
-  'uid',
-  'gid',
-  'size',
-  'atime',
-  'mtime',
-  'ctime',
-  'rdev',
-  'atime_nsec',
-  'mtime_nsec',
-  'ctime_nsec',
-])
+const INODE_COLUMNS: ReadonlySet<string> = new Set(FS_INODE_COLUMNS.filter((c) => c !== 'nlink'))
 
 function inodeUpdate(m: DatabaseRowMutation): DatabaseRowTransformResult {
   const updates = m.updates ?? {}

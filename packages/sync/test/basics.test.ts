@@ -26,3 +26,15 @@ test('a second client bootstraps from the first one and both converge', async ()
   expect(slotA).not.toBe(slotB)
   expect(Math.floor((await a.fs.stat('/docs/b.txt')).ino / SLOT_SPAN)).toBe(slotB)
 })
+
+test('each client records its changes in the feed with its own ids; snapshots are refused clearly', async () => {
+  const { client } = await world()
+  const a = await client('a')
+  await a.fs.writeFile('/one.txt', '1')
+  await a.kv.set('k', 1)
+  const { changes } = await a.changes.since(0)
+  expect(changes.map((c) => c.op)).toEqual(['create', 'kv-set'])
+  const slot = (await a.sync.status()).slot
+  expect(changes.every((c) => Math.floor(c.seq / SLOT_SPAN) === slot)).toBe(true)
+  await expect(a.snapshot('s')).rejects.toThrow(/not supported on a synced database/)
+})
