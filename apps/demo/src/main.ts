@@ -53,6 +53,8 @@ const path = values.db ?? join(mkdtempSync(join(tmpdir(), 'agentfs-demo-')), 'de
 const agent = await AgentFS.open({ path, sessionId: 'demo' })
 try {
   await seedProject(agent)
+  const before = await agent.snapshot('before-agent')
+  const original = await agent.fs.readFile('/project/src/greet.js', 'utf8')
   const real = values.scripted ? undefined : await realModel()
   console.log(`AgentFS demo — database ${path}`)
   console.log(`model: ${real ? real.label : 'scripted (offline)'}\n`)
@@ -74,7 +76,24 @@ try {
   console.log(await drawTimeline(agent))
   console.log('\nstats:')
   console.log(await drawStats(agent))
-  console.log(`\nInspect it yourself: agentfs timeline ${path}   (or: agentfs fs tree ${path})`)
+  console.log('\nwhat changed, from the change feed (who made each change):')
+  for (const c of (await agent.changes.since(before.seq, { store: 'fs' })).changes)
+    console.log(
+      `  ${c.op.padEnd(7)} ${c.path}${c.toolCallId === null ? '' : `   ← tool call #${c.toolCallId}`}`,
+    )
+  console.log('\ndiff against the snapshot taken before the agent ran:')
+  for (const c of await agent.history.diff('before-agent'))
+    console.log(`  ${c.kind === 'added' ? 'A' : c.kind === 'deleted' ? 'D' : 'M'} ${c.path}`)
+  const undo = await agent.restore('before-agent')
+  const back = (await agent.fs.readFile('/project/src/greet.js', 'utf8')) === original
+  console.log(
+    `\nundo: restore('before-agent') in one transaction; greet.js is the original again: ${back}`,
+  )
+  await agent.restore(undo.before.name)
+  console.log(`redo: restore('${undo.before.name}') brings the agent's work back.`)
+  console.log(
+    `\nInspect it yourself: agentfs timeline ${path}, agentfs log ${path}, agentfs snapshots ${path}`,
+  )
 } finally {
   await agent.close()
 }
