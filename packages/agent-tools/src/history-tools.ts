@@ -131,11 +131,14 @@ const restoreVersion: AgentToolDefinition<{
     try {
       await fs.writeFile(fsPath, bytes, expected === undefined ? {} : { ifMatch: expected })
     } catch (error) {
-      if ((error as { code?: string }).code === 'CONFLICT')
+      if ((error as { code?: string }).code === 'CONFLICT') {
+        const now = (await fs.stat(fsPath).catch(() => undefined))?.version ?? '(deleted)'
+        // The stale-write sentence of the other writing tools (TOOL-CONTRACT.md).
         throw new ToolFailure(
           'STALE',
-          `Error: ${display} changed since version ${expected}; read it again before restoring.`,
+          `File has been modified since read (version ${expected}, now ${now}). Read it again before attempting to restore ${display}.`,
         )
+      }
       throw error
     }
     const version = (await fs.stat(fsPath)).version

@@ -54,6 +54,7 @@ test('file_history and restore_version bring back an earlier version, refused wh
   const stale = await run('restore_version', { path: '/doc.md', version: v1, expected_version: v1 })
   expect(stale.isError).toBe(true)
   expect(stale.code).toBe('STALE')
+  expect(stale.text).toMatch(/^File has been modified since read \(version \d+, now \d+\)/)
   const restored = await run('restore_version', { path: '/doc.md', version: v1 })
   expect(restored.isError).toBeUndefined()
   expect(await agent.fs.readFile('/doc.md', 'utf8')).toBe('first\n')
