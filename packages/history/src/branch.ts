@@ -22,11 +22,11 @@ import { INODE_COLUMNS, isRegMode, type SnapInode, visibleAt } from './rows.js'
  */
 export async function materialize(q: Executor, id: number, target: AgentDatabase): Promise<void> {
   const inodes = await q.execute<SnapInode>({
-    sql: `SELECT ino, ${INODE_COLUMNS.join(', ')}, target, chunks FROM agentfs_snap_inode s WHERE ${visibleAt('s')}`,
+    sql: `SELECT ino, ${INODE_COLUMNS.join(', ')}, target, chunks FROM agentfs_snap_inode s WHERE ${visibleAt('s')} ORDER BY s.ino`,
     params: [id, id],
   })
   const entries = await q.execute<{ parent_ino: number; name: string; ino: number }>({
-    sql: `SELECT parent_ino, name, ino FROM agentfs_snap_dentry d WHERE ${visibleAt('d')}`,
+    sql: `SELECT parent_ino, name, ino FROM agentfs_snap_dentry d WHERE ${visibleAt('d')} ORDER BY d.parent_ino, d.name`,
     params: [id, id],
   })
   // A live inode that still holds exactly the snapshot's state (a restore moved only its ctime)

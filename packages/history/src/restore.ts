@@ -18,12 +18,12 @@ export async function applySnapshot(
   // Inodes: S-only rows are written, tip-only rows whose inode S lacks are deleted.
   const old = await q.execute<SnapInode>({
     sql: `SELECT ino, ${INODE_COLUMNS.join(', ')}, target, chunks FROM agentfs_snap_inode s
-WHERE ${visibleAt('s')} AND s.until IS NOT NULL`,
+WHERE ${visibleAt('s')} AND s.until IS NOT NULL ORDER BY s.ino`,
     params: [target, target],
   })
   const restored = new Set(old.rows.map((r) => r.ino))
   const extra = await q.execute<{ ino: number }>({
-    sql: 'SELECT ino FROM agentfs_snap_inode WHERE until IS NULL AND since > ?',
+    sql: 'SELECT ino FROM agentfs_snap_inode WHERE until IS NULL AND since > ? ORDER BY ino',
     params: [target],
   })
   for (const { ino } of extra.rows) {
@@ -63,7 +63,7 @@ ON CONFLICT(ino) DO UPDATE SET ${plain.map((c) => `${c} = excluded.${c}`).join('
   }
   // Entries: tip-only ones go first (a name may move to another inode), then S-only ones.
   const gone = await q.execute<{ parent_ino: number; name: string }>({
-    sql: 'SELECT parent_ino, name FROM agentfs_snap_dentry WHERE until IS NULL AND since > ?',
+    sql: 'SELECT parent_ino, name FROM agentfs_snap_dentry WHERE until IS NULL AND since > ? ORDER BY parent_ino, name',
     params: [target],
   })
   for (const { parent_ino, name } of gone.rows) {
@@ -74,7 +74,7 @@ ON CONFLICT(ino) DO UPDATE SET ${plain.map((c) => `${c} = excluded.${c}`).join('
     })
   }
   const back = await q.execute<{ parent_ino: number; name: string; ino: number }>({
-    sql: `SELECT parent_ino, name, ino FROM agentfs_snap_dentry d WHERE ${visibleAt('d')} AND d.until IS NOT NULL`,
+    sql: `SELECT parent_ino, name, ino FROM agentfs_snap_dentry d WHERE ${visibleAt('d')} AND d.until IS NOT NULL ORDER BY d.parent_ino, d.name`,
     params: [target, target],
   })
   for (const { parent_ino, name, ino } of back.rows) {
@@ -113,7 +113,7 @@ export async function writeChunks(
 
 async function applyKv(q: Executor, target: number, touched: Candidates): Promise<void> {
   const gone = await q.execute<{ key: string }>({
-    sql: 'SELECT key FROM agentfs_snap_kv WHERE until IS NULL AND since > ?',
+    sql: 'SELECT key FROM agentfs_snap_kv WHERE until IS NULL AND since > ? ORDER BY key',
     params: [target],
   })
   for (const { key } of gone.rows) {
@@ -126,7 +126,7 @@ async function applyKv(q: Executor, target: number, touched: Candidates): Promis
     created_at: number | null
     updated_at: number | null
   }>({
-    sql: `SELECT key, value, created_at, updated_at FROM agentfs_snap_kv k WHERE ${visibleAt('k')} AND k.until IS NOT NULL`,
+    sql: `SELECT key, value, created_at, updated_at FROM agentfs_snap_kv k WHERE ${visibleAt('k')} AND k.until IS NOT NULL ORDER BY k.key`,
     params: [target, target],
   })
   for (const row of back.rows) {
