@@ -1,5 +1,4 @@
 import type { Queryable } from '@agentfs/core'
-import { fsError } from '@agentfs/core'
 import { Dirent } from './stats.js'
 import { checkedName } from './walk.js'
 
@@ -35,8 +34,7 @@ export class Dir {
 
   /** The next entry, or null at the end. */
   async read(): Promise<Dirent | null> {
-    if (this.#closed)
-      throw fsError('EBADF', 'opendir', this.path, { hint: 'the directory handle is closed' })
+    if (this.#closed) throw dirClosedError()
     while (this.#buffer.length === 0 && !this.#done) await this.#fill()
     return this.#buffer.shift() ?? null
   }
@@ -58,7 +56,9 @@ WHERE d.parent_ino = ? AND d.name > ? ORDER BY d.name LIMIT ?`,
       )
   }
 
+  /** Closes the handle; like Node, closing it again rejects with `ERR_DIR_CLOSED`. */
   async close(): Promise<void> {
+    if (this.#closed) throw dirClosedError()
     this.#closed = true
   }
 
@@ -70,7 +70,15 @@ WHERE d.parent_ino = ? AND d.name > ? ORDER BY d.name LIMIT ?`,
         yield entry
       }
     } finally {
-      await this.close()
+      // Iterating to the end (or breaking out) closes the handle, as in Node.
+      this.#closed = true
     }
   }
+}
+
+/** Node's error for a directory handle used after `close()` (`read`, a second `close`). */
+export function dirClosedError(): Error & { code: 'ERR_DIR_CLOSED' } {
+  return Object.assign(new Error('Directory handle was closed'), {
+    code: 'ERR_DIR_CLOSED' as const,
+  })
 }

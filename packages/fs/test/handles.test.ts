@@ -109,7 +109,12 @@ for (const driver of Object.keys(DRIVERS)) {
       expect(names.length).toBe(600)
       expect(names[0]).toBe('f0000')
       expect(names[599]).toBe('f0599')
-      expect(await code(dir.read())).toBe('EBADF')
+      // As in Node: iterating closed the handle; reading or closing it again is ERR_DIR_CLOSED.
+      expect(await code(dir.read())).toBe('ERR_DIR_CLOSED')
+      expect(await code(dir.close())).toBe('ERR_DIR_CLOSED')
+      const again = await fs.opendir('/big')
+      await again.close()
+      expect(await code(again.close())).toBe('ERR_DIR_CLOSED')
     })
   })
 

@@ -1,9 +1,10 @@
-import { fsError, joinPath, normalizePath } from '@agentfs/core'
+import { joinPath, normalizePath } from '@agentfs/core'
 import {
   compareCodePoints,
   compileGlob,
   compileRegex,
   type Dirent,
+  dirClosedError,
   type FileSystem,
   type FsDir,
   type GlobMatch,
@@ -15,8 +16,8 @@ import {
 } from '@agentfs/fs'
 
 /**
- * `opendir` for any filesystem, from one `readdir`: entries in listing order, `EBADF` after
- * `close()`.
+ * `opendir` for any filesystem, from one `readdir`: entries in listing order, `ERR_DIR_CLOSED`
+ * (as Node) for a read or a second close after `close()`.
  */
 export async function openListedDir(fs: Pick<FileSystem, 'readdir'>, path: string): Promise<FsDir> {
   const entries = (await fs.readdir(path, { withFileTypes: true })) as Dirent[]
@@ -25,17 +26,22 @@ export async function openListedDir(fs: Pick<FileSystem, 'readdir'>, path: strin
   const dir: FsDir = {
     path: normalizePath(path),
     read: async () => {
-      if (closed) throw fsError('EBADF', 'opendir', path)
+      if (closed) throw dirClosedError()
       return entries[index++] ?? null
     },
     close: async () => {
+      if (closed) throw dirClosedError()
       closed = true
     },
     async *[Symbol.asyncIterator]() {
-      for (;;) {
-        const entry = await dir.read()
-        if (!entry) return
-        yield entry
+      try {
+        for (;;) {
+          const entry = await dir.read()
+          if (!entry) return
+          yield entry
+        }
+      } finally {
+        closed = true
       }
     },
   }

@@ -226,7 +226,7 @@ describe('overlay over another AgentFS database', () => {
 })
 
 describe('opendir', () => {
-  test('the overlay and the host directory list merged entries in order; EBADF after close', async () => {
+  test('the overlay and the host directory list merged entries in order; ERR_DIR_CLOSED after close', async () => {
     const { overlay, dir } = await hostOverlay()
     await overlay.writeFile('/src/new.ts', 'new\n')
     await overlay.unlink('/src/index.ts')
@@ -236,9 +236,14 @@ describe('opendir', () => {
       const names: string[] = []
       for await (const entry of handle) names.push(entry.name)
       expect(names).toEqual(fs === overlay ? ['lib', 'new.ts'] : ['index.ts', 'lib'])
-      expect(await handle.read()).toBeNull()
-      await handle.close()
-      expect(await code(handle.read())).toBe('EBADF')
+      // As in Node: iterating closed the handle.
+      expect(await code(handle.read())).toBe('ERR_DIR_CLOSED')
+      expect(await code(handle.close())).toBe('ERR_DIR_CLOSED')
+      const again = await fs.opendir('/src')
+      expect((await again.read())?.name).toBe(names[0])
+      await again.close()
+      expect(await code(again.read())).toBe('ERR_DIR_CLOSED')
+      expect(await code(again.close())).toBe('ERR_DIR_CLOSED')
     }
   })
 })
