@@ -159,12 +159,8 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
         } else {
           try {
             // Changes the tool makes are attributed to this call in the change feed.
-            output = await withActor(
-              {
-                ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
-                ...(callToken === undefined ? {} : { callToken }),
-              },
-              () => definition.handler(parsed.data as never, env, limits),
+            output = await withActor({ sessionId: options.sessionId, callToken }, () =>
+              definition.handler(parsed.data as never, env, limits),
             )
           } catch (error) {
             output = failureOutput(error, paths.display)

@@ -107,6 +107,18 @@ export async function dropRefs(q: Executor, chunks: Uint8Array | null): Promise<
   }
 }
 
+/** The content the stored chunks `chunks` (hashes) make up, cut at `size`. */
+export async function readChunks(
+  q: Executor,
+  chunks: Uint8Array | null,
+  size: number,
+): Promise<Buffer> {
+  const parts: Uint8Array[] = []
+  for (const hash of hashesOf(chunks)) parts.push(await readBlob(q, hash))
+  const bytes = Buffer.concat(parts)
+  return bytes.byteLength === size ? bytes : bytes.subarray(0, size)
+}
+
 /** The bytes of one stored chunk (CORRUPT when the store lost it). */
 export async function readBlob(q: Executor, hash: Uint8Array): Promise<Uint8Array> {
   const { rows } = await q.execute<{ data: Uint8Array }>({

@@ -28,9 +28,9 @@ export type ChangeOp =
 
 /** Who a change is attributed to: a session, and the tool call it ran in. */
 export interface Actor {
-  readonly sessionId?: string
+  readonly sessionId?: string | undefined
   /** Token of the running tool call; its `agentfs_tool_call_meta` row carries the same token. */
-  readonly callToken?: string
+  readonly callToken?: string | undefined
 }
 
 /** One change as an operation reports it; the feed adds the sequence, time and actor. */

@@ -1,5 +1,6 @@
 import { HASH_BYTES } from './blob-store.js'
 import type { Queryable } from './guard-driver.js'
+import { META_HISTORY_TRIMMED } from './meta.js'
 
 /** A row that breaks a rule: `ino` and `detail` describe it. */
 export interface FindRow {
@@ -77,7 +78,7 @@ export const HISTORY_CHECKS: readonly Check[] = [
     // only after what was trimmed.
     find: `SELECT c.seq AS ino, NULL AS detail FROM agentfs_change c
 WHERE c.seq > 1 AND c.seq < 4294967296
-  AND c.seq - 1 > coalesce((SELECT CAST(value AS INTEGER) FROM agentfs_meta WHERE key = 'history.trimmed'), 0)
+  AND c.seq - 1 > coalesce((SELECT CAST(value AS INTEGER) FROM agentfs_meta WHERE key = '${META_HISTORY_TRIMMED}'), 0)
   AND NOT EXISTS (SELECT 1 FROM agentfs_change p WHERE p.seq = c.seq - 1)
   AND EXISTS (SELECT 1 FROM agentfs_change p WHERE p.seq < c.seq)`,
     message: (r) =>

@@ -6,6 +6,7 @@ export {
   hashChunks,
   hashesOf,
   readBlob,
+  readChunks,
 } from './blob-store.js'
 export type { Change, ChangePage, ChangeQuery, FollowOptions } from './change-feed.js'
 export { followChanges, lastChange, readChanges } from './change-feed.js'
@@ -50,6 +51,7 @@ export { explicitId, guardDriver, recursiveQueries, replaceOnRewrite } from './g
 export type { FoundObject, LayoutReport, SpecLayout } from './layout.js'
 export { inspectLayout } from './layout.js'
 export { classifySqliteCode, mapSqliteError } from './map-error.js'
+export { META_HISTORY_TIP, META_HISTORY_TRIMMED, readMeta, writeMeta } from './meta.js'
 export type { MigrateOptions, MigrationPlan, MigrationStep } from './migrate.js'
 export { checkChunkSize, migrate, planFromReport, planMigration } from './migrate.js'
 export type { MkdirParentsSteps } from './mkdir-parents.js'

@@ -3,6 +3,7 @@ import { AgentFsError, isAgentFsError } from './errors.js'
 import { EXTENSION_MIGRATIONS, META_SCHEMA_VERSION } from './extensions.js'
 import type { Queryable, Transaction } from './guard-driver.js'
 import { inspectLayout, type LayoutReport } from './layout.js'
+import { writeMeta } from './meta.js'
 import {
   canonicalColumns,
   checkChunkSize,
@@ -139,10 +140,7 @@ VALUES (?, ?, 1, 0, 0, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT(ino) DO NOTHING`,
   }
   await dropAside(tx, aside)
   await tx.execute({ sql: `PRAGMA user_version = ${plan.toVersion}` })
-  await tx.execute({
-    sql: 'INSERT INTO agentfs_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
-    params: [META_SCHEMA_VERSION, String(plan.toVersion)],
-  })
+  await writeMeta(tx, META_SCHEMA_VERSION, String(plan.toVersion))
   await tx.execute({ sql: 'PRAGMA legacy_alter_table = OFF' })
 }
 

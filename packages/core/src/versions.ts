@@ -1,4 +1,5 @@
 import { captureChunks, dropRefs } from './blob-store.js'
+import { micros } from './changes.js'
 import type { Timestamp } from './clock.js'
 import type { Executor } from './driver.js'
 import { AgentFsError } from './errors.js'
@@ -47,7 +48,8 @@ ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) 
   return Number(rows[0]?.value ?? 0)
 }
 
-async function drop(q: Executor, where: string, params: (number | string)[]): Promise<void> {
+/** Deletes the versions `where` selects, releasing their chunks; returns the bytes freed. */
+async function drop(q: Executor, where: string, params: (number | string)[]): Promise<number> {
   const { rows } = await q.execute<{ size: number; chunks: Uint8Array }>({
     sql: `DELETE FROM agentfs_file_version WHERE ${where} RETURNING size, chunks`,
     params,
@@ -58,6 +60,7 @@ async function drop(q: Executor, where: string, params: (number | string)[]): Pr
     await dropRefs(q, row.chunks)
   }
   if (freed > 0) await addBytes(q, -freed)
+  return freed
 }
 
 /**
@@ -84,26 +87,30 @@ export async function captureVersion(
     params: [ino, node.version],
   })
   if (seen.rows.length > 0) return
-  const at = now.sec * 1_000_000 + Math.floor(now.nsec / 1000)
+  const at = micros(now)
   const chunks = await captureChunks(q, ino, node.size, chunkSize)
   await q.execute({
     sql: 'INSERT INTO agentfs_file_version (ino, version, path, at_us, size, chunks) VALUES (?, ?, ?, ?, ?, ?)',
     params: [ino, node.version, path ?? null, at, node.size, chunks],
   })
   let total = await addBytes(q, node.size)
-  await drop(
+  total -= await drop(
     q,
     'ino = ? AND id NOT IN (SELECT id FROM agentfs_file_version WHERE ino = ? ORDER BY id DESC LIMIT ?)',
     [ino, ino, limits.maxCount],
   )
   // Bounded work per change: at most 64 expired versions go each time.
-  await drop(
+  total -= await drop(
     q,
     'id IN (SELECT id FROM agentfs_file_version WHERE at_us < ? ORDER BY at_us LIMIT 64)',
     [at - limits.maxAgeMs * 1000],
   )
   for (let round = 0; round < 64 && total > limits.maxBytes; round++) {
-    await drop(q, 'id IN (SELECT id FROM agentfs_file_version ORDER BY id LIMIT 16)', [])
-    total = await addBytes(q, 0)
+    const freed = await drop(
+      q,
+      'id IN (SELECT id FROM agentfs_file_version ORDER BY id LIMIT 16)',
+      [],
+    )
+    total -= freed
   }
 }

@@ -1,6 +1,6 @@
-import { type ChangeOp, fsError, hashesOf, normalizePath, readBlob } from '@agentfs/core'
+import { type ChangeOp, fsError, normalizePath, readChunks } from '@agentfs/core'
 import { readAll } from './chunks.js'
-import { existing, type FsContext } from './context.js'
+import type { FsContext } from './context.js'
 import { versionOf } from './inode.js'
 import { lookup } from './resolver.js'
 
@@ -103,10 +103,9 @@ export async function readVersion(ctx: FsContext, path: string, version: string)
       syscall: 'open',
       allowMissing: true,
     })
-    if (found.node && versionOf(found.node) === version) {
-      const { node } = await existing(tx, target, 'open')
+    const node = found.node
+    if (node && versionOf(node) === version)
       return Buffer.from(await readAll(tx, node.ino, node.size, ctx.chunkSize, 'open', target))
-    }
     const { rows } = await tx.execute<{ size: number; chunks: Uint8Array }>({
       sql: `SELECT size, chunks FROM agentfs_file_version
 WHERE version = ? AND (ino = ? OR path = ?) ORDER BY id DESC LIMIT 1`,
@@ -117,8 +116,6 @@ WHERE version = ? AND (ino = ? OR path = ?) ORDER BY id DESC LIMIT 1`,
       throw fsError('ENOENT', 'open', path, {
         hint: `version ${version} of this file is not kept (versions off, or dropped by retention); list versions with fs.history(path)`,
       })
-    const parts: Uint8Array[] = []
-    for (const hash of hashesOf(row.chunks)) parts.push(await readBlob(tx, hash))
-    return Buffer.concat(parts).subarray(0, row.size)
+    return readChunks(tx, row.chunks, row.size)
   })
 }

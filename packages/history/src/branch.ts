@@ -14,7 +14,7 @@ import {
 } from '@agentfs/overlay'
 import type { History, SnapshotInfo } from './history.js'
 import { writeChunks } from './restore.js'
-import { INODE_COLUMNS, isRegMode, type SnapInode, visibleAt } from './rows.js'
+import { INODE_COLUMNS, isRegMode, liveInode, type SnapInode, visibleAt } from './rows.js'
 
 /**
  * Writes the tree of snapshot `id` (inodes with their numbers, entries, link targets, chunks)
@@ -33,12 +33,7 @@ export async function materialize(q: Executor, id: number, target: AgentDatabase
   // lends the base its version token: a branch commit then sees it unchanged, not a conflict.
   const tokens = new Map<number, { ctime: number; ctime_nsec: number }>()
   for (const row of inodes.rows) {
-    const { rows } = await q.execute<SnapInode>({
-      sql: `SELECT i.ino, ${INODE_COLUMNS.map((c) => `i.${c}`).join(', ')}, l.target AS target, NULL AS chunks
-FROM fs_inode i LEFT JOIN fs_symlink l ON l.ino = i.ino WHERE i.ino = ?`,
-      params: [row.ino],
-    })
-    const live = rows[0]
+    const live = await liveInode(q, row.ino)
     if (!live || (live.ctime === row.ctime && live.ctime_nsec === row.ctime_nsec)) continue
     const same =
       live.mode === row.mode &&

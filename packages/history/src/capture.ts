@@ -1,4 +1,12 @@
-import { captureChunks, type Executor, lastChange, type Queryable } from '@agentfs/core'
+import {
+  captureChunks,
+  type Executor,
+  META_HISTORY_TIP,
+  META_HISTORY_TRIMMED,
+  type Queryable,
+  readMeta,
+  writeMeta,
+} from '@agentfs/core'
 import {
   closeInode,
   insertSnapInode,
@@ -32,49 +40,37 @@ export const noCandidates = (): Candidates => ({
   full: false,
 })
 
-const TIP = 'history.tip'
-const TRIMMED = 'history.trimmed'
-
 /** The newest sequence number trimmed from the feed (0: none). */
 export async function trimmedUpTo(q: Executor): Promise<number> {
-  const { rows } = await q.execute<{ value: string }>({
-    sql: 'SELECT value FROM agentfs_meta WHERE key = ?',
-    params: [TRIMMED],
-  })
-  const value = Number(rows[0]?.value ?? 0)
+  const value = Number((await readMeta(q, META_HISTORY_TRIMMED)) ?? 0)
   return Number.isSafeInteger(value) ? value : Number.MAX_SAFE_INTEGER
 }
 
 /** Records that feed rows up to `seq` were deleted. */
 export async function recordTrim(q: Executor, seq: number): Promise<void> {
-  if (seq <= (await trimmedUpTo(q))) return
-  await q.execute({
-    sql: 'INSERT INTO agentfs_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
-    params: [TRIMMED, String(seq)],
-  })
+  if (seq > (await trimmedUpTo(q))) await writeMeta(q, META_HISTORY_TRIMMED, String(seq))
 }
 
-/** The snapshot the open rows describe and the feed position it was taken at. */
+/**
+ * The snapshot the open rows describe and the feed position it was taken at. A value that is
+ * not one (a damaged or crafted database) counts as none: the next snapshot compares everything.
+ */
 export async function readTip(q: Executor): Promise<{ id: number; seq: number } | undefined> {
-  const { rows } = await q.execute<{ value: string }>({
-    sql: 'SELECT value FROM agentfs_meta WHERE key = ?',
-    params: [TIP],
-  })
-  if (!rows[0]) return undefined
-  const tip = JSON.parse(rows[0].value) as { id: number; seq: number }
-  return Number.isSafeInteger(tip.id) && Number.isSafeInteger(tip.seq) ? tip : undefined
+  const value = await readMeta(q, META_HISTORY_TIP)
+  if (typeof value !== 'string') return undefined
+  let tip: { id?: unknown; seq?: unknown } | null
+  try {
+    tip = JSON.parse(value) as { id?: unknown; seq?: unknown } | null
+  } catch {
+    return undefined
+  }
+  return Number.isSafeInteger(tip?.id) && Number.isSafeInteger(tip?.seq)
+    ? { id: tip!.id as number, seq: tip!.seq as number }
+    : undefined
 }
 
-export async function writeTip(q: Executor, tip: { id: number; seq: number } | undefined) {
-  if (tip === undefined) {
-    await q.execute({ sql: 'DELETE FROM agentfs_meta WHERE key = ?', params: [TIP] })
-    return
-  }
-  await q.execute({
-    sql: 'INSERT INTO agentfs_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
-    params: [TIP, JSON.stringify(tip)],
-  })
-}
+export const writeTip = (q: Executor, tip: { id: number; seq: number } | undefined) =>
+  writeMeta(q, META_HISTORY_TIP, tip === undefined ? undefined : JSON.stringify(tip))
 
 /**
  * What the feed says changed after `seq`. Undefined when the feed cannot say: rows after `seq`
@@ -280,6 +276,3 @@ UNION SELECT key FROM kv_store WHERE substr(key, 1, length(?)) = ?`,
       })
   }
 }
-
-/** The feed position a snapshot taken now records. */
-export const feedPosition = (q: Executor): Promise<number> => lastChange(q as Queryable)

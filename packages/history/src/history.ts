@@ -4,6 +4,7 @@ import {
   type Clock,
   dropRefs,
   type Executor,
+  lastChange,
   micros,
   normalizePath,
   type Queryable,
@@ -12,7 +13,6 @@ import {
   advance,
   type Candidates,
   changedSince,
-  feedPosition,
   noCandidates,
   readTip,
   writeTip,
@@ -113,7 +113,7 @@ export class History {
         `a snapshot named '${name}' exists; pick another name or delete it first`,
       )
     const now = this.#clock.now()
-    const seq = await feedPosition(tx)
+    const seq = await lastChange(tx)
     const { rows } = await tx.execute<{ id: number }>({
       sql: 'INSERT INTO agentfs_snapshot (name, created_us, seq, kind, reason, overlay) VALUES (?, ?, ?, ?, ?, ?) RETURNING id',
       params: [
@@ -190,7 +190,7 @@ export class History {
       await appendChange(tx, { op: 'restore', path: '/', path2: name }, now, this.#sessionId)
       // The open rows follow the live state again, from the next snapshot id on.
       await advance(tx, before.id + 1, this.#chunkSize, touched)
-      await writeTip(tx, { id: before.id, seq: await feedPosition(tx) })
+      await writeTip(tx, { id: before.id, seq: await lastChange(tx) })
       return { restored: toInfo(target), before }
     })
   }

@@ -1,4 +1,4 @@
-import type { Executor } from '@agentfs/core'
+import { AgentFsError, type Executor } from '@agentfs/core'
 
 /**
  * The overlay bookkeeping of a copy-on-write database (whiteouts, origins, the base state the
@@ -29,7 +29,15 @@ export async function readOverlayState(q: Executor): Promise<string | null> {
 
 /** Replaces the overlay rows with those of `json` (none when null). */
 export async function writeOverlayState(q: Executor, json: string | null): Promise<void> {
-  const state = (json === null ? {} : JSON.parse(json)) as State
+  let state: State
+  try {
+    state = (json === null ? {} : JSON.parse(json)) as State
+  } catch {
+    throw new AgentFsError(
+      'CORRUPT',
+      'agentfs_snapshot.overlay is not the JSON this library writes; run fsck or restore a backup',
+    )
+  }
   for (const [table, columns] of Object.entries(TABLES)) {
     await q.execute({ sql: `DELETE FROM ${table}` })
     for (const row of state[table] ?? [])

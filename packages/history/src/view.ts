@@ -2,12 +2,11 @@ import {
   type Executor,
   FsError,
   fsError,
-  hashesOf,
   MAX_SYMLINK_HOPS,
   normalizePath,
   parsePath,
   ROOT_INO,
-  readBlob,
+  readChunks,
 } from '@agentfs/core'
 import { inodeAt, isDirMode, isLinkMode, isRegMode, type SnapInode, visibleAt } from './rows.js'
 
@@ -92,10 +91,7 @@ export async function contentOf(q: Executor, node: SnapInode, path: string): Pro
     throw fsError('EFBIG', 'read', path, {
       hint: `the file is ${node.size} bytes; restore or branch the snapshot to read it in parts`,
     })
-  const parts: Uint8Array[] = []
-  for (const hash of hashesOf(node.chunks)) parts.push(await readBlob(q, hash))
-  const bytes = Buffer.concat(parts)
-  return bytes.byteLength === node.size ? bytes : bytes.subarray(0, node.size)
+  return readChunks(q, node.chunks, node.size)
 }
 
 /** Every path of snapshot `id` with its inode, depth first in name order (bounded). */

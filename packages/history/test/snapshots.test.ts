@@ -125,4 +125,20 @@ describe('snapshots', () => {
     const error = await history.snapshot('x').catch((e: unknown) => e)
     expect(isAgentFsError(error, 'INVALID_ARGUMENT')).toBe(true)
   })
+
+  test('damaged history rows: a bad tip means a full compare; bad overlay state is CORRUPT', async () => {
+    const { db, fs, history } = await fresh()
+    await fs.writeFile('/a', 'one')
+    await history.snapshot('one')
+    await db.execute({
+      sql: "UPDATE agentfs_meta SET value = 'not json' WHERE key = 'history.tip'",
+    })
+    await fs.writeFile('/a', 'two')
+    await history.snapshot('two')
+    expect(await history.readFile('/a', { snapshot: 'two', encoding: 'utf8' })).toBe('two')
+    await db.execute({ sql: "UPDATE agentfs_snapshot SET overlay = '{' WHERE name = 'one'" })
+    const error = await history.restore('one').catch((e: unknown) => e)
+    expect(isAgentFsError(error, 'CORRUPT')).toBe(true)
+    expect(await fs.readFile('/a', 'utf8')).toBe('two')
+  })
 })

@@ -7,6 +7,7 @@ import {
   executeDeferred,
   type FeedOptions,
   hasLoneSurrogate,
+  micros,
   type Queryable,
   type Timestamp,
 } from '@agentfs/core'
@@ -62,6 +63,14 @@ const MAX_PAGE = 10_000
 /** The current version of key `?`: NULL when absent, 0 when only another tool wrote it. */
 const CURRENT_VERSION =
   'SELECT COALESCE(v.version, 0) AS version FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?'
+
+/** Moves a key's version row on (creating it at 1) and stamps the time of the write. */
+function nextVersion(tx: Queryable, key: string, now: Timestamp): Promise<void> {
+  return executeDeferred(tx, {
+    sql: 'INSERT INTO agentfs_kv_version (key, version, updated_us) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET version = version + 1, updated_us = excluded.updated_us',
+    params: [key, micros(now)],
+  })
+}
 
 async function currentVersion(q: Queryable, key: string): Promise<number | null> {
   const { rows } = await q.execute<{ version: number }>({ sql: CURRENT_VERSION, params: [key] })
@@ -143,8 +152,7 @@ export class KvStore {
     const text = serialize(value)
     const expected = options.ifVersion === undefined ? undefined : checkVersion(options.ifVersion)
     const now = this.#clock.now()
-    const { sec, nsec } = now
-    const micros = sec * 1_000_000 + Math.floor(nsec / 1000)
+    const { sec } = now
     return this.#q.transaction(async (tx) => {
       if (expected !== undefined) {
         // Compared inside the write transaction, so nothing can change the key in between.
@@ -153,10 +161,7 @@ export class KvStore {
       }
       // The version row first, then the value: a synced database replays them in this order,
       // and the value's replay compares the time the version row carries.
-      await executeDeferred(tx, {
-        sql: 'INSERT INTO agentfs_kv_version (key, version, updated_us) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET version = version + 1, updated_us = excluded.updated_us',
-        params: [key, micros],
-      })
+      await nextVersion(tx, key, now)
       await executeDeferred(tx, {
         sql: 'INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
         params: [key, text, sec, sec],
@@ -218,11 +223,7 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
       // goes first: a synced database replays the delete only if no later write of the key
       // reached the server (the version row carries the time).
       const now = this.#clock.now()
-      const { sec, nsec } = now
-      await executeDeferred(tx, {
-        sql: 'INSERT INTO agentfs_kv_version (key, version, updated_us) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET version = version + 1, updated_us = excluded.updated_us',
-        params: [key, sec * 1_000_000 + Math.floor(nsec / 1000)],
-      })
+      await nextVersion(tx, key, now)
       await executeDeferred(tx, { sql: 'DELETE FROM kv_store WHERE key = ?', params: [key] })
       await this.#note(tx, 'kv-delete', key, now)
       return true

@@ -173,10 +173,7 @@ export class ToolCalls {
     // What `fn` changes in the filesystem and kv is attributed to this call in the change feed.
     const callToken = this.#ids?.next()
     const sessionId = options.sessionId ?? this.#sessionId
-    const actor = {
-      ...(sessionId === undefined ? {} : { sessionId }),
-      ...(callToken === undefined ? {} : { callToken }),
-    }
+    const actor = { sessionId, callToken }
     let outcome: { ok: true; value: T } | { ok: false; error: unknown }
     try {
       outcome = { ok: true, value: await withActor(actor, fn) }

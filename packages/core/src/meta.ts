@@ -1,0 +1,30 @@
+import type { Executor } from './driver.js'
+
+/** `agentfs_meta` rows of history: the snapshot the open rows describe, and the trimmed feed. */
+export const META_HISTORY_TIP = 'history.tip'
+export const META_HISTORY_TRIMMED = 'history.trimmed'
+
+/** A value of `agentfs_meta`, as stored (undefined without the row). */
+export async function readMeta(q: Executor, key: string): Promise<unknown> {
+  const { rows } = await q.execute<{ value: unknown }>({
+    sql: 'SELECT value FROM agentfs_meta WHERE key = ?',
+    params: [key],
+  })
+  return rows[0]?.value
+}
+
+/** Sets a value of `agentfs_meta`; undefined deletes the row. */
+export async function writeMeta(
+  q: Executor,
+  key: string,
+  value: string | undefined,
+): Promise<void> {
+  await q.execute(
+    value === undefined
+      ? { sql: 'DELETE FROM agentfs_meta WHERE key = ?', params: [key] }
+      : {
+          sql: 'INSERT INTO agentfs_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+          params: [key, value],
+        },
+  )
+}
