@@ -56,9 +56,21 @@ export function runAndKill(script: string, args: string[], delayMs: number): Pro
     proc.stderr.on('data', (d) => {
       err += d
     })
-    proc.stdout.once('data', () => setTimeout(() => proc.kill('SIGKILL'), delayMs))
-    proc.on('exit', (code, signal) =>
-      signal === 'SIGKILL' ? resolve(err) : reject(new Error(`writer exited (${code}): ${err}`)),
-    )
+    // A writer that never says it is working is killed too, and the round fails.
+    const silent = setTimeout(() => proc.kill('SIGKILL'), 120_000)
+    let working = false
+    proc.stdout.once('data', () => {
+      working = true
+      clearTimeout(silent)
+      setTimeout(() => proc.kill('SIGKILL'), delayMs)
+    })
+    proc.on('exit', (code, signal) => {
+      clearTimeout(silent)
+      if (signal === 'SIGKILL' && working) resolve(err)
+      else
+        reject(
+          new Error(`writer ${working ? `exited (${code})` : 'never started writing'}: ${err}`),
+        )
+    })
   })
 }
