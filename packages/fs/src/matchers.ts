@@ -266,6 +266,8 @@ export interface RegexOptions {
 /** A compiled search pattern: `test(line)` runs in time linear in the line. */
 export interface LineMatcher {
   test(line: string): boolean
+  /** Where the first match in `line` starts (a UTF-16 index), or -1: for columns. */
+  search(line: string): number
 }
 
 /**
@@ -287,9 +289,13 @@ export function compileRegex(pattern: string | RegExp, options: RegexOptions = {
   const ignoreCase =
     options.ignoreCase === true || (typeof pattern !== 'string' && pattern.flags.includes('i'))
   if (typeof pattern === 'string' && (options.fixedStrings || !hasRegexSyntax(pattern))) {
-    if (!ignoreCase) return { test: (line) => line.includes(pattern) }
+    if (!ignoreCase)
+      return { test: (line) => line.includes(pattern), search: (line) => line.indexOf(pattern) }
     const needle = pattern.toLowerCase()
-    return { test: (line) => line.toLowerCase().includes(needle) }
+    return {
+      test: (line) => line.toLowerCase().includes(needle),
+      search: (line) => line.toLowerCase().indexOf(needle),
+    }
   }
   let compiled: RE2JS
   try {
@@ -302,5 +308,11 @@ export function compileRegex(pattern: string | RegExp, options: RegexOptions = {
       cause: error,
     })
   }
-  return { test: (line) => compiled.matcher(line).find() }
+  return {
+    test: (line) => compiled.matcher(line).find(),
+    search(line) {
+      const m = compiled.matcher(line)
+      return m.find() ? m.start() : -1
+    },
+  }
 }
