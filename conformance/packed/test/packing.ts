@@ -31,6 +31,7 @@ export const README_PACKAGES = [
   'driver-turso',
   'fs',
   'history',
+  'just-bash',
   'kv',
   'mastra',
   'mcp',

@@ -88,6 +88,7 @@ export function createToolEnvironment(
     ...(options.kv ? { kv: options.kv } : {}),
     ...(options.changes ? { changes: options.changes } : {}),
     paths,
+    readOnly: options.readOnly === true,
   }
 }
 
@@ -105,7 +106,16 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
   const env = createToolEnvironment(options)
   const paths = env.paths
   const maxInput = options.maxInputBytes ?? MAX_INPUT_BYTES
-  const known = new Set(TOOL_DEFINITIONS.map((d) => d.name))
+  const definitions = [...TOOL_DEFINITIONS, ...(options.tools ?? [])]
+  const known = new Set<string>()
+  for (const d of definitions) {
+    if (known.has(d.name))
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        `Two tools are named '${d.name}'; give the added tool another name`,
+      )
+    known.add(d.name)
+  }
   for (const name of [
     ...(options.include ?? []),
     ...(options.exclude ?? []),
@@ -117,7 +127,7 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
         `Unknown tool '${name}'; tools are ${[...known].join(', ')}`,
       )
   }
-  const selected = TOOL_DEFINITIONS.filter(
+  const selected = definitions.filter(
     (d) =>
       (options.include === undefined || options.include.includes(d.name)) &&
       !options.exclude?.includes(d.name) &&

@@ -14,6 +14,7 @@ export type {
   AgentTool,
   AgentToolDefinition,
   AgentToolsOptions,
+  AnyAgentToolDefinition,
   OutputLimits,
   PathPolicy,
   ToolEnvironment,

@@ -33,6 +33,8 @@ export interface ToolEnvironment {
   readonly paths: PathPolicy
   /** The change feed, for `list_changes`. */
   readonly changes?: ChangeSource
+  /** Changes are refused (tools that change files only through `fs` check this themselves). */
+  readonly readOnly?: boolean
 }
 
 /** One tool, defined once; adapters only translate it. */
@@ -51,6 +53,10 @@ export interface AgentToolDefinition<Input = unknown> {
     limits: OutputLimits,
   ) => Promise<ToolOutput>
 }
+
+/** A tool definition of any input, as `tools` takes them (each validates its own input). */
+// biome-ignore lint/suspicious/noExplicitAny: inputs differ per tool; the schema checks each call
+export type AnyAgentToolDefinition = AgentToolDefinition<any>
 
 /** Caps on what tools print. */
 export interface OutputLimits {
@@ -74,6 +80,11 @@ export interface AgentToolsOptions {
   readonly audit?: ToolCalls
   /** Session recorded with every call. */
   readonly sessionId?: string
+  /**
+   * More tools, defined like the built-in ones (e.g. `bashTool()` of `@agentfs/just-bash`): they
+   * get the same validation, path policy, read-only handling and audit in every front end.
+   */
+  readonly tools?: readonly AnyAgentToolDefinition[]
   /** Only these tools (by their original names). */
   readonly include?: readonly string[]
   /** All tools but these. */

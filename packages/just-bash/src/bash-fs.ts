@@ -1,0 +1,333 @@
+import { posix } from 'node:path'
+import { createToolEnvironment, type PathPolicy, ToolFailure } from '@agentfs/agent-tools'
+import { isAgentFsError, POSIX_ERRORS, type PosixCode, parentPath } from '@agentfs/core'
+import type { Encoding, FileSystem, Stats } from '@agentfs/fs'
+import type {
+  BufferEncoding,
+  CpOptions,
+  FileContent,
+  FsStat,
+  IFileSystem,
+  MkdirOptions,
+  RmOptions,
+} from 'just-bash'
+
+type ReadFileOptions = Exclude<Parameters<IFileSystem['readFile']>[1], string | undefined>
+type WriteFileOptions = Exclude<Parameters<IFileSystem['writeFile']>[2], string | undefined>
+type DirentEntry = Awaited<ReturnType<NonNullable<IFileSystem['readdirWithFileTypes']>>>[number]
+
+/** Options of {@link BashFileSystem}. */
+export interface BashFileSystemOptions {
+  /** Any AgentFS filesystem: `agent.fs`, an overlay, a host directory. */
+  readonly fs: FileSystem
+  /** The shell's `/` is this directory of `fs` (a chroot). */
+  readonly root?: string
+  /** Only paths under these (after `root`) may be read or written. */
+  readonly allowedRoots?: readonly string[]
+  /** Refuse every change with EROFS (reads, `grep`, `find`, `cat` still work). */
+  readonly readOnly?: boolean
+}
+
+/** What a {@link BashFileSystem} runs on: a (confined) filesystem and the path policy. */
+export interface BashFileSystemScope {
+  /** The filesystem as confined by the policy (operations run here). */
+  readonly fs: FileSystem
+  /** The filesystem as given (the policy judges where paths lead on it). */
+  readonly base: FileSystem
+  readonly paths: PathPolicy
+  readonly readOnly: boolean
+}
+
+/**
+ * just-bash's `IFileSystem` over an AgentFS filesystem, so `new Bash({ fs: new
+ * BashFileSystem({ fs: agent.fs }) })` runs scripts on the database: every change one
+ * transaction (and so in the change feed, versions and snapshots). With `root`/`allowedRoots`
+ * every path is judged where it really lands (through symlinks, dangling ones too) and refused
+ * with EACCES outside; on a database filesystem the roots are enforced again inside each
+ * change's transaction. Errors are just-bash's: `CODE: message, syscall 'path'` with `code` set,
+ * naming the shell's path (never the filesystem's). Semantics follow just-bash's own
+ * filesystems (`writeFile` creates missing parents, `rm` removes an empty directory, `cp`
+ * copies links as links).
+ */
+export class BashFileSystem implements IFileSystem {
+  readonly #scope: BashFileSystemScope
+
+  constructor(options: BashFileSystemOptions | BashFileSystemScope) {
+    if ('paths' in options) {
+      this.#scope = options
+      return
+    }
+    const env = createToolEnvironment({
+      fs: options.fs,
+      ...(options.root === undefined ? {} : { root: options.root }),
+      ...(options.allowedRoots === undefined ? {} : { allowedRoots: options.allowedRoots }),
+      ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
+    })
+    this.#scope = {
+      fs: env.fs,
+      base: options.fs,
+      paths: env.paths,
+      readOnly: options.readOnly === true,
+    }
+  }
+
+  async readFile(path: string, options?: ReadFileOptions | BufferEncoding): Promise<string> {
+    const encoding = typeof options === 'string' ? options : (options?.encoding ?? 'utf8')
+    const data = await this.readFileBuffer(path)
+    return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString(encoding)
+  }
+
+  async readFileBuffer(path: string): Promise<Uint8Array> {
+    return this.#run('open', path, false, (p) => this.#fs.readFile(p))
+  }
+
+  async writeFile(
+    path: string,
+    content: FileContent,
+    options?: WriteFileOptions | BufferEncoding,
+  ): Promise<void> {
+    await this.#run('write', path, true, async (p) => {
+      await this.#fs.mkdir(parentPath(p), { recursive: true })
+      await this.#fs.writeFile(p, encode(content, options))
+    })
+  }
+
+  async appendFile(
+    path: string,
+    content: FileContent,
+    options?: WriteFileOptions | BufferEncoding,
+  ): Promise<void> {
+    await this.#run('append', path, true, async (p) => {
+      await this.#fs.mkdir(parentPath(p), { recursive: true })
+      await this.#fs.appendFile(p, encode(content, options))
+    })
+  }
+
+  async exists(path: string): Promise<boolean> {
+    if (path.includes('\0')) return false
+    try {
+      return await this.#fs.exists(await this.#resolve(path, 'access'))
+    } catch {
+      return false
+    }
+  }
+
+  async stat(path: string): Promise<FsStat> {
+    return this.#run('stat', path, false, async (p) => bashStat(await this.#fs.stat(p)))
+  }
+
+  async lstat(path: string): Promise<FsStat> {
+    return this.#run('lstat', path, false, async (p) => bashStat(await this.#fs.lstat(p)), false)
+  }
+
+  async mkdir(path: string, options?: MkdirOptions): Promise<void> {
+    await this.#run('mkdir', path, true, async (p) => {
+      await this.#fs.mkdir(p, { recursive: options?.recursive === true })
+    })
+  }
+
+  async readdir(path: string): Promise<string[]> {
+    return this.#run('scandir', path, false, (p) => this.#fs.readdir(p))
+  }
+
+  async readdirWithFileTypes(path: string): Promise<DirentEntry[]> {
+    return this.#run('scandir', path, false, async (p) =>
+      (await this.#fs.readdir(p, { withFileTypes: true })).map((d) => ({
+        name: d.name,
+        isFile: d.isFile(),
+        isDirectory: d.isDirectory(),
+        isSymbolicLink: d.isSymbolicLink(),
+      })),
+    )
+  }
+
+  async rm(path: string, options?: RmOptions): Promise<void> {
+    await this.#run(
+      'rm',
+      path,
+      true,
+      async (p) => {
+        const st = await this.#fs.lstat(p).catch((error: unknown) => {
+          if (options?.force && isAgentFsError(error, 'ENOENT')) return undefined
+          throw error
+        })
+        if (st === undefined) return
+        if (!st.isDirectory()) await this.#fs.unlink(p)
+        else if (options?.recursive) await this.#fs.rm(p, { recursive: true })
+        else await this.#fs.rmdir(p)
+      },
+      false,
+    )
+  }
+
+  async cp(src: string, dest: string, options?: CpOptions): Promise<void> {
+    const from = await this.#resolveFor('cp', src, false, false)
+    await this.#run('cp', dest, true, async (to) => {
+      const st = await this.#fs.lstat(from).catch(this.#rethrow('cp', src))
+      if (st.isDirectory() && !options?.recursive) throw bashError('EISDIR', 'cp', src)
+      await this.#fs.mkdir(parentPath(to), { recursive: true })
+      // One transaction on a database filesystem; links are copied as links, as just-bash does.
+      await this.#fs.cp(from, to, { recursive: options?.recursive === true, force: true })
+    })
+  }
+
+  async mv(src: string, dest: string): Promise<void> {
+    const from = await this.#resolveFor('mv', src, true, false)
+    await this.#run(
+      'mv',
+      dest,
+      true,
+      async (to) => {
+        if (from === to) return
+        await this.#fs.lstat(from).catch(this.#rethrow('mv', src))
+        await this.#fs.mkdir(parentPath(to), { recursive: true })
+        await this.#fs.rename(from, to)
+      },
+      false,
+    )
+  }
+
+  resolvePath(base: string, path: string): string {
+    return posix.resolve(base, path)
+  }
+
+  /** Every path, for `ls` with a quoted glob: not offered (the interface allows an empty list). */
+  getAllPaths(): string[] {
+    return []
+  }
+
+  async chmod(path: string, mode: number): Promise<void> {
+    await this.#run('chmod', path, true, (p) => this.#fs.chmod(p, mode))
+  }
+
+  async symlink(target: string, linkPath: string): Promise<void> {
+    await this.#run(
+      'symlink',
+      linkPath,
+      true,
+      async (p) => {
+        await this.#fs.mkdir(parentPath(p), { recursive: true })
+        await this.#fs.symlink(target, p)
+      },
+      false,
+    )
+  }
+
+  async link(existingPath: string, newPath: string): Promise<void> {
+    const from = await this.#resolveFor('link', existingPath, true, false)
+    await this.#run(
+      'link',
+      newPath,
+      true,
+      async (to) => {
+        await this.#fs.mkdir(parentPath(to), { recursive: true })
+        await this.#fs.link(from, to)
+      },
+      false,
+    )
+  }
+
+  async readlink(path: string): Promise<string> {
+    return this.#run('readlink', path, false, (p) => this.#fs.readlink(p), false)
+  }
+
+  async realpath(path: string): Promise<string> {
+    return this.#run('realpath', path, false, async (p) =>
+      this.#scope.paths.display(await this.#fs.realpath(p)),
+    )
+  }
+
+  async utimes(path: string, atime: Date, mtime: Date): Promise<void> {
+    await this.#run('utimes', path, true, (p) => this.#fs.utimes(p, atime, mtime))
+  }
+
+  get #fs(): FileSystem {
+    return this.#scope.fs
+  }
+
+  /**
+   * Runs `fn` on the filesystem path of `path` (refused before any effect when it is outside
+   * the roots, or a change on a read-only shell); AgentFS errors become just-bash's, naming the
+   * shell's path. `follow` is false for operations on a name itself (lstat, rm, readlink): the
+   * last component is then judged by its parent.
+   */
+  async #run<T>(
+    syscall: string,
+    path: string,
+    mutates: boolean,
+    fn: (fsPath: string) => Promise<T>,
+    follow = true,
+  ): Promise<T> {
+    const p = await this.#resolveFor(syscall, path, mutates, follow)
+    try {
+      return await fn(p)
+    } catch (error) {
+      throw toBashError(error, syscall, path)
+    }
+  }
+
+  async #resolveFor(
+    syscall: string,
+    path: string,
+    mutates: boolean,
+    follow: boolean,
+  ): Promise<string> {
+    if (mutates && this.#scope.readOnly) throw bashError('EROFS', syscall, path)
+    if (path.includes('\0')) throw bashError('EINVAL', syscall, path)
+    if (follow) return this.#resolve(path, syscall)
+    // A name itself (a link to remove or read) is inside when its directory is.
+    const normal = posix.resolve('/', path)
+    if (normal === '/') return this.#resolve(normal, syscall)
+    const dir = await this.#resolve(posix.dirname(normal), syscall)
+    return `${dir === '/' ? '' : dir}/${posix.basename(normal)}`
+  }
+
+  async #resolve(path: string, syscall: string): Promise<string> {
+    try {
+      return await this.#scope.paths.resolve(path, this.#scope.base)
+    } catch (error) {
+      if (error instanceof ToolFailure) throw bashError(error.code as PosixCode, syscall, path)
+      throw error
+    }
+  }
+
+  #rethrow(syscall: string, path: string) {
+    return (error: unknown): never => {
+      throw toBashError(error, syscall, path)
+    }
+  }
+}
+
+/** An error as just-bash's filesystems raise them: `CODE: text, syscall 'path'`, with `code`. */
+export function bashError(code: PosixCode | string, syscall: string, path: string): Error {
+  const text = (POSIX_ERRORS as Record<string, readonly [number, string]>)[code]?.[1] ?? code
+  const error = new Error(`${code}: ${text}, ${syscall} '${path}'`) as Error & { code: string }
+  error.code = code
+  return error
+}
+
+function toBashError(error: unknown, syscall: string, path: string): unknown {
+  if (error instanceof Error && 'code' in error && !isAgentFsError(error)) return error
+  if (isAgentFsError(error)) return bashError((error as { code: string }).code, syscall, path)
+  return error
+}
+
+function encode(content: FileContent, options?: WriteFileOptions | BufferEncoding): Uint8Array {
+  if (typeof content !== 'string') return content
+  const encoding = typeof options === 'string' ? options : (options?.encoding ?? 'utf8')
+  return Buffer.from(content, encoding as Encoding)
+}
+
+function bashStat(st: Stats): FsStat {
+  return {
+    isFile: st.isFile(),
+    isDirectory: st.isDirectory(),
+    isSymbolicLink: st.isSymbolicLink(),
+    // Permission bits only, as just-bash's filesystems report them.
+    mode: st.mode & 0o7777,
+    size: st.size,
+    mtime: st.mtime,
+    dev: st.dev,
+    ino: st.ino,
+  }
+}

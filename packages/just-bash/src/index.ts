@@ -1,0 +1,7 @@
+export type { BashFileSystemOptions, BashFileSystemScope } from './bash-fs.js'
+export { BashFileSystem, bashError } from './bash-fs.js'
+export type { BashToolOptions } from './bash-tool.js'
+export { bashTool } from './bash-tool.js'
+export type { ScriptResult } from './run.js'
+export type { AgentFsSandbox, AgentFsSandboxOptions } from './sandbox.js'
+export { agentFsSandbox } from './sandbox.js'
