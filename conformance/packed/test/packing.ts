@@ -25,6 +25,7 @@ export const README_PACKAGES = [
   'agent-tools',
   'ai-sdk',
   'core',
+  'deepagents',
   'driver-better-sqlite3',
   'driver-libsql',
   'driver-node-sqlite',

@@ -1,0 +1,2 @@
+export type { AgentFSBackendOptions } from './backend.js'
+export { AgentFSBackend } from './backend.js'
