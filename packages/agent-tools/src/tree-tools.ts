@@ -260,7 +260,7 @@ const copy = transferTool(
   'copy',
   "Copy a file or a whole directory tree; the destination's parent directories are created.",
   'Copied',
-  (fs, from, to) => fs.cp(from, to, { recursive: true }),
+  (fs, from, to) => fs.cp(from, to, { recursive: true, verbatimSymlinks: true }),
 )
 
 const stat: AgentToolDefinition<{ path: string }> = {

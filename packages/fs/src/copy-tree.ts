@@ -4,6 +4,7 @@ import {
   FsError,
   joinPath,
   normalizePath,
+  parentPath,
   undefinedIfAbsent,
 } from '@agentfs/core'
 import type { CpOptions, FileSystem } from './types.js'
@@ -11,7 +12,8 @@ import { MAX_TREE_DEPTH } from './walk.js'
 
 /**
  * `cp` for any {@link FileSystem}, on its public operations: a file, a symlink (copied as a
- * link unless `dereference`), or with `recursive` a directory tree. Like `fs.promises.cp`:
+ * link unless `dereference`; a relative target made absolute unless `verbatimSymlinks`), or
+ * with `recursive` a directory tree. Like `fs.promises.cp`:
  * `force` (default true) replaces existing files, `errorOnExist` makes a skipped one EEXIST.
  * Wrap it in the filesystem's transaction to make it atomic.
  */
@@ -88,6 +90,12 @@ async function copyNode(
     }
     await fs.unlink(to)
   }
-  if (stats.isSymbolicLink()) await fs.symlink(await fs.readlink(from), to)
-  else await fs.copyFile(from, to)
+  if (stats.isSymbolicLink()) {
+    // As Node's cp: a relative target is made absolute (from the link's directory), so the copy
+    // leads where the original did; `verbatimSymlinks` keeps it as written.
+    let target = await fs.readlink(from)
+    if (!options.verbatimSymlinks && !target.startsWith('/'))
+      target = normalizePath(joinPath(parentPath(from), target))
+    await fs.symlink(target, to)
+  } else await fs.copyFile(from, to)
 }

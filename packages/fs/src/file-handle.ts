@@ -1,3 +1,6 @@
+import { createInterface, type Interface } from 'node:readline'
+import { Readable } from 'node:stream'
+import type { ReadableStream } from 'node:stream/web'
 import { FsError, fsError, normalizePath, type Queryable, type Timestamp } from '@agentfs/core'
 import { readAll, readAt, readRange, resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
@@ -7,6 +10,12 @@ import { type InodeRow, isDir, versionOf } from './inode.js'
 import { loadInode, touchContent, touchMeta } from './mutate.js'
 import { contextOf, type SqlFileSystem } from './sql-file-system.js'
 import { Stats } from './stats.js'
+import {
+  ReadStream,
+  type ReadStreamOptions,
+  WriteStream,
+  type WriteStreamOptions,
+} from './streams.js'
 import type { Encoding, TimeLike, WriteData } from './types.js'
 
 let nextFd = 1000
@@ -278,6 +287,26 @@ export class FileHandle {
 
   async close(): Promise<void> {
     this.#closed = true
+  }
+
+  /** A `fs.ReadStream` over this file (from `start`, or the cursor); it closes the handle when done unless `autoClose: false`. */
+  createReadStream(options: ReadStreamOptions = {}): ReadStream {
+    return new ReadStream(this.path, async () => this, options)
+  }
+
+  /** A `fs.WriteStream` into this file (at `start`, or the cursor). */
+  createWriteStream(options: WriteStreamOptions = {}): WriteStream {
+    return new WriteStream(this.path, async () => this, options)
+  }
+
+  /** The content as a web `ReadableStream` of bytes; the handle stays open. */
+  readableWebStream(): ReadableStream<Uint8Array> {
+    return Readable.toWeb(this.createReadStream({ autoClose: false })) as ReadableStream<Uint8Array>
+  }
+
+  /** The lines of the file (`\n` or `\r\n`), as `readline` gives them. */
+  readLines(options: ReadStreamOptions = {}): Interface {
+    return createInterface({ input: this.createReadStream(options), crlfDelay: Infinity })
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

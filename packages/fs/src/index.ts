@@ -18,12 +18,16 @@ export {
   MAX_REGEX_LENGTH,
 } from './matchers.js'
 export { rmDirectoryError } from './namespace-ops.js'
+export { mkdtemp, modeArg, pathArg } from './node-args.js'
+export type { NodeFs, NodeFsOptions, SyncBridge } from './node-fs.js'
+export { toNodeFs } from './node-fs.js'
 export type { FsOperation, FsPolicy } from './policy.js'
 export type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
 export { GREP_MAX_BYTES, GREP_TIMEOUT_MS, LineSplitter, SearchBudget } from './search.js'
 export { SqlFileSystem } from './sql-file-system.js'
 export { Dirent, Stats } from './stats.js'
 export type { ReadStreamOptions, WriteStreamOptions } from './streams.js'
+export { ReadStream, WriteStream } from './streams.js'
 export type {
   AtimeMode,
   CpOptions,

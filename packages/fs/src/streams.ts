@@ -1,6 +1,5 @@
 import { Readable, Writable } from 'node:stream'
-import type { FileHandle } from './file-handle.js'
-import type { SqlFileSystem } from './sql-file-system.js'
+import type { FsFileHandle } from './types.js'
 
 /** Options of `createReadStream`. */
 export interface ReadStreamOptions {
@@ -11,6 +10,8 @@ export interface ReadStreamOptions {
   /** Bytes per read (default 64 KiB). */
   readonly highWaterMark?: number
   readonly encoding?: BufferEncoding
+  /** Close the file when the stream ends or fails (default true). */
+  readonly autoClose?: boolean
 }
 
 /** Options of `createWriteStream`. */
@@ -22,90 +23,196 @@ export interface WriteStreamOptions {
   readonly mode?: number
   /** Bytes buffered before backpressure (default 1 MiB). */
   readonly highWaterMark?: number
+  /** Close the file when the stream finishes or fails (default true). */
+  readonly autoClose?: boolean
 }
 
 /**
- * A readable stream over a byte range. It reads `highWaterMark` bytes at a time, only when the
- * consumer asks, so memory stays bounded whatever the file size.
+ * A readable stream over a byte range of the file `open` gives, shaped like Node's
+ * `fs.ReadStream` (`path`, `bytesRead`, `pending`, `fd`, `close(cb)`, `open` and `ready`
+ * events). It reads `highWaterMark` bytes at a time, only when the consumer asks, so memory
+ * stays bounded whatever the file size.
  */
-export function createReadStream(
-  fs: SqlFileSystem,
-  path: string,
-  options: ReadStreamOptions = {},
-): Readable {
-  const size = options.highWaterMark ?? 64 * 1024
-  const start = options.start ?? 0
-  const end = options.end ?? Number.POSITIVE_INFINITY
-  if (start < 0 || end < start - 1 || !Number.isInteger(size) || size <= 0) {
-    throw new RangeError(
-      'createReadStream: start, end and highWaterMark must describe a valid range',
+export class ReadStream extends Readable {
+  readonly path: string
+  bytesRead = 0
+  pending = true
+  fd: number | null = null
+  readonly #open: () => Promise<FsFileHandle>
+  readonly #size: number
+  readonly #end: number
+  readonly #autoClose: boolean
+  /** Where the next read starts; null reads at the file's cursor (a handle's stream, no start). */
+  #position: number | null
+  #offset: number
+  #handle: FsFileHandle | undefined
+
+  constructor(path: string, open: () => Promise<FsFileHandle>, options: ReadStreamOptions = {}) {
+    const size = options.highWaterMark ?? 64 * 1024
+    const start = options.start ?? 0
+    const end = options.end ?? Number.POSITIVE_INFINITY
+    if (start < 0 || end < start - 1 || !Number.isInteger(size) || size <= 0)
+      throw new RangeError(
+        'createReadStream: start, end and highWaterMark must describe a valid range',
+      )
+    super({ highWaterMark: size, ...(options.encoding ? { encoding: options.encoding } : {}) })
+    this.path = path
+    this.#open = open
+    this.#size = size
+    this.#end = end
+    this.#position = options.start ?? null
+    this.#offset = start
+    this.#autoClose = options.autoClose !== false
+  }
+
+  override _construct(callback: (error?: Error | null) => void): void {
+    this.#open().then(
+      (handle) => {
+        this.#handle = handle
+        this.fd = handle.fd
+        this.pending = false
+        this.emit('open', handle.fd)
+        this.emit('ready')
+        callback()
+      },
+      (error: Error) => callback(error),
     )
   }
-  async function* chunks() {
-    const handle = await fs.open(path, 'r')
-    try {
-      let position = start
-      while (position <= end) {
-        const length = Math.min(size, end - position + 1)
-        const { bytesRead, buffer } = await handle.read(
-          Buffer.allocUnsafe(length),
-          0,
-          length,
-          position,
-        )
-        if (bytesRead === 0) return
-        position += bytesRead
-        yield buffer.subarray(0, bytesRead)
-      }
-    } finally {
-      await handle.close()
+
+  override _read(): void {
+    if (this.#offset > this.#end) {
+      this.push(null)
+      return
     }
+    const length = Math.min(this.#size, this.#end - this.#offset + 1)
+    this.#handle!.read(Buffer.allocUnsafe(length), 0, length, this.#position).then(
+      ({ bytesRead, buffer }) => {
+        if (bytesRead === 0) {
+          this.push(null)
+          return
+        }
+        if (this.#position !== null) this.#position += bytesRead
+        this.#offset += bytesRead
+        this.bytesRead += bytesRead
+        this.push(Buffer.from(buffer.buffer, buffer.byteOffset, bytesRead))
+      },
+      (error: Error) => this.destroy(error),
+    )
   }
-  const stream = Readable.from(chunks(), { objectMode: false, highWaterMark: size })
-  if (options.encoding) stream.setEncoding(options.encoding)
-  return stream
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    closeHandle(this.#autoClose ? this.#handle : undefined, error, callback)
+  }
+
+  /** Closes the stream (and the file); `callback` runs once it is closed. */
+  close(callback?: (error?: Error | null) => void): void {
+    if (callback) this.once('close', () => callback(this.errored))
+    this.destroy()
+  }
 }
 
 /**
- * A writable stream into a file. Buffered chunks are written together, one transaction per
- * batch; memory is bounded by `highWaterMark`. Each batch is atomic; the stream as a whole is
- * not (use `writeFile` for all-or-nothing).
+ * A writable stream into the file `open` gives, shaped like Node's `fs.WriteStream` (`path`,
+ * `bytesWritten`, `pending`, `fd`, `close(cb)`). Buffered chunks are written together, one
+ * transaction per batch; memory is bounded by `highWaterMark`. Each batch is atomic; the stream
+ * as a whole is not (use `writeFile` for all-or-nothing).
  */
+export class WriteStream extends Writable {
+  readonly path: string
+  bytesWritten = 0
+  pending = true
+  fd: number | null = null
+  readonly #open: () => Promise<FsFileHandle>
+  readonly #autoClose: boolean
+  #position: number | undefined
+  #handle: FsFileHandle | undefined
+
+  constructor(path: string, open: () => Promise<FsFileHandle>, options: WriteStreamOptions = {}) {
+    super({ highWaterMark: options.highWaterMark ?? 1024 * 1024 })
+    this.path = path
+    this.#open = open
+    this.#position = options.start
+    this.#autoClose = options.autoClose !== false
+  }
+
+  override _construct(callback: (error?: Error | null) => void): void {
+    this.#open().then(
+      (handle) => {
+        this.#handle = handle
+        this.fd = handle.fd
+        this.pending = false
+        this.emit('open', handle.fd)
+        this.emit('ready')
+        callback()
+      },
+      (error: Error) => callback(error),
+    )
+  }
+
+  async #put(data: Uint8Array): Promise<void> {
+    await this.#handle!.write(data, 0, data.byteLength, this.#position ?? null)
+    if (this.#position !== undefined) this.#position += data.byteLength
+    this.bytesWritten += data.byteLength
+  }
+
+  override _write(chunk: Buffer, _encoding: string, callback: (error?: Error | null) => void) {
+    this.#put(chunk).then(() => callback(), callback)
+  }
+
+  override _writev(
+    chunks: Array<{ chunk: Buffer }>,
+    callback: (error?: Error | null) => void,
+  ): void {
+    this.#put(Buffer.concat(chunks.map((c) => c.chunk))).then(() => callback(), callback)
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    callback()
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    closeHandle(this.#autoClose ? this.#handle : undefined, error, callback)
+  }
+
+  /** Ends the stream (writing what is buffered) and closes the file; `callback` once closed. */
+  close(callback?: (error?: Error | null) => void): void {
+    if (callback) this.once('close', () => callback(this.errored))
+    // Ending flushes what is buffered; the stream then destroys itself, closing the file.
+    if (this.writableEnded || this.destroyed) this.destroy()
+    else this.end()
+  }
+}
+
+function closeHandle(
+  handle: FsFileHandle | undefined,
+  error: Error | null,
+  callback: (error?: Error | null) => void,
+): void {
+  if (!handle) {
+    callback(error)
+    return
+  }
+  handle.close().then(
+    () => callback(error),
+    (closeError: Error) => callback(error ?? closeError),
+  )
+}
+
+/** `fs.createReadStream(path)` on a filesystem: opens the file when the stream starts. */
+export function createReadStream(
+  fs: { open(path: string, flags?: string): Promise<FsFileHandle> },
+  path: string,
+  options: ReadStreamOptions = {},
+): ReadStream {
+  return new ReadStream(path, () => fs.open(path, 'r'), { start: 0, ...options })
+}
+
+/** `fs.createWriteStream(path)` on a filesystem: opens (`flags`, `mode`) when it starts. */
 export function createWriteStream(
-  fs: SqlFileSystem,
+  fs: { open(path: string, flags?: string, mode?: number): Promise<FsFileHandle> },
   path: string,
   options: WriteStreamOptions = {},
-): Writable {
-  let handle: FileHandle | undefined
-  let position = options.start
-  const put = async (data: Uint8Array) => {
-    await handle!.write(data, 0, data.byteLength, position ?? null)
-    if (position !== undefined) position += data.byteLength
-  }
-  return new Writable({
-    highWaterMark: options.highWaterMark ?? 1024 * 1024,
-    construct(callback) {
-      fs.open(path, options.flags ?? (options.start === undefined ? 'w' : 'r+'), options.mode).then(
-        (opened) => {
-          handle = opened
-          callback()
-        },
-        callback,
-      )
-    },
-    write(chunk: Buffer, _encoding, callback) {
-      put(chunk).then(() => callback(), callback)
-    },
-    writev(chunks, callback) {
-      put(Buffer.concat(chunks.map((c) => c.chunk as Buffer))).then(() => callback(), callback)
-    },
-    final(callback) {
-      handle!.close().then(() => callback(), callback)
-    },
-    destroy(error, callback) {
-      const done = () => callback(error)
-      if (handle) handle.close().then(done, done)
-      else done()
-    },
-  })
+): WriteStream {
+  const flags = options.flags ?? (options.start === undefined ? 'w' : 'r+')
+  return new WriteStream(path, () => fs.open(path, flags, options.mode), options)
 }

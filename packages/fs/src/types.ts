@@ -166,6 +166,8 @@ export interface CpOptions {
   readonly force?: boolean
   readonly errorOnExist?: boolean
   readonly dereference?: boolean
+  /** Copy link targets as written (default false: a relative target is made absolute, as Node does). */
+  readonly verbatimSymlinks?: boolean
 }
 
 /**

@@ -167,7 +167,11 @@ export class BashFileSystem implements IFileSystem {
       if (st.isDirectory() && !options?.recursive) throw bashError('EISDIR', 'cp', src)
       await this.#fs.mkdir(parentPath(to), { recursive: true })
       // One transaction on a database filesystem; links are copied as links, as just-bash does.
-      await this.#fs.cp(from, to, { recursive: options?.recursive === true, force: true })
+      await this.#fs.cp(from, to, {
+        recursive: options?.recursive === true,
+        force: true,
+        verbatimSymlinks: true,
+      })
     })
   }
 

@@ -183,7 +183,11 @@ export class AgentFSFilesystem extends MastraFilesystem {
       if (st.isDirectory()) {
         if (!options?.recursive) throw new IsDirectoryError(src)
         // An existing destination file is kept when overwrite is false, as Mastra's local one does.
-        await this.#fs.cp(from, to, { recursive: true, force: options.overwrite !== false })
+        await this.#fs.cp(from, to, {
+          recursive: true,
+          force: options.overwrite !== false,
+          verbatimSymlinks: true,
+        })
         return
       }
       try {

@@ -145,7 +145,10 @@ export function registerFs(program: Command): void {
     .option('-r, --recursive', 'copy directories')
     .action(async (db: string, from: string, to: string, o: { recursive?: boolean }) =>
       withAgent(db, async (agent) =>
-        (await viewOf(agent)).cp(from, to, { recursive: o.recursive ?? false }),
+        (await viewOf(agent)).cp(from, to, {
+          recursive: o.recursive ?? false,
+          verbatimSymlinks: true,
+        }),
       ),
     )
   fs.command('ln')

@@ -1,0 +1,109 @@
+import { posix } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { FsError } from '@agentfs/core'
+import type { FileSystem } from './types.js'
+
+/** A TypeError with Node's `code`, as Node raises for bad arguments. */
+export function argError(code: string, message: string): TypeError {
+  const error = new TypeError(message) as TypeError & { code: string }
+  error.code = code
+  return error
+}
+
+/**
+ * A path argument as Node takes it: a string, a Buffer (UTF-8) or a `file:` URL; relative
+ * paths start at `/` (the filesystem has no working directory). NUL bytes are refused as Node
+ * refuses them.
+ */
+export function pathArg(value: unknown, name = 'path'): string {
+  let path: string
+  if (typeof value === 'string') path = value
+  else if (value instanceof Uint8Array) path = Buffer.from(value).toString('utf8')
+  else if (value instanceof URL) {
+    if (value.protocol !== 'file:')
+      throw argError('ERR_INVALID_URL_SCHEME', 'The URL must be of scheme file')
+    path = fileURLToPath(value)
+  } else
+    throw argError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "${name}" argument must be of type string or an instance of Buffer or URL. Received ${describe(value)}`,
+    )
+  if (path.includes('\0'))
+    throw argError(
+      'ERR_INVALID_ARG_VALUE',
+      `The argument '${name}' must be a string, Uint8Array, or URL without null bytes. Received ${JSON.stringify(path)}`,
+    )
+  return path.startsWith('/') ? path : posix.resolve('/', path)
+}
+
+/**
+ * A mode as Node takes it: an unsigned 32-bit integer or an octal string (`'755'`); anything
+ * else is ERR_INVALID_ARG_VALUE (a string) or ERR_INVALID_ARG_TYPE, with Node's wording.
+ */
+export function modeArg(value: unknown, name = 'mode'): number | undefined {
+  if (value === undefined || value === null) return undefined
+  if (typeof value === 'string') {
+    if (!/^[0-7]+$/.test(value))
+      throw argError(
+        'ERR_INVALID_ARG_VALUE',
+        `The argument '${name}' must be a 32-bit unsigned integer or an octal string. Received '${value}'`,
+      )
+    return Number.parseInt(value, 8)
+  }
+  if (typeof value !== 'number')
+    throw argError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "${name}" argument must be of type number. Received ${describe(value)}`,
+    )
+  const range = !Number.isInteger(value)
+    ? 'an integer'
+    : value < 0 || value > 0xffffffff
+      ? '>= 0 && <= 4294967295'
+      : undefined
+  if (range !== undefined)
+    throw Object.assign(
+      new RangeError(
+        `The value of "${name}" is out of range. It must be ${range}. Received ${value}`,
+      ),
+      { code: 'ERR_OUT_OF_RANGE' },
+    )
+  return value
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (value === undefined) return 'undefined'
+  if (typeof value === 'function') return `function ${value.name}`
+  if (typeof value === 'object')
+    return value.constructor?.name ? `an instance of ${value.constructor.name}` : 'an object'
+  return `type ${typeof value} (${JSON.stringify(value)})`
+}
+
+const TEMP_CHARS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
+/** Tries before `mkdtemp` gives up (EEXIST), as a bound on a directory full of names. */
+const TEMP_TRIES = 100
+
+/**
+ * `mkdtemp(prefix)`: creates a new directory `prefix` + six random characters (mode 0700, as
+ * Node's), retrying on a clash, and returns its path.
+ */
+export async function mkdtemp(fs: FileSystem, prefix: unknown): Promise<string> {
+  const base = pathArg(prefix, 'prefix')
+  for (let attempt = 0; attempt < TEMP_TRIES; attempt++) {
+    let suffix = ''
+    for (let i = 0; i < 6; i++) suffix += TEMP_CHARS[Math.floor(Math.random() * TEMP_CHARS.length)]
+    const path = `${base}${suffix}`
+    try {
+      await fs.mkdir(path, { mode: 0o700 })
+      return path
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'EEXIST') throw error
+    }
+  }
+  throw new FsError({
+    code: 'EEXIST',
+    syscall: 'mkdtemp',
+    path: `${base}XXXXXX`,
+    hint: `${TEMP_TRIES} random names were taken`,
+  })
+}

@@ -1,0 +1,192 @@
+import { constants } from 'node:fs'
+import { FsError } from '@agentfs/core'
+import { mkdtemp, modeArg, pathArg } from './node-args.js'
+import { callbackApi, type FdTable } from './node-callbacks.js'
+import { Dirent, Stats } from './stats.js'
+import {
+  createReadStream,
+  createWriteStream,
+  type ReadStream,
+  type WriteStream,
+} from './streams.js'
+import type { FileSystem, FsFileHandle } from './types.js'
+
+/**
+ * Runs the synchronous calls of {@link toNodeFs}: `call('readFile', args)` does what
+ * `fs.promises.readFile(...args)` does and returns its result synchronously (the SDK's
+ * `agent.nodeFs()` gives one that runs them on a worker thread).
+ */
+export interface SyncBridge {
+  call(method: string, args: readonly unknown[]): unknown
+}
+
+/** Options of {@link toNodeFs}. */
+export interface NodeFsOptions {
+  /** Runs the `…Sync` calls; without it they fail with ENOSYS, saying what to use instead. */
+  readonly sync?: SyncBridge
+}
+
+/** The methods of `fs.promises` that take a path first (and a mode where noted). */
+const PATH_METHODS = [
+  'access',
+  'appendFile',
+  'chmod',
+  'chown',
+  'lchown',
+  'lstat',
+  'lutimes',
+  'mkdir',
+  'opendir',
+  'readdir',
+  'readFile',
+  'readlink',
+  'realpath',
+  'rm',
+  'rmdir',
+  'stat',
+  'statfs',
+  'truncate',
+  'unlink',
+  'utimes',
+  'writeFile',
+] as const
+/** The methods that take two paths. */
+const TWO_PATH_METHODS = ['copyFile', 'cp', 'link', 'rename'] as const
+
+// biome-ignore lint/suspicious/noExplicitAny: Node's fs functions take many argument shapes
+type AnyFunction = (...args: any[]) => any
+
+const FD_METHODS = [
+  'open',
+  'close',
+  'read',
+  'write',
+  'fstat',
+  'ftruncate',
+  'fsync',
+  'fdatasync',
+] as const
+type PromiseName =
+  | (typeof PATH_METHODS)[number]
+  | (typeof TWO_PATH_METHODS)[number]
+  | 'symlink'
+  | 'open'
+  | 'mkdtemp'
+  | 'lchmod'
+type CallbackName =
+  | Exclude<PromiseName, 'open'>
+  | (typeof FD_METHODS)[number]
+  | 'exists'
+  | 'fchmod'
+  | 'fchown'
+  | 'futimes'
+type SyncName = `${Exclude<PromiseName, 'lchmod'> | (typeof FD_METHODS)[number] | 'exists'}Sync`
+
+/** Node-shaped `fs` of a filesystem: what {@link toNodeFs} returns. */
+export type NodeFs = { readonly [K in CallbackName | SyncName]: AnyFunction } & {
+  /** The `node:fs/promises` API (and `watch` when the filesystem has it). */
+  readonly promises: { readonly [K in PromiseName]: AnyFunction } & {
+    readonly constants: typeof constants
+    readonly watch?: AnyFunction
+  }
+  readonly constants: typeof constants
+  readonly Stats: typeof Stats
+  readonly Dirent: typeof Dirent
+  createReadStream(path: unknown, options?: object | string): ReadStream
+  createWriteStream(path: unknown, options?: object): WriteStream
+}
+
+/**
+ * A `node:fs`-shaped object over any AgentFS filesystem, for libraries that take an `fs`
+ * (isomorphic-git, unionfs, memfs-style consumers): `promises` (the `node:fs/promises` API),
+ * the callback API, `createReadStream`/`createWriteStream`, `constants`, `Stats`, `Dirent`, and
+ * the `…Sync` calls when a {@link SyncBridge} is given. Paths may be strings, Buffers or `file:`
+ * URLs (relative ones start at `/`); modes may be numbers or octal strings.
+ */
+export function toNodeFs(fs: FileSystem, options: NodeFsOptions = {}): NodeFs {
+  const promises: Record<string, unknown> = { constants }
+  for (const name of PATH_METHODS) {
+    const method = (fs[name] as (...a: unknown[]) => Promise<unknown>).bind(fs)
+    // Async, as Node's: a bad argument is a rejected promise, never a throw.
+    promises[name] = async (path: unknown, ...rest: unknown[]) =>
+      method(pathArg(path), ...normalizeOptions(name, rest))
+  }
+  for (const name of TWO_PATH_METHODS) {
+    const method = (fs[name] as (...a: unknown[]) => Promise<unknown>).bind(fs)
+    promises[name] = async (from: unknown, to: unknown, ...rest: unknown[]) =>
+      method(pathArg(from, 'src'), pathArg(to, 'dest'), ...rest)
+  }
+  promises.symlink = async (target: unknown, path: unknown) =>
+    fs.symlink(typeof target === 'string' ? target : pathArg(target, 'target'), pathArg(path))
+  promises.open = async (path: unknown, flags?: string | number, mode?: unknown) =>
+    fs.open(pathArg(path), flags ?? 'r', modeArg(mode))
+  promises.mkdtemp = async (prefix: unknown) => mkdtemp(fs, prefix)
+  promises.lchmod = async () => {
+    throw new FsError({ code: 'ENOSYS', syscall: 'lchmod', hint: 'lchmod exists only on macOS' })
+  }
+  if (typeof (fs as { watch?: unknown }).watch === 'function')
+    promises.watch = (path: unknown, opts?: object) =>
+      (fs as unknown as { watch(p: string, o?: object): unknown }).watch(pathArg(path), opts)
+  const fds: FdTable = new Map<number, FsFileHandle>()
+  const sync = options.sync
+  const syncCall =
+    (name: string) =>
+    (...args: unknown[]): unknown => {
+      if (!sync)
+        throw new FsError({
+          code: 'ENOSYS',
+          syscall: name,
+          hint: `${name}Sync needs a synchronous bridge: use agent.nodeFs() of @agentfs/sdk on a database file, or the promise or callback form`,
+        })
+      return sync.call(name, args)
+    }
+  const syncApi: Record<string, unknown> = {}
+  for (const name of [...PATH_METHODS, ...TWO_PATH_METHODS, 'symlink', 'mkdtemp', 'exists'])
+    syncApi[`${name}Sync`] = syncCall(name)
+  for (const name of FD_METHODS) syncApi[`${name}Sync`] = syncCall(`fd.${name}`)
+  return {
+    ...callbackApi(promises, fds),
+    ...syncApi,
+    existsSync: (path: unknown) => {
+      try {
+        return syncCall('exists')(pathArg(path)) as boolean
+      } catch (error) {
+        if ((error as { code?: string }).code === 'ENOSYS') throw error
+        return false
+      }
+    },
+    promises,
+    constants,
+    Stats,
+    Dirent,
+    createReadStream: (path: unknown, opts?: object | string) =>
+      createReadStream(
+        fs,
+        pathArg(path),
+        typeof opts === 'string' ? { encoding: opts as BufferEncoding } : (opts ?? {}),
+      ),
+    createWriteStream: (path: unknown, opts?: { mode?: unknown } & object) =>
+      createWriteStream(fs, pathArg(path), {
+        ...(opts ?? {}),
+        ...(opts?.mode === undefined ? {} : { mode: modeArg(opts.mode)! }),
+      } as object),
+  } as unknown as NodeFs
+}
+
+/** Modes as numbers, in whichever argument or option carries one. */
+function normalizeOptions(name: string, rest: unknown[]): unknown[] {
+  if (name === 'chmod') return [modeArg(rest[0])]
+  if (name === 'mkdir') {
+    const o = rest[0]
+    if (typeof o === 'number' || typeof o === 'string') return [{ mode: modeArg(o) }]
+    if (o && typeof o === 'object' && 'mode' in o)
+      return [{ ...(o as object), mode: modeArg((o as { mode: unknown }).mode) }]
+    return rest
+  }
+  if (name === 'writeFile' || name === 'appendFile') {
+    const o = rest[1]
+    if (o && typeof o === 'object' && 'mode' in o)
+      return [rest[0], { ...(o as object), mode: modeArg((o as { mode: unknown }).mode) }]
+  }
+  return rest
+}
