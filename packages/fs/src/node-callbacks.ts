@@ -1,5 +1,6 @@
 import { FsError } from '@agentfs/core'
 import { modeArg } from './node-args.js'
+import { SYNC_FD_BASE } from './sync-bridge.js'
 import type { FsFileHandle } from './types.js'
 
 /** Open files of the callback API, by descriptor. */
@@ -40,6 +41,8 @@ function report(promise: Promise<unknown>, callback: Callback, spread = false): 
 export function callbackApi(
   promises: Record<string, unknown>,
   fds: FdTable,
+  /** The `…Sync` calls, when they run on a bridge: descriptors from `openSync` are theirs. */
+  sync?: Record<string, (...args: unknown[]) => unknown>,
 ): Record<string, (...args: unknown[]) => void> {
   const api: Record<string, (...args: unknown[]) => void> = {}
   for (const [name, method] of Object.entries(promises)) {
@@ -65,6 +68,18 @@ export function callbackApi(
     (syscall: string, run: (h: FsFileHandle, args: unknown[]) => Promise<unknown>) =>
     (...all: unknown[]) => {
       const [args, callback] = withCallback(all)
+      // A descriptor from openSync lives on the bridge's side: the call goes there.
+      if (sync && typeof args[0] === 'number' && args[0] >= SYNC_FD_BASE) {
+        report(
+          (async () => {
+            const value = sync[`${syscall}Sync`]!(...args)
+            return syscall === 'read' || syscall === 'write' ? [value, args[1]] : value
+          })(),
+          callback,
+          syscall === 'read' || syscall === 'write',
+        )
+        return
+      }
       report(
         (async () => run(handle(args[0], syscall), args.slice(1)))(),
         callback,

@@ -2,6 +2,7 @@ import { constants } from 'node:fs'
 import { FsError } from '@agentfs/core'
 import { mkdtemp, modeArg, pathArg } from './node-args.js'
 import { callbackApi, type FdTable } from './node-callbacks.js'
+import { syncApi } from './node-sync.js'
 import { Dirent, Stats } from './stats.js'
 import {
   createReadStream,
@@ -24,6 +25,8 @@ export interface SyncBridge {
 export interface NodeFsOptions {
   /** Runs the `…Sync` calls; without it they fail with ENOSYS, saying what to use instead. */
   readonly sync?: SyncBridge
+  /** Why there is no bridge, for the ENOSYS message of the `…Sync` calls. */
+  readonly noSync?: string
 }
 
 /** The methods of `fs.promises` that take a path first (and a mode where noted). */
@@ -128,33 +131,15 @@ export function toNodeFs(fs: FileSystem, options: NodeFsOptions = {}): NodeFs {
     promises.watch = (path: unknown, opts?: object) =>
       (fs as unknown as { watch(p: string, o?: object): unknown }).watch(pathArg(path), opts)
   const fds: FdTable = new Map<number, FsFileHandle>()
-  const sync = options.sync
-  const syncCall =
-    (name: string) =>
-    (...args: unknown[]): unknown => {
-      if (!sync)
-        throw new FsError({
-          code: 'ENOSYS',
-          syscall: name,
-          hint: `${name}Sync needs a synchronous bridge: use agent.nodeFs() of @agentfs/sdk on a database file, or the promise or callback form`,
-        })
-      return sync.call(name, args)
-    }
-  const syncApi: Record<string, unknown> = {}
-  for (const name of [...PATH_METHODS, ...TWO_PATH_METHODS, 'symlink', 'mkdtemp', 'exists'])
-    syncApi[`${name}Sync`] = syncCall(name)
-  for (const name of FD_METHODS) syncApi[`${name}Sync`] = syncCall(`fd.${name}`)
+  const sync = syncApi(
+    options.sync,
+    [...PATH_METHODS, 'mkdtemp'],
+    [...TWO_PATH_METHODS, 'symlink'],
+    options.noSync,
+  )
   return {
-    ...callbackApi(promises, fds),
-    ...syncApi,
-    existsSync: (path: unknown) => {
-      try {
-        return syncCall('exists')(pathArg(path)) as boolean
-      } catch (error) {
-        if ((error as { code?: string }).code === 'ENOSYS') throw error
-        return false
-      }
-    },
+    ...callbackApi(promises, fds, options.sync ? sync : undefined),
+    ...sync,
     promises,
     constants,
     Stats,

@@ -15,6 +15,7 @@ import {
   createFileSystem,
   type FileSystemOptions,
   type FsPolicy,
+  type NodeFs,
   type SqlFileSystem,
 } from '@agentfs/fs'
 import {
@@ -26,6 +27,7 @@ import {
 } from '@agentfs/history'
 import { createKvStore, type KvStore } from '@agentfs/kv'
 import { createToolCalls, type ToolCalls } from '@agentfs/tool-calls'
+import { type SyncNodeFs, syncNodeFs } from './sync-fs.js'
 
 /** Options of {@link AgentFS.open}. With none, the database is `.agentfs/default.db`. */
 export interface AgentFSOptions {
@@ -100,10 +102,13 @@ export class AgentFS implements AgentScope {
   readonly history: History
   /** The database file, when the SDK opened one by id or path. */
   readonly path: string | undefined
+  readonly #options: AgentFSOptions
+  #nodeFs: SyncNodeFs | undefined
 
   private constructor(db: AgentDatabase, options: AgentFSOptions, path: string | undefined) {
     this.db = db
     this.path = path
+    this.#options = options
     const feed = {
       enabled: options.feed ?? true,
       ...(options.versions === undefined ? {} : { versions: options.versions }),
@@ -223,9 +228,28 @@ export class AgentFS implements AgentScope {
     })
   }
 
+  /**
+   * The filesystem as a `node:fs`-shaped object (`promises`, callbacks, streams, `Stats`, …)
+   * for libraries that take an `fs`, with the `…Sync` calls too when the database is a file:
+   * those run on a worker thread with its own connection, opened with this agent's options and
+   * policy, while the caller waits. One per agent; closed with it.
+   *
+   * @example
+   * const fs = agent.nodeFs()
+   * fs.writeFileSync('/a.txt', 'hi')
+   * await git.init({ fs, dir: '/repo' })
+   */
+  nodeFs(): NodeFs {
+    this.#nodeFs ??= syncNodeFs(this.fs, this.path, this.#options)
+    return this.#nodeFs.nodeFs
+  }
+
   /** Closes the database after running calls finish. Idempotent. */
-  close(): Promise<void> {
-    return this.db.close()
+  async close(): Promise<void> {
+    const nodeFs = this.#nodeFs
+    this.#nodeFs = undefined
+    await nodeFs?.close()
+    await this.db.close()
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

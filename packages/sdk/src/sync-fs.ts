@@ -1,0 +1,79 @@
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { MessageChannel, Worker } from 'node:worker_threads'
+import { type NodeFs, portSyncBridge, type SqlFileSystem, toNodeFs } from '@agentfs/fs'
+import type { AgentFSOptions } from './agentfs.js'
+
+/** What the worker may be given: the open options that cross threads (no driver, clock, ids). */
+function workerOptions(path: string, options: AgentFSOptions): AgentFSOptions {
+  const { driver: _driver, clock: _clock, ids: _ids, id: _id, dir: _dir, ...rest } = options
+  return { ...rest, path }
+}
+
+/** The built worker: beside this module, or (running from source, in tests) the package's build. */
+function workerFile(): URL {
+  const beside = new URL('./sync-worker.js', import.meta.url)
+  if (existsSync(fileURLToPath(beside))) return beside
+  return new URL('../dist/sync-worker.js', import.meta.url)
+}
+
+/** `execArgv` without `--conditions @agentfs/source` (in any of its spellings). */
+function withoutSourceCondition(args: readonly string[]): string[] {
+  const out: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (/^(--conditions|-C)=@agentfs\/source$/.test(arg)) continue
+    if ((arg === '--conditions' || arg === '-C') && args[i + 1] === '@agentfs/source') {
+      i++
+      continue
+    }
+    out.push(arg)
+  }
+  return out
+}
+
+/** A `node:fs`-shaped view of an agent, with its `…Sync` calls on a worker thread. */
+export interface SyncNodeFs {
+  readonly nodeFs: NodeFs
+  /** Stops the worker (and its connection). */
+  close(): Promise<void>
+}
+
+/**
+ * `toNodeFs(fs)` with synchronous calls: a worker thread opens the same database file with the
+ * same options (so the same policy) and runs each `…Sync` call while the caller waits. Without a
+ * file (in memory, or a caller's driver) the `…Sync` calls fail with ENOSYS saying why.
+ */
+export function syncNodeFs(
+  fs: SqlFileSystem,
+  path: string | undefined,
+  options: AgentFSOptions,
+): SyncNodeFs {
+  if (path === undefined || path === ':memory:')
+    return {
+      nodeFs: toNodeFs(fs, {
+        noSync:
+          path === undefined
+            ? 'this agent was opened with its own driver; open it by path or id for the …Sync calls'
+            : 'an in-memory database has no file a worker thread could open; open one by path or id',
+      }),
+      close: async () => {},
+    }
+  const shared = new SharedArrayBuffer(4)
+  const { port1, port2 } = new MessageChannel()
+  const worker = new Worker(workerFile(), {
+    workerData: { port: port2, shared, options: workerOptions(path, options) },
+    transferList: [port2],
+    // The worker runs the built packages: a source-resolving condition (tests) is not passed on.
+    execArgv: withoutSourceCondition(process.execArgv),
+  })
+  worker.unref()
+  port1.unref()
+  return {
+    nodeFs: toNodeFs(fs, { sync: portSyncBridge(port1, shared) }),
+    async close() {
+      port1.close()
+      await worker.terminate()
+    },
+  }
+}

@@ -1,0 +1,104 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { FsError } from '@agentfs/core'
+import { afterAll, expect, test } from 'vitest'
+import { AgentFS } from '../src/index.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'agentfs-nodefs-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+test('agent.nodeFs(): the …Sync calls run on the database file and see what async calls did', async () => {
+  const agent = await AgentFS.open({ path: join(dir, 'sync.db') })
+  const fs = agent.nodeFs()
+  expect(agent.nodeFs()).toBe(fs)
+  fs.mkdirSync('/src/lib', { recursive: true })
+  fs.writeFileSync('/src/a.txt', 'hello')
+  expect(fs.readFileSync('/src/a.txt', 'utf8')).toBe('hello')
+  expect(Buffer.isBuffer(fs.readFileSync('/src/a.txt'))).toBe(true)
+  // Each side sees the other's changes at once: one database.
+  expect(await agent.fs.readFile('/src/a.txt', 'utf8')).toBe('hello')
+  await agent.fs.writeFile('/src/b.txt', 'async')
+  expect(fs.readFileSync('/src/b.txt', 'utf8')).toBe('async')
+  const st = fs.statSync('/src/a.txt')
+  expect([st.isFile(), st.isDirectory(), st.size]).toEqual([true, false, 5])
+  expect(st).toBeInstanceOf(fs.Stats)
+  const entries = fs.readdirSync('/src', { withFileTypes: true })
+  expect(entries.map((d: InstanceType<typeof fs.Dirent>) => [d.name, d.isDirectory()])).toEqual([
+    ['a.txt', false],
+    ['b.txt', false],
+    ['lib', true],
+  ])
+  expect(fs.existsSync('/src/a.txt')).toBe(true)
+  expect(fs.existsSync('/nope')).toBe(false)
+  fs.chmodSync('/src/a.txt', '600')
+  expect(fs.statSync('/src/a.txt').mode & 0o777).toBe(0o600)
+  // Descriptors: open, positional and cursor reads and writes into the caller's buffer.
+  const fd = fs.openSync('/src/a.txt', 'r+')
+  const buffer = Buffer.alloc(8, '.')
+  expect(fs.readSync(fd, buffer, 2, 3, 1)).toBe(3)
+  expect(buffer.toString()).toBe('..ell...')
+  expect(fs.writeSync(fd, Buffer.from('XY'), 0, 2, 0)).toBe(2)
+  expect(fs.writeSync(fd, '!', 5)).toBe(1)
+  expect(fs.fstatSync(fd).size).toBe(6)
+  // The callback API takes a descriptor from openSync too.
+  const viaCallback = await new Promise<number>((resolve, reject) =>
+    fs.read(fd, Buffer.alloc(6), 0, 6, 0, (e: Error | null, n: number) =>
+      e ? reject(e) : resolve(n),
+    ),
+  )
+  expect(viaCallback).toBe(6)
+  fs.closeSync(fd)
+  expect(await agent.fs.readFile('/src/a.txt', 'utf8')).toBe('XYllo!')
+  // Errors keep their class, code, syscall and path.
+  let error: unknown
+  try {
+    fs.readFileSync('/missing.txt')
+  } catch (e) {
+    error = e
+  }
+  expect(error).toBeInstanceOf(FsError)
+  expect(error).toMatchObject({ code: 'ENOENT', syscall: 'open', path: '/missing.txt' })
+  expect(() => fs.closeSync(fd)).toThrow(expect.objectContaining({ code: 'EBADF' }))
+  expect(() => fs.chmodSync('/src/a.txt', 'rwx')).toThrow(
+    expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }),
+  )
+  const listed = fs.opendirSync('/src')
+  expect([listed.readSync()?.name, listed.readSync()?.name]).toEqual(['a.txt', 'b.txt'])
+  listed.closeSync()
+  await agent.close()
+})
+
+test('the worker keeps the agent’s policy, and attributes changes to the calling tool call', async () => {
+  const path = join(dir, 'policy.db')
+  const setup = await AgentFS.open({ path })
+  await setup.fs.writeFile('/secret.txt', 'key')
+  await setup.fs.mkdir('/ws')
+  await setup.close()
+  const agent = await AgentFS.open({
+    path,
+    policy: { read: ['/ws', '/ws/**'], write: ['/ws/**'] },
+    sessionId: 'sync-session',
+  })
+  const fs = agent.nodeFs()
+  expect(() => fs.readFileSync('/secret.txt')).toThrow(expect.objectContaining({ code: 'EACCES' }))
+  expect(() => fs.writeFileSync('/secret.txt', 'x')).toThrow(
+    expect.objectContaining({ code: 'EACCES' }),
+  )
+  await agent.tools.track('write', {}, async () => fs.writeFileSync('/ws/a.txt', 'a'))
+  const [call] = await agent.tools.recent()
+  const { changes } = await agent.changes.since(0, { path: '/ws/a.txt' })
+  expect(changes.map((c) => [c.op, c.sessionId, c.toolCallId])).toEqual([
+    ['create', 'sync-session', call!.id],
+  ])
+  await agent.close()
+})
+
+test('in memory the …Sync calls say why they cannot run; the rest works', async () => {
+  const agent = await AgentFS.open({ path: ':memory:' })
+  const fs = agent.nodeFs()
+  expect(() => fs.readFileSync('/x')).toThrow(/in-memory database has no file/)
+  await fs.promises.writeFile('/x', 'y')
+  expect(await fs.promises.readFile('/x', 'utf8')).toBe('y')
+  await agent.close()
+})
