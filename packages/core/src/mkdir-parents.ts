@@ -17,7 +17,7 @@ export interface MkdirParentsSteps<Entry> {
 /**
  * `mkdir(path, { recursive: true })` as Node does it, over any filesystem: each missing
  * component is created; an existing one must be a directory, through links (a loop is ELOOP, a
- * dangling link ENOENT as the last component and ENOTDIR before it, a non-directory EEXIST as
+ * dangling link ENOENT as the last component and ENOTDIR (naming the link) before it, a non-directory EEXIST as
  * the last and ENOTDIR before). Returns the first directory created, as Node does, or undefined.
  * Each round handles one component, so it ends after as many rounds as the path has.
  */
@@ -40,7 +40,9 @@ export async function mkdirParents<Entry>(
         } catch (error) {
           const code = (error as { code?: unknown }).code
           if (code === 'ELOOP') throw fsError('ELOOP', 'mkdir', path)
-          throw fsError(last && code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR', 'mkdir', path)
+          if (last && code === 'ENOENT') throw fsError('ENOENT', 'mkdir', path)
+          // A dangling link before the last component: Node's fs.promises names the link.
+          throw fsError('ENOTDIR', 'mkdir', code === 'ENOENT' ? normalizePath(prefix) : path)
         }
       }
       if (!steps.isDirectory(target)) throw fsError(last ? 'EEXIST' : 'ENOTDIR', 'mkdir', path)

@@ -39,8 +39,7 @@ export interface HandleWriteOptions {
  * calls fail with `EBADF`.
  */
 export class FileHandle {
-  /** A process-unique descriptor number (not a kernel fd). */
-  readonly fd: number
+  readonly #fd: number
   readonly path: string
   readonly #fs: SqlFileSystem
   readonly #ino: number
@@ -50,11 +49,27 @@ export class FileHandle {
 
   /** @internal Use `fs.open()`. */
   constructor(fs: SqlFileSystem, ino: number, path: string, mode: OpenMode) {
-    this.fd = nextFd++
+    this.#fd = nextFd++
     this.#fs = fs
     this.#ino = ino
     this.path = path
     this.#mode = mode
+  }
+
+  /** A process-unique descriptor number (not a kernel fd); -1 once closed, as Node's. */
+  get fd(): number {
+    return this.#closed ? -1 : this.#fd
+  }
+
+  /** Streams need an open handle: Node rejects a closed one's descriptor (-1) as out of range. */
+  #openFd(): void {
+    if (this.#closed)
+      throw Object.assign(
+        new RangeError(
+          'The value of "fd" is out of range. It must be >= 0 && <= 2147483647. Received -1',
+        ),
+        { code: 'ERR_OUT_OF_RANGE' },
+      )
   }
 
   get #q(): Queryable {
@@ -291,11 +306,13 @@ export class FileHandle {
 
   /** A `fs.ReadStream` over this file (from `start`, or the cursor); it closes the handle when done unless `autoClose: false`. */
   createReadStream(options: ReadStreamOptions = {}): ReadStream {
+    this.#openFd()
     return new ReadStream(this.path, async () => this, options)
   }
 
   /** A `fs.WriteStream` into this file (at `start`, or the cursor). */
   createWriteStream(options: WriteStreamOptions = {}): WriteStream {
+    this.#openFd()
     return new WriteStream(this.path, async () => this, options)
   }
 

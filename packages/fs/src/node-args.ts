@@ -15,7 +15,7 @@ export function argError(code: string, message: string): TypeError {
  * paths start at `/` (the filesystem has no working directory). NUL bytes are refused as Node
  * refuses them.
  */
-export function pathArg(value: unknown, name = 'path'): string {
+export function pathArg(value: unknown, name = 'path', syscall?: string): string {
   let path: string
   if (typeof value === 'string') path = value
   else if (value instanceof Uint8Array) path = Buffer.from(value).toString('utf8')
@@ -33,6 +33,8 @@ export function pathArg(value: unknown, name = 'path'): string {
       'ERR_INVALID_ARG_VALUE',
       `The argument '${name}' must be a string, Uint8Array, or URL without null bytes. Received ${JSON.stringify(path)}`,
     )
+  // Node: an empty path names nothing.
+  if (path === '' && syscall !== undefined) throw new FsError({ code: 'ENOENT', syscall, path })
   return path.startsWith('/') ? path : posix.resolve('/', path)
 }
 

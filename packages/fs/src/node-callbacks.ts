@@ -97,10 +97,17 @@ export function callbackApi(
       callback,
     )
   }
-  api.close = onFd('close', async (h) => {
+  const closeFd = onFd('close', async (h) => {
     fds.delete(h.fd)
     await h.close()
   })
+  // The callback is optional for close, as Node's: without one a failure is thrown.
+  api.close = (...all: unknown[]) =>
+    typeof all[all.length - 1] === 'function'
+      ? closeFd(...all)
+      : closeFd(...all, (error: Error | null) => {
+          if (error) throw error
+        })
   api.read = onFd('read', async (h, args) => {
     const [first, offset, length, position] = args
     const o =

@@ -3,6 +3,7 @@ import { FsError } from '@agentfs/core'
 import { mkdtemp, modeArg, pathArg } from './node-args.js'
 import { callbackApi, type FdTable } from './node-callbacks.js'
 import { syncApi } from './node-sync.js'
+import { watchApi } from './node-watch.js'
 import { Dirent, Stats } from './stats.js'
 import {
   createReadStream,
@@ -53,6 +54,9 @@ const PATH_METHODS = [
   'utimes',
   'writeFile',
 ] as const
+/** Node's syscall names where they differ from the method's (errors name them). */
+const SYSCALLS: Readonly<Record<string, string>> = { readFile: 'open', readdir: 'scandir' }
+
 /** The methods that take two paths. */
 const TWO_PATH_METHODS = ['copyFile', 'cp', 'link', 'rename'] as const
 
@@ -75,15 +79,20 @@ type PromiseName =
   | 'symlink'
   | 'open'
   | 'mkdtemp'
+  | 'mkdtempDisposable'
+  | 'exists'
   | 'lchmod'
 type CallbackName =
-  | Exclude<PromiseName, 'open'>
+  | Exclude<PromiseName, 'open' | 'mkdtempDisposable'>
   | (typeof FD_METHODS)[number]
-  | 'exists'
+  | 'watch'
+  | 'watchFile'
+  | 'unwatchFile'
   | 'fchmod'
   | 'fchown'
   | 'futimes'
-type SyncName = `${Exclude<PromiseName, 'lchmod'> | (typeof FD_METHODS)[number] | 'exists'}Sync`
+type SyncName =
+  `${Exclude<PromiseName, 'lchmod'> | (typeof FD_METHODS)[number] | 'fchmod' | 'fchown' | 'futimes'}Sync`
 
 /** Node-shaped `fs` of a filesystem: what {@link toNodeFs} returns. */
 export type NodeFs = { readonly [K in CallbackName | SyncName]: AnyFunction } & {
@@ -111,8 +120,19 @@ export function toNodeFs(fs: FileSystem, options: NodeFsOptions = {}): NodeFs {
   for (const name of PATH_METHODS) {
     const method = (fs[name] as (...a: unknown[]) => Promise<unknown>).bind(fs)
     // Async, as Node's: a bad argument is a rejected promise, never a throw.
-    promises[name] = async (path: unknown, ...rest: unknown[]) =>
-      method(pathArg(path), ...normalizeOptions(name, rest))
+    const syscall = SYSCALLS[name] ?? name
+    promises[name] = async (path: unknown, ...rest: unknown[]) => {
+      const call = method(pathArg(path, 'path', syscall), ...normalizeOptions(name, rest))
+      // `throwIfNoEntry: false` (Node's statSync option, taken by every form here): a missing
+      // entry is undefined instead of an error.
+      const options = rest[0] as { throwIfNoEntry?: boolean } | undefined
+      if ((name !== 'stat' && name !== 'lstat') || options?.throwIfNoEntry !== false) return call
+      return call.catch((error: unknown) => {
+        const code = (error as { code?: string }).code
+        if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
+        throw error
+      })
+    }
   }
   for (const name of TWO_PATH_METHODS) {
     const method = (fs[name] as (...a: unknown[]) => Promise<unknown>).bind(fs)
@@ -124,6 +144,12 @@ export function toNodeFs(fs: FileSystem, options: NodeFsOptions = {}): NodeFs {
   promises.open = async (path: unknown, flags?: string | number, mode?: unknown) =>
     fs.open(pathArg(path), flags ?? 'r', modeArg(mode))
   promises.mkdtemp = async (prefix: unknown) => mkdtemp(fs, prefix)
+  promises.mkdtempDisposable = async (prefix: unknown) => {
+    const path = await mkdtemp(fs, prefix)
+    const remove = () => fs.rm(path, { recursive: true, force: true })
+    return { path, remove, [Symbol.asyncDispose]: remove }
+  }
+  promises.exists = async (path: unknown) => fs.exists(pathArg(path))
   promises.lchmod = async () => {
     throw new FsError({ code: 'ENOSYS', syscall: 'lchmod', hint: 'lchmod exists only on macOS' })
   }
@@ -139,6 +165,12 @@ export function toNodeFs(fs: FileSystem, options: NodeFsOptions = {}): NodeFs {
   )
   return {
     ...callbackApi(promises, fds, options.sync ? sync : undefined),
+    ...watchApi(
+      promises,
+      options.sync
+        ? (p) => sync.statSync!(p, { throwIfNoEntry: false }) as Stats | undefined
+        : undefined,
+    ),
     ...sync,
     promises,
     constants,

@@ -88,6 +88,13 @@ export function syncApi(
     const slice = bytes.subarray(offset, offset + (o.length ?? bytes.byteLength - offset))
     return call('fd.write', [fd, slice, o.position ?? null])
   }
+  api.mkdtempDisposableSync = (prefix) => {
+    const path = call('mkdtemp', [pathArg(prefix, 'prefix')]) as string
+    const remove = () => {
+      call('rm', [path, { recursive: true, force: true }])
+    }
+    return { path, remove, [Symbol.dispose]: remove }
+  }
   api.opendirSync = (path) => {
     const p = pathArg(path)
     return listedDir(p, call('readdir', [p, { withFileTypes: true }]) as Dirent[])

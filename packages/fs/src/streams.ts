@@ -1,4 +1,4 @@
-import { Readable, Writable } from 'node:stream'
+import { finished, Readable, Writable } from 'node:stream'
 import type { FsFileHandle } from './types.js'
 
 /** Options of `createReadStream`. */
@@ -104,9 +104,12 @@ export class ReadStream extends Readable {
     closeHandle(this.#autoClose ? this.#handle : undefined, error, callback)
   }
 
-  /** Closes the stream (and the file); `callback` runs once it is closed. */
+  /**
+   * Closes the stream (and the file); `callback` runs once it is closed, with
+   * ERR_STREAM_PREMATURE_CLOSE when it had not been read to the end (as Node's).
+   */
   close(callback?: (error?: Error | null) => void): void {
-    if (callback) this.once('close', () => callback(this.errored))
+    if (callback) finished(this, (error) => callback(error ?? null))
     this.destroy()
   }
 }

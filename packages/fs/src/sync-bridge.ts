@@ -119,6 +119,17 @@ export function serveSync(
         >
         return target[name.slice(1)]!(...rest)
       }
+      case 'mkdir':
+        return (promises.mkdir as (...a: unknown[]) => Promise<unknown>)(...args).catch(
+          (error: unknown) => {
+            // Node's mkdirSync reports a dangling link in the way as ENOENT of the path asked
+            // for; its promise form (what ran) names the link with ENOTDIR.
+            const e = error as { code?: string; path?: string }
+            if (e.code === 'ENOTDIR' && e.path !== first)
+              throw new FsError({ code: 'ENOENT', syscall: 'mkdir', path: first as string })
+            throw error
+          },
+        )
       default: {
         const fn = promises[method]
         if (typeof fn !== 'function')

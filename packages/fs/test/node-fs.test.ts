@@ -139,6 +139,39 @@ describe('toNodeFs', () => {
   })
 })
 
+test('errors through links name the path Node names (a dangling link in the way: the link)', async () => {
+  const host = await hostMkdtemp(join(tmpdir(), 'agentfs-links-'))
+  hostDirs.push(host)
+  const { fs } = await freshFs('better-sqlite3')
+  const setups: Array<[string, (root: string, f: typeof realFs.promises) => Promise<unknown>]> = [
+    ['dangling', (r, f) => f.symlink(`${r}/missing`, `${r}/dangling`)],
+    ['file', (r, f) => f.writeFile(`${r}/file`, 'x')],
+    ['flink', (r, f) => f.symlink(`${r}/file`, `${r}/flink`)],
+  ]
+  const ours = toNodeFs(fs).promises as unknown as typeof realFs.promises
+  for (const [, make] of setups) {
+    await make(host, realFs.promises)
+    await make('', ours)
+  }
+  const calls: Array<[string, (root: string, f: typeof realFs.promises) => Promise<unknown>]> = [
+    ['mkdir -p through a dangling link', (r, f) => f.mkdir(`${r}/dangling/x`, { recursive: true })],
+    ['mkdir -p on a dangling link', (r, f) => f.mkdir(`${r}/dangling`, { recursive: true })],
+    ['mkdir -p through a file', (r, f) => f.mkdir(`${r}/file/a/b`, { recursive: true })],
+    ['mkdir -p through a link to a file', (r, f) => f.mkdir(`${r}/flink/x`, { recursive: true })],
+    ['writeFile through a dangling link', (r, f) => f.writeFile(`${r}/dangling/x`, 'y')],
+    ['stat through a file', (r, f) => f.stat(`${r}/file/x`)],
+    ['open through a link to a file', (r, f) => f.open(`${r}/flink/x`, 'w')],
+  ]
+  for (const [name, call] of calls) {
+    const outcome = (root: string, f: typeof realFs.promises) =>
+      call(root, f).then(
+        () => 'ok',
+        (e: NodeJS.ErrnoException) => [e.code, e.syscall, e.path?.slice(root.length)],
+      )
+    expect(await outcome('', ours), name).toEqual(await outcome(host, realFs.promises))
+  }
+})
+
 describe('file handle streams, as Node’s', () => {
   const content = 'line one\nline two\r\nline three'
 
