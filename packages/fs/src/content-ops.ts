@@ -25,7 +25,7 @@ export async function writeData(
   bytes: Uint8Array,
   append: boolean,
   exclusive: boolean,
-  opts: WriteFileOptions,
+  opts: WriteFileOptions & { readonly mode?: number },
 ): Promise<void> {
   await write(ctx, async (q, now, note) => {
     const found = await lookup(q, path, { followLast: true, syscall: 'open', allowMissing: true })

@@ -12,6 +12,7 @@ import {
   type VersionRetention,
 } from '@agentfs/core'
 import type { InodeRow } from './inode.js'
+import { modeArg } from './node-args.js'
 import { type CompiledPolicy, enforceLimits, type FsPolicy, usage } from './policy.js'
 import { type Lookup, lookup } from './resolver.js'
 import type { AtimeMode, Encoding, TimeLike, WriteData, WriteFileOptions } from './types.js'
@@ -59,8 +60,12 @@ export const COPYFILE_EXCL = 1
 export const X_OK = 1
 
 /** `writeFile`/`appendFile` options as Node accepts them (an encoding alone, or an object). */
-export function writeFileOptions(options?: WriteFileOptions | Encoding): WriteFileOptions {
-  return typeof options === 'string' ? { encoding: options } : (options ?? {})
+export function writeFileOptions(
+  options?: WriteFileOptions | Encoding,
+): WriteFileOptions & { readonly mode?: number } {
+  if (typeof options === 'string') return { encoding: options }
+  if (options?.mode === undefined) return (options ?? {}) as WriteFileOptions & { mode?: number }
+  return { ...options, mode: modeArg(options.mode)! }
 }
 
 export function toBytes(

@@ -8,6 +8,7 @@ import { type NoteChange, write } from './context.js'
 import type { OpenMode } from './flags.js'
 import { type InodeRow, isDir, versionOf } from './inode.js'
 import { loadInode, touchContent, touchMeta } from './mutate.js'
+import { requiredMode } from './node-args.js'
 import { contextOf, type SqlFileSystem } from './sql-file-system.js'
 import { Stats } from './stats.js'
 import {
@@ -251,9 +252,10 @@ export class FileHandle {
     return new Stats(await this.#inode(this.#q, 'fstat'), { blksize: this.#fs.chunkSize })
   }
 
-  async chmod(mode: number): Promise<void> {
+  async chmod(mode: number | string): Promise<void> {
+    const bits = requiredMode(mode)
     this.#check('fchmod')
-    await this.#meta('fchmod', (node) => ({ mode: (node.mode & 0o170000) | (mode & 0o7777) }))
+    await this.#meta('fchmod', (node) => ({ mode: (node.mode & 0o170000) | (bits & 0o7777) }))
   }
 
   async chown(uid: number, gid: number): Promise<void> {

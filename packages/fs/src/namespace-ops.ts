@@ -33,8 +33,9 @@ import {
   touchDir,
   touchMeta,
 } from './mutate.js'
+import { mkdirOptions } from './node-args.js'
 import { type Lookup, lookup } from './resolver.js'
-import type { MkdirOptions, RmOptions } from './types.js'
+import type { MkdirOptions, Mode, RmOptions } from './types.js'
 import { walkTree } from './walk.js'
 
 // Operations that change the namespace: entries, links, directories.
@@ -68,9 +69,9 @@ export async function rmdir(ctx: FsContext, path: string): Promise<void> {
 export async function mkdir(
   ctx: FsContext,
   path: string,
-  options?: MkdirOptions | number,
+  options?: MkdirOptions | Mode,
 ): Promise<string | undefined> {
-  const opts: MkdirOptions = typeof options === 'number' ? { mode: options } : (options ?? {})
+  const opts = mkdirOptions(options)
   const mode = S_IFDIR | ((opts.mode ?? 0o777) & ~ctx.umask & MODE_PERMISSION_MASK)
   return write(ctx, async (q, now, note) => {
     const create = async (dirIno: number, name: string, at: string) => {

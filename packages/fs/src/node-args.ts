@@ -109,3 +109,26 @@ export async function mkdtemp(fs: FileSystem, prefix: unknown): Promise<string> 
     hint: `${TEMP_TRIES} random names were taken`,
   })
 }
+
+/** A mode that must be given (chmod): Node's TypeError when it is missing. */
+export function requiredMode(value: unknown, name = 'mode'): number {
+  const mode = modeArg(value, name)
+  if (mode === undefined)
+    throw argError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "${name}" argument must be of type number. Received ${describe(value)}`,
+    )
+  return mode
+}
+
+/** `mkdir`'s options (an object, or just a mode) with the mode as a number. */
+export function mkdirOptions(options: unknown): { recursive?: boolean; mode?: number } {
+  if (typeof options === 'number' || typeof options === 'string') return { mode: modeArg(options)! }
+  if (options === undefined || options === null) return {}
+  const o = options as { recursive?: boolean; mode?: unknown }
+  const mode = modeArg(o.mode)
+  return {
+    ...(o.recursive === undefined ? {} : { recursive: o.recursive }),
+    ...(mode === undefined ? {} : { mode }),
+  }
+}

@@ -18,6 +18,7 @@ import { isDir } from './inode.js'
 import { openOrCreate, statfsOf } from './listing-ops.js'
 import * as meta from './metadata-ops.js'
 import * as ns from './namespace-ops.js'
+import { modeArg, requiredMode } from './node-args.js'
 import { CompiledPolicy, type FsPolicy } from './policy.js'
 import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
 import type { Dirent, Stats } from './stats.js'
@@ -32,6 +33,7 @@ import type {
   Encoding,
   FileSystem,
   MkdirOptions,
+  Mode,
   ReaddirOptions,
   ReadFileOptions,
   RmOptions,
@@ -127,7 +129,12 @@ export class SqlFileSystem implements FileSystem {
   }
 
   /** writeFile and appendFile: `a` always appends; with `w` the flag decides. */
-  async #writeData(path: string, data: WriteData, opts: WriteFileOptions, mode: 'w' | 'a') {
+  async #writeData(
+    path: string,
+    data: WriteData,
+    opts: WriteFileOptions & { readonly mode?: number },
+    mode: 'w' | 'a',
+  ) {
     const flag = opts.flag ?? mode
     const append = mode === 'a' || flag.startsWith('a')
     const bytes = toBytes(data, opts.encoding, 'open')
@@ -162,7 +169,7 @@ export class SqlFileSystem implements FileSystem {
     )
   }
 
-  async mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined> {
+  async mkdir(path: string, options?: MkdirOptions | Mode): Promise<string | undefined> {
     return this.#guard.writing(path, 'mkdir', 'create', {}, (ctx) => ns.mkdir(ctx, path, options))
   }
 
@@ -245,9 +252,9 @@ export class SqlFileSystem implements FileSystem {
     )
   }
 
-  async chmod(path: string, mode: number): Promise<void> {
-    if (!Number.isInteger(mode) || mode < 0) throw fsError('EINVAL', 'chmod', path)
-    await this.#guard.writing(path, 'chmod', 'chmod', {}, (ctx) => meta.chmod(ctx, path, mode))
+  async chmod(path: string, mode: Mode): Promise<void> {
+    const bits = requiredMode(mode)
+    await this.#guard.writing(path, 'chmod', 'chmod', {}, (ctx) => meta.chmod(ctx, path, bits))
   }
 
   async chown(path: string, uid: number, gid: number): Promise<void> {
@@ -314,15 +321,16 @@ export class SqlFileSystem implements FileSystem {
    * Opens a file like `fs.promises.open`: flags `r`, `r+`, `w`, `w+`, `wx`, `a`, `a+`, `ax`, …
    * or `O_*` numbers; `mode` applies when the file is created.
    */
-  async open(path: string, flags: string | number = 'r', mode = 0o666): Promise<FileHandle> {
+  async open(path: string, flags: string | number = 'r', mode: Mode = 0o666): Promise<FileHandle> {
     const want = parseFlags(flags, path)
+    const bits = modeArg(mode) ?? 0o666
     return openHandle(
       this,
       path,
       want,
       async (q, now, note) => {
         await this.#guard.checkOpen(q, path, want)
-        return openOrCreate(this.#ctx, q, now, path, want, mode, note)
+        return openOrCreate(this.#ctx, q, now, path, want, bits, note)
       },
       this.#ctx.policy !== undefined,
     )

@@ -13,12 +13,15 @@ export type Encoding = BufferEncoding
 export type AtimeMode = 'relatime' | 'strictatime' | 'noatime'
 
 /** Options of `writeFile` and `appendFile`. */
+/** A mode as Node takes it: a number, or an octal string (`'755'`). */
+export type Mode = number | string
+
 export interface WriteFileOptions {
   readonly encoding?: Encoding
   /** Node flags: `w` (default), `wx` (fail if it exists), `a`, `ax`. */
   readonly flag?: 'w' | 'wx' | 'a' | 'ax' | 'w+' | 'a+'
   /** Mode for a new file (default `0o666` less the umask). */
-  readonly mode?: number
+  readonly mode?: Mode
   /** Refuse the write with a {@link ConflictError} unless the file's version is this one. */
   readonly ifMatch?: string
 }
@@ -26,7 +29,7 @@ export interface WriteFileOptions {
 /** Options of `mkdir`. */
 export interface MkdirOptions {
   readonly recursive?: boolean
-  readonly mode?: number
+  readonly mode?: Mode
 }
 
 /** Options of `rm`. */
@@ -106,7 +109,7 @@ export interface FileSystem {
    * Creates a directory; with `recursive`, missing parents too, and then returns the first
    * directory created (undefined if none). Without it, MUST fail with EEXIST or ENOENT as Node does.
    */
-  mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined>
+  mkdir(path: string, options?: MkdirOptions | Mode): Promise<string | undefined>
   /** Removes an empty directory (ENOTEMPTY otherwise, ENOTDIR for a non-directory). */
   rmdir(path: string): Promise<void>
   /**
@@ -123,7 +126,7 @@ export interface FileSystem {
   /** Metadata of the name itself (a link is reported as a link). */
   lstat(path: string): Promise<Stats>
   /** Sets the permission bits (the low 12 bits of `mode`), following links. */
-  chmod(path: string, mode: number): Promise<void>
+  chmod(path: string, mode: Mode): Promise<void>
   /** Sets owner and group, following links. */
   chown(path: string, uid: number, gid: number): Promise<void>
   /** Sets owner and group of the name itself. */
@@ -141,7 +144,7 @@ export interface FileSystem {
   /** Copies a file, link or (with `recursive`) a tree, atomically, as `fs.promises.cp` does. */
   cp(src: string, dest: string, options?: CpOptions): Promise<void>
   /** Opens a file with Node's flags (`r`, `r+`, `w`, `wx`, `a`, …) and returns a handle. */
-  open(path: string, flags?: string | number, mode?: number): Promise<FsFileHandle>
+  open(path: string, flags?: string | number, mode?: Mode): Promise<FsFileHandle>
   /** Iterates a directory entry by entry. */
   opendir(path: string, options?: { bufferSize?: number }): Promise<FsDir>
   /** Streams a file (or a byte range) without reading it whole. */

@@ -126,6 +126,23 @@ describe('toNodeFs', () => {
     }
   })
 
+  test('the filesystem itself takes octal string modes everywhere Node does', async () => {
+    const { fs } = await freshFs('better-sqlite3')
+    await fs.writeFile('/w', 'x', { mode: '640' })
+    await fs.mkdir('/d', '750')
+    await fs.mkdir('/e/f', { recursive: true, mode: '700' })
+    const handle = await fs.open('/o', 'w', '600')
+    await handle.chmod('604')
+    await handle.close()
+    await fs.chmod('/w', '0644')
+    const modes = await Promise.all(['/w', '/d', '/e', '/o'].map(async (p) => (await fs.stat(p)).mode & 0o777))
+    expect(modes).toEqual([0o644, 0o750 & ~0o022, 0o700, 0o604])
+    await expect(fs.chmod('/w', '9')).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
+    await expect(fs.chmod('/w', -1)).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+    await expect(fs.mkdir('/g', 'x')).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
+    expect(await fs.exists('/g')).toBe(false)
+  })
+
   test('mkdtemp makes a fresh 0700 directory each time', async () => {
     const { fs } = await freshFs('better-sqlite3')
     const { promises } = toNodeFs(fs) as unknown as { promises: typeof realFs.promises }

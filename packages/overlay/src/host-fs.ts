@@ -16,6 +16,7 @@ import {
   type GrepMatch,
   type GrepOptions,
   type MkdirOptions,
+  mkdirOptions,
   type ReaddirOptions,
   type ReadStreamOptions,
   type RmOptions,
@@ -214,7 +215,7 @@ export class HostFileSystem implements FileSystem {
 
   async mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined> {
     this.#mutable('mkdir', path)
-    const opts = typeof options === 'number' ? { mode: options } : (options ?? {})
+    const opts = mkdirOptions(options)
     const mode = opts.mode ?? 0o777
     if (!opts.recursive) {
       await this.#walker.at(path, 'mkdir', { follow: false, allowMissing: true }, async (r) => {

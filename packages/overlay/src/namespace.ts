@@ -9,12 +9,7 @@ import {
   twoPathErrors,
   undefinedIfAbsent,
 } from '@agentfs/core'
-import {
-  type MkdirOptions,
-  type RmOptions,
-  rmDirectoryError,
-  type SqlFileSystem,
-} from '@agentfs/fs'
+import { type RmOptions, rmDirectoryError, type SqlFileSystem } from '@agentfs/fs'
 import { type CopyUp, pump } from './copy-up.js'
 import type { MergedView, Node } from './merged-view.js'
 
@@ -32,7 +27,11 @@ export class OverlayNamespace {
     readonly q: Queryable,
   ) {}
 
-  async mkdir(path: string, opts: MkdirOptions, now: Timestamp): Promise<string | undefined> {
+  async mkdir(
+    path: string,
+    opts: { recursive?: boolean; mode?: number },
+    now: Timestamp,
+  ): Promise<string | undefined> {
     if (!opts.recursive) {
       await this.mkdirOne(path, opts.mode, now)
       return undefined

@@ -21,6 +21,7 @@ import {
   type GrepMatch,
   type GrepOptions,
   type MkdirOptions,
+  mkdirOptions,
   type ReaddirOptions,
   type ReadStreamOptions,
   type RmOptions,
@@ -272,7 +273,7 @@ export class OverlayFs implements FileSystem {
   }
 
   async mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined> {
-    const opts: MkdirOptions = typeof options === 'number' ? { mode: options } : (options ?? {})
+    const opts = mkdirOptions(options)
     return this.#write((o, now) => o.#ns.mkdir(path, opts, now))
   }
 
