@@ -135,7 +135,9 @@ describe('toNodeFs', () => {
     await handle.chmod('604')
     await handle.close()
     await fs.chmod('/w', '0644')
-    const modes = await Promise.all(['/w', '/d', '/e', '/o'].map(async (p) => (await fs.stat(p)).mode & 0o777))
+    const modes = await Promise.all(
+      ['/w', '/d', '/e', '/o'].map(async (p) => (await fs.stat(p)).mode & 0o777),
+    )
     expect(modes).toEqual([0o644, 0o750 & ~0o022, 0o700, 0o604])
     await expect(fs.chmod('/w', '9')).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
     await expect(fs.chmod('/w', -1)).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
