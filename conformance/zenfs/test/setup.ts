@@ -1,6 +1,6 @@
 // The setup ZenFS's suite loads (SETUP=…): it exports the filesystem under test and the flags
 // of what it does not support. Its test data is copied in as ZenFS's own setups do.
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -12,8 +12,10 @@ const { copySync, data } = await import(join(zenfs, 'tests', 'setup.ts'))
 
 // ZenFS runs with no umask (its tests expect `mkdir(p, { mode: 0o777 })` to give 0777); AgentFS
 // defaults to Node's 0o022, so the setup says what the environment is.
+const dir = mkdtempSync(join(tmpdir(), 'agentfs-zenfs-'))
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
 const agent = await AgentFS.open({
-  path: join(mkdtempSync(join(tmpdir(), 'agentfs-zenfs-')), 'zenfs.db'),
+  path: join(dir, 'zenfs.db'),
   fs: { umask: 0 },
 })
 export const fs = agent.nodeFs()
