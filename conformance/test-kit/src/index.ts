@@ -17,3 +17,4 @@ export type {
 export { FILESYSTEM_SUITE_IDS, runFileSystemSuite } from './filesystem-suite.js'
 export type { HostileCase } from './hostile.js'
 export { HOSTILE_BASE, HOSTILE_CASES, writeHostileCorpus } from './hostile.js'
+export { MOCK_USAGE, mockText, mockToolCall } from './mock-model.js'

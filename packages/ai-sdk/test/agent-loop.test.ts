@@ -1,20 +1,10 @@
 import { fixedClock } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
+import { mockToolCall as call, MOCK_USAGE as usage } from '@agentfs/test-kit'
 import { generateText, stepCountIs } from 'ai'
 import { MockLanguageModelV3 } from 'ai/test'
 import { expect, test } from 'vitest'
 import { aiSdkTools } from '../src/index.js'
-
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: 5, text: 5, reasoning: undefined },
-}
-const call = (id: string, toolName: string, input: unknown) => ({
-  content: [{ type: 'tool-call' as const, toolCallId: id, toolName, input: JSON.stringify(input) }],
-  finishReason: { unified: 'tool-calls' as const, raw: 'tool_calls' },
-  usage,
-  warnings: [],
-})
 
 test('a full generateText loop reads, hits an ambiguous edit, recovers, and every call is audited', async () => {
   const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })

@@ -54,36 +54,19 @@ export function syncApi(
   api.fchmodSync = (fd, mode) => call('fd.fchmod', [fd, mode])
   api.fchownSync = (fd, uid, gid) => call('fd.fchown', [fd, uid, gid])
   api.futimesSync = (fd, atime, mtime) => call('fd.futimes', [fd, atime, mtime])
-  api.readSync = (fd, buffer, offsetOrOptions, length, position) => {
+  api.readSync = (fd, buffer, a, b, c) => {
     const target = buffer as Uint8Array
-    const o =
-      offsetOrOptions !== null && typeof offsetOrOptions === 'object'
-        ? (offsetOrOptions as { offset?: number; length?: number; position?: number | null })
-        : {
-            offset: offsetOrOptions as number | undefined,
-            length: length as number | undefined,
-            position: position as number | null | undefined,
-          }
+    const o = range(a, b, c)
     const offset = o.offset ?? 0
-    const data = call('fd.read', [
-      fd,
-      o.length ?? target.byteLength - offset,
-      o.position ?? null,
-    ]) as Uint8Array
+    const length = o.length ?? target.byteLength - offset
+    const data = call('fd.read', [fd, length, o.position ?? null]) as Uint8Array
     target.set(data, offset)
     return data.byteLength
   }
   api.writeSync = (fd, data, a, b, c) => {
     if (typeof data === 'string') return call('fd.write', [fd, data, a ?? null, b ?? 'utf8'])
     const bytes = data as Uint8Array
-    const o =
-      a !== null && typeof a === 'object'
-        ? (a as { offset?: number; length?: number; position?: number | null })
-        : {
-            offset: a as number | undefined,
-            length: b as number | undefined,
-            position: c as number | null | undefined,
-          }
+    const o = range(a, b, c)
     const offset = o.offset ?? 0
     const slice = bytes.subarray(offset, offset + (o.length ?? bytes.byteLength - offset))
     return call('fd.write', [fd, slice, o.position ?? null])
@@ -100,6 +83,25 @@ export function syncApi(
     return listedDir(p, call('readdir', [p, { withFileTypes: true }]) as Dirent[])
   }
   return api
+}
+
+/** `readSync`/`writeSync`'s `(offset, length, position)` or `{ offset, length, position }`. */
+function range(
+  a: unknown,
+  b: unknown,
+  c: unknown,
+): {
+  offset?: number | undefined
+  length?: number | undefined
+  position?: number | null | undefined
+} {
+  if (a !== null && typeof a === 'object')
+    return a as { offset?: number; length?: number; position?: number | null }
+  return {
+    offset: a as number | undefined,
+    length: b as number | undefined,
+    position: c as number | null | undefined,
+  }
 }
 
 /** A `fs.Dir` over entries listed at once (`opendirSync`): read, readSync, close, iteration. */

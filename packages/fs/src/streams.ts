@@ -66,16 +66,13 @@ export class ReadStream extends Readable {
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
-    this.#open().then(
+    opened(
+      this,
+      this.#open,
       (handle) => {
         this.#handle = handle
-        this.fd = handle.fd
-        this.pending = false
-        this.emit('open', handle.fd)
-        this.emit('ready')
-        callback()
       },
-      (error: Error) => callback(error),
+      callback,
     )
   }
 
@@ -139,16 +136,13 @@ export class WriteStream extends Writable {
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
-    this.#open().then(
+    opened(
+      this,
+      this.#open,
       (handle) => {
         this.#handle = handle
-        this.fd = handle.fd
-        this.pending = false
-        this.emit('open', handle.fd)
-        this.emit('ready')
-        callback()
       },
-      (error: Error) => callback(error),
+      callback,
     )
   }
 
@@ -184,6 +178,26 @@ export class WriteStream extends Writable {
     if (this.writableEnded || this.destroyed) this.destroy()
     else this.end()
   }
+}
+
+/** Opens a stream's file: records its descriptor, emits `open` and `ready` as Node's streams do. */
+function opened(
+  stream: ReadStream | WriteStream,
+  open: () => Promise<FsFileHandle>,
+  keep: (handle: FsFileHandle) => void,
+  callback: (error?: Error | null) => void,
+): void {
+  open().then(
+    (handle) => {
+      keep(handle)
+      stream.fd = handle.fd
+      stream.pending = false
+      stream.emit('open', handle.fd)
+      stream.emit('ready')
+      callback()
+    },
+    (error: Error) => callback(error),
+  )
 }
 
 function closeHandle(

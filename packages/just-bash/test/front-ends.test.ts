@@ -4,6 +4,7 @@ import { mastraTools } from '@agentfs/mastra'
 import { createMcpServer } from '@agentfs/mcp'
 import { openAiAgentsTools } from '@agentfs/openai-agents'
 import { AgentFS } from '@agentfs/sdk'
+import { mockText, mockToolCall } from '@agentfs/test-kit'
 import { Agent as MastraAgent } from '@mastra/core/agent'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
@@ -44,33 +45,9 @@ const expectRan = async (session: string, name = 'bash') => {
   ])
 }
 
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: 5, text: 5, reasoning: undefined },
-}
 const aiModel = (toolName: string) =>
   new MockLanguageModelV3({
-    doGenerate: [
-      {
-        content: [
-          {
-            type: 'tool-call' as const,
-            toolCallId: '1',
-            toolName,
-            input: JSON.stringify({ command: SCRIPT }),
-          },
-        ],
-        finishReason: { unified: 'tool-calls' as const, raw: 'tool_calls' },
-        usage,
-        warnings: [],
-      },
-      {
-        content: [{ type: 'text' as const, text: 'Sorted.' }],
-        finishReason: { unified: 'stop' as const, raw: 'stop' },
-        usage,
-        warnings: [],
-      },
-    ],
+    doGenerate: [mockToolCall('1', toolName, { command: SCRIPT }), mockText('Sorted.')],
   })
 
 test('AI SDK: aiSdkTools({ tools: [bashTool()] }) in a generateText loop', async () => {

@@ -1,27 +1,12 @@
 import { fixedClock } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
+import { mockToolCall as call, mockText as stop } from '@agentfs/test-kit'
 import { Agent } from '@mastra/core/agent'
 import { WORKSPACE_TOOLS, Workspace } from '@mastra/core/workspace'
 import { MockLanguageModelV3 } from 'ai/test'
 import { expect, test } from 'vitest'
 import { AgentFSFilesystem } from '../src/index.js'
 
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: 5, text: 5, reasoning: undefined },
-}
-const call = (id: string, toolName: string, input: unknown) => ({
-  content: [{ type: 'tool-call' as const, toolCallId: id, toolName, input: JSON.stringify(input) }],
-  finishReason: { unified: 'tool-calls' as const, raw: 'tool_calls' },
-  usage,
-  warnings: [],
-})
-const stop = (text: string) => ({
-  content: [{ type: 'text' as const, text }],
-  finishReason: { unified: 'stop' as const, raw: 'stop' },
-  usage,
-  warnings: [],
-})
 const { FILESYSTEM: T } = WORKSPACE_TOOLS
 
 test('a Mastra agent works in a Workspace on AgentFS: it edits inside its root and cannot leave it', async () => {
