@@ -162,6 +162,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
     examples: [
       'agentfs serve mcp my-agent',
       'agentfs serve mcp --read-only my-agent   # only the tools that change nothing',
+      'agentfs serve mcp --bash my-agent   # plus bash: pipes, grep, sed, find on the same files',
     ],
   },
 }

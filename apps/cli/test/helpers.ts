@@ -26,6 +26,7 @@ export async function bundleCli(): Promise<{ cli: string; dispose(): Promise<voi
     external: [
       'better-sqlite3',
       '@libsql/client',
+      'just-bash',
       'fuse-native',
       '@tursodatabase/sync',
       '@tursodatabase/database',

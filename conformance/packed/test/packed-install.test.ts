@@ -273,7 +273,7 @@ describe('the packed CLI', () => {
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: [agentfs, 'serve', 'mcp', 'mcp.db'],
+        args: [agentfs, 'serve', 'mcp', '--bash', 'mcp.db'],
         cwd: dir,
         stderr: 'pipe',
       }),
@@ -288,10 +288,16 @@ describe('the packed CLI', () => {
       expect(written.isError ?? false).toBe(false)
       const read = await client.callTool({ name: 'read_file', arguments: { path: '/hello.txt' } })
       expect(JSON.stringify(read.content)).toContain('from mcp')
+      const bash = await client.callTool({
+        name: 'bash',
+        arguments: { command: 'cat /hello.txt | tr a-z A-Z > /upper.txt && wc -c < /upper.txt' },
+      })
+      expect((bash.content as Array<{ text: string }>)[0]!.text).toBe('9\n[exit status 0]')
     } finally {
       await client.close()
     }
     expect((await cli(['fs', 'cat', 'mcp.db', '/hello.txt'])).stdout).toBe('from mcp\n')
+    expect((await cli(['fs', 'cat', 'mcp.db', '/upper.txt'])).stdout).toBe('FROM MCP\n')
   })
 
   // FUSE as for the CLI's own tests: skipped with a reason outside CI, required under CI=true.

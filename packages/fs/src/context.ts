@@ -12,7 +12,7 @@ import {
   type VersionRetention,
 } from '@agentfs/core'
 import type { InodeRow } from './inode.js'
-import { modeArg } from './node-args.js'
+import { fsMode } from './node-args.js'
 import { type CompiledPolicy, enforceLimits, type FsPolicy, usage } from './policy.js'
 import { type Lookup, lookup } from './resolver.js'
 import type { AtimeMode, Encoding, TimeLike, WriteData, WriteFileOptions } from './types.js'
@@ -65,7 +65,7 @@ export function writeFileOptions(
 ): WriteFileOptions & { readonly mode?: number } {
   if (typeof options === 'string') return { encoding: options }
   if (options?.mode === undefined) return (options ?? {}) as WriteFileOptions & { mode?: number }
-  return { ...options, mode: modeArg(options.mode)! }
+  return { ...options, mode: fsMode(options.mode, 'open')! }
 }
 
 export function toBytes(

@@ -8,7 +8,7 @@ import { type NoteChange, write } from './context.js'
 import type { OpenMode } from './flags.js'
 import { type InodeRow, isDir, versionOf } from './inode.js'
 import { loadInode, touchContent, touchMeta } from './mutate.js'
-import { requiredMode } from './node-args.js'
+import { fsRequiredMode } from './node-args.js'
 import { contextOf, type SqlFileSystem } from './sql-file-system.js'
 import { Stats } from './stats.js'
 import {
@@ -253,7 +253,7 @@ export class FileHandle {
   }
 
   async chmod(mode: number | string): Promise<void> {
-    const bits = requiredMode(mode)
+    const bits = fsRequiredMode(mode, 'fchmod')
     this.#check('fchmod')
     await this.#meta('fchmod', (node) => ({ mode: (node.mode & 0o170000) | (bits & 0o7777) }))
   }

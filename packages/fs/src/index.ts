@@ -18,7 +18,7 @@ export {
   MAX_REGEX_LENGTH,
 } from './matchers.js'
 export { rmDirectoryError } from './namespace-ops.js'
-export { mkdirOptions, mkdtemp, modeArg, pathArg, requiredMode } from './node-args.js'
+export { fsMode, mkdirOptions, mkdtemp, modeArg, pathArg, requiredMode } from './node-args.js'
 export type { NodeFs, NodeFsOptions, SyncBridge } from './node-fs.js'
 export { toNodeFs } from './node-fs.js'
 export type { FsOperation, FsPolicy } from './policy.js'

@@ -71,7 +71,7 @@ export async function mkdir(
   path: string,
   options?: MkdirOptions | Mode,
 ): Promise<string | undefined> {
-  const opts = mkdirOptions(options)
+  const opts = mkdirOptions(options, path)
   const mode = S_IFDIR | ((opts.mode ?? 0o777) & ~ctx.umask & MODE_PERMISSION_MASK)
   return write(ctx, async (q, now, note) => {
     const create = async (dirIno: number, name: string, at: string) => {

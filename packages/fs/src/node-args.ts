@@ -110,6 +110,38 @@ export async function mkdtemp(fs: FileSystem, prefix: unknown): Promise<string> 
   })
 }
 
+/**
+ * {@link modeArg} for the filesystem's own methods: a bad mode is a typed `FsError` (EINVAL, with
+ * Node's wording as the hint), as every bad input of the filesystem is; `toNodeFs` checks modes
+ * first and keeps Node's own errors.
+ */
+export function fsMode(value: unknown, syscall: string, path?: string): number | undefined {
+  try {
+    return modeArg(value)
+  } catch (error) {
+    throw new FsError({
+      code: 'EINVAL',
+      syscall,
+      ...(path === undefined ? {} : { path }),
+      hint: (error as Error).message,
+      cause: error,
+    })
+  }
+}
+
+/** {@link fsMode} for a mode that must be given (chmod). */
+export function fsRequiredMode(value: unknown, syscall: string, path?: string): number {
+  const mode = fsMode(value, syscall, path)
+  if (mode === undefined)
+    throw new FsError({
+      code: 'EINVAL',
+      syscall,
+      ...(path === undefined ? {} : { path }),
+      hint: 'a mode is required (a number or an octal string)',
+    })
+  return mode
+}
+
 /** A mode that must be given (chmod): Node's TypeError when it is missing. */
 export function requiredMode(value: unknown, name = 'mode'): number {
   const mode = modeArg(value, name)
@@ -121,12 +153,16 @@ export function requiredMode(value: unknown, name = 'mode'): number {
   return mode
 }
 
-/** `mkdir`'s options (an object, or just a mode) with the mode as a number. */
-export function mkdirOptions(options: unknown): { recursive?: boolean; mode?: number } {
-  if (typeof options === 'number' || typeof options === 'string') return { mode: modeArg(options)! }
+/** `mkdir`'s options (an object, or just a mode) with the mode as a number (a bad one EINVAL). */
+export function mkdirOptions(
+  options: unknown,
+  path?: string,
+): { recursive?: boolean; mode?: number } {
+  if (typeof options === 'number' || typeof options === 'string')
+    return { mode: fsMode(options, 'mkdir', path)! }
   if (options === undefined || options === null) return {}
   const o = options as { recursive?: boolean; mode?: unknown }
-  const mode = modeArg(o.mode)
+  const mode = fsMode(o.mode, 'mkdir', path)
   return {
     ...(o.recursive === undefined ? {} : { recursive: o.recursive }),
     ...(mode === undefined ? {} : { mode }),

@@ -18,7 +18,7 @@ import { isDir } from './inode.js'
 import { openOrCreate, statfsOf } from './listing-ops.js'
 import * as meta from './metadata-ops.js'
 import * as ns from './namespace-ops.js'
-import { modeArg, requiredMode } from './node-args.js'
+import { fsMode, fsRequiredMode } from './node-args.js'
 import { CompiledPolicy, type FsPolicy } from './policy.js'
 import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
 import type { Dirent, Stats } from './stats.js'
@@ -253,7 +253,7 @@ export class SqlFileSystem implements FileSystem {
   }
 
   async chmod(path: string, mode: Mode): Promise<void> {
-    const bits = requiredMode(mode)
+    const bits = fsRequiredMode(mode, 'chmod', path)
     await this.#guard.writing(path, 'chmod', 'chmod', {}, (ctx) => meta.chmod(ctx, path, bits))
   }
 
@@ -323,7 +323,7 @@ export class SqlFileSystem implements FileSystem {
    */
   async open(path: string, flags: string | number = 'r', mode: Mode = 0o666): Promise<FileHandle> {
     const want = parseFlags(flags, path)
-    const bits = modeArg(mode) ?? 0o666
+    const bits = fsMode(mode, 'open', path) ?? 0o666
     return openHandle(
       this,
       path,

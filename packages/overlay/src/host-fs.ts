@@ -215,7 +215,7 @@ export class HostFileSystem implements FileSystem {
 
   async mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined> {
     this.#mutable('mkdir', path)
-    const opts = mkdirOptions(options)
+    const opts = mkdirOptions(options, path)
     const mode = opts.mode ?? 0o777
     if (!opts.recursive) {
       await this.#walker.at(path, 'mkdir', { follow: false, allowMissing: true }, async (r) => {

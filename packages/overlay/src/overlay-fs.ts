@@ -273,7 +273,7 @@ export class OverlayFs implements FileSystem {
   }
 
   async mkdir(path: string, options?: MkdirOptions | number): Promise<string | undefined> {
-    const opts = mkdirOptions(options)
+    const opts = mkdirOptions(options, path)
     return this.#write((o, now) => o.#ns.mkdir(path, opts, now))
   }
 

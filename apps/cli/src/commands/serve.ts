@@ -10,9 +10,11 @@ export function registerServe(program: Command): void {
     .description('an MCP server over stdio with the AgentFS tools')
     .argument('<db>')
     .option('--read-only', 'only the tools that change nothing')
-    .action(async (db: string, o: { readOnly?: boolean }) => {
+    .option('--bash', 'add a bash tool: a sandboxed bash (just-bash) on the same files')
+    .action(async (db: string, o: { readOnly?: boolean; bash?: boolean }) => {
       const agent = await openExisting(db)
       const { serveMcpStdio } = await import('@agentfs/mcp')
+      const bash = o.bash ? [(await import('@agentfs/just-bash')).bashTool()] : []
       await serveMcpStdio({
         fs: await viewOf(agent),
         kv: agent.kv,
@@ -20,6 +22,7 @@ export function registerServe(program: Command): void {
         audit: agent.tools,
         sessionId: 'mcp',
         ...(o.readOnly ? { readOnly: true } : {}),
+        ...(bash.length > 0 ? { tools: bash } : {}),
       })
     })
 }
