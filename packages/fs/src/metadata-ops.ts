@@ -9,7 +9,7 @@ import {
   type Timestamp,
 } from '@agentfs/core'
 import { readAll } from './chunks.js'
-import { DAY, existing, type FsContext, write } from './context.js'
+import { DAY, existing, type FsContext, write, X_OK } from './context.js'
 import { type InodeRow, isDir, isLnk } from './inode.js'
 import { pathOf, touchMeta } from './mutate.js'
 import { readRegularFile } from './resolver.js'
@@ -145,4 +145,11 @@ export function utimes(
     mtime: mtime.sec,
     mtime_nsec: mtime.nsec,
   }))
+}
+
+/** `access(path, mode)` once the policy allowed it: the entry exists; X_OK needs an x bit. */
+export async function access(ctx: FsContext, path: string, mode: number): Promise<void> {
+  const { node } = await existing(ctx.q, path, 'access')
+  if (mode & X_OK && !isDir(node.mode) && (node.mode & 0o111) === 0)
+    throw fsError('EACCES', 'access', path)
 }

@@ -1,20 +1,12 @@
 import type { Readable, Writable } from 'node:stream'
 import { type Clock, fsError, isFsError, normalizePath, type Queryable } from '@agentfs/core'
 import * as content from './content-ops.js'
-import {
-  existing,
-  type FsContext,
-  toBytes,
-  toTimestamp,
-  writeFileOptions,
-  X_OK,
-} from './context.js'
+import { existing, type FsContext, toBytes, toTimestamp, writeFileOptions } from './context.js'
 import { copyTree } from './copy-tree.js'
 import { Dir } from './dir.js'
 import { type FileHandle, openHandle } from './file-handle.js'
 import { parseFlags } from './flags.js'
 import { Guard } from './guard.js'
-import { isDir } from './inode.js'
 import { openOrCreate, statfsOf } from './listing-ops.js'
 import * as meta from './metadata-ops.js'
 import * as ns from './namespace-ops.js'
@@ -229,11 +221,7 @@ export class SqlFileSystem implements FileSystem {
         await gate.read(path, 'access')
         if (mode & 2) await gate.write(path, 'access', 'write')
       },
-      async ({ q }) => {
-        const { node } = await existing(q, path, 'access')
-        if (mode & X_OK && !isDir(node.mode) && (node.mode & 0o111) === 0)
-          throw fsError('EACCES', 'access', path)
-      },
+      (ctx) => meta.access(ctx, path, mode),
     )
   }
 
