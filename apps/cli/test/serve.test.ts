@@ -24,7 +24,7 @@ async function connect(args: string[]): Promise<Client> {
   return client
 }
 
-const text = (result: { content: unknown }) => (result.content as Array<{ text: string }>)[0]!.text
+const text = (result: unknown) => (result as { content: Array<{ text: string }> }).content[0]!.text
 
 test('serve mcp --bash: a bash tool on the same files, audited; read-only keeps it read-only', async () => {
   expect(runCli(cli, ['init', 'bash.db'], { cwd }).code).toBe(0)
