@@ -13,6 +13,7 @@ import {
 } from '@agentfs/core'
 import type { InodeRow } from './inode.js'
 import { fsMode } from './node-args.js'
+import type { Caller } from './permissions.js'
 import { type CompiledPolicy, enforceLimits, type FsPolicy, usage } from './policy.js'
 import { type Lookup, lookup } from './resolver.js'
 import type { AtimeMode, Encoding, TimeLike, WriteData, WriteFileOptions } from './types.js'
@@ -28,6 +29,14 @@ export interface FileSystemOptions {
   readonly gid?: number
   /** What may be read and changed, and size limits; enforced on every operation. */
   readonly policy?: FsPolicy
+  /**
+   * `'enforce'`: mode bits are checked as the kernel checks them, against the caller `uid`,
+   * `gid` and `groups` (EACCES; EPERM for chmod, chown, utimes, the sticky bit). Default
+   * `'ignore'`: modes are stored and reported only.
+   */
+  readonly permissions?: 'enforce' | 'ignore'
+  /** The caller's supplementary groups, for `permissions: 'enforce'`. */
+  readonly groups?: readonly number[]
   /**
    * The change feed (`agentfs_change`): one row per change, in the change's transaction, with
    * the session and tool call it came from. On by default; `{ enabled: false }` turns it off.
@@ -45,6 +54,8 @@ export interface FsContext {
   readonly uid: number
   readonly gid: number
   readonly policy?: CompiledPolicy
+  /** The caller whose permissions are checked, with `permissions: 'enforce'`. */
+  readonly caller?: Caller
   /** Where changes are recorded; undefined when the feed is off. */
   readonly feed?: {
     readonly sessionId?: string

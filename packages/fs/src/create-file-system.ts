@@ -23,6 +23,15 @@ export function createFileSystem(
     uid: options.uid ?? 0,
     gid: options.gid ?? 0,
     ...(options.policy ? { policy: new CompiledPolicy(options.policy) } : {}),
+    ...(options.permissions === 'enforce'
+      ? {
+          caller: {
+            uid: options.uid ?? 0,
+            gid: options.gid ?? 0,
+            groups: [...(options.groups ?? [])],
+          },
+        }
+      : {}),
     ...(options.feed?.enabled === false ? {} : { feed: feedOf(options.feed) }),
   })
 }

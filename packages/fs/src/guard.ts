@@ -2,6 +2,7 @@ import { normalizePath, type Queryable } from '@agentfs/core'
 import type { FsContext } from './context.js'
 import type { OpenMode } from './flags.js'
 import { listDirectory, openDirectory } from './listing-ops.js'
+import { PermissionGate } from './permissions.js'
 import type { FsOperation } from './policy.js'
 import { PolicyGate, type WriteCheck } from './policy-gate.js'
 import {
@@ -30,9 +31,19 @@ export class Guard {
 
   /** The policy's checks on `q` (the transaction of the change they guard). */
   gateOn(q: Queryable): PolicyGate | undefined {
-    const { policy, ...ctx } = this.ctx
-    if (!policy) return undefined
-    return new PolicyGate(policy, q, this.unchecked({ ...ctx, q }))
+    const { policy, caller, ...ctx } = this.ctx
+    if (!policy && !caller) return undefined
+    return new PolicyGate(
+      policy,
+      q,
+      this.unchecked({ ...ctx, q }),
+      caller && new PermissionGate(caller, q),
+    )
+  }
+
+  /** Whether anything is checked (a policy, or permissions enforced). */
+  get #checks(): boolean {
+    return this.ctx.policy !== undefined || this.ctx.caller !== undefined
   }
 
   /** Runs `op`; with a policy, after `check` and in the same transaction. */
@@ -40,7 +51,7 @@ export class Guard {
     check: (gate: PolicyGate) => Promise<unknown>,
     op: (ctx: FsContext) => Promise<T>,
   ): Promise<T> {
-    if (!this.ctx.policy) return op(this.ctx)
+    if (!this.#checks) return op(this.ctx)
     return this.withGate(async (gate, ctx) => {
       await check(gate)
       return op(ctx)
@@ -77,6 +88,7 @@ export class Guard {
   async checkOpen(q: Queryable, path: string, want: OpenMode): Promise<void> {
     const gate = this.gateOn(q)
     if (!gate) return
+    await gate.permissions?.open(path, want)
     if (want.read) await gate.read(path, 'open')
     if (want.write || want.truncate)
       await gate.write(path, 'open', 'write', {
@@ -87,7 +99,7 @@ export class Guard {
 
   /** A directory's entries; with a policy, only those it lets this caller read. */
   readdir(path: string, options: ReaddirOptions): Promise<string[] | Dirent[]> {
-    if (!this.ctx.policy) return listDirectory(this.ctx.q, path, options)
+    if (!this.#checks) return listDirectory(this.ctx.q, path, options)
     return this.withGate(async (gate) => {
       const real = await gate.read(path, 'scandir')
       const entries = (await gate.unchecked.readdir(path, options)) as (string | Dirent)[]
@@ -97,12 +109,12 @@ export class Guard {
 
   /** The directory `opendir` iterates, and the filter its pages pass through. */
   opendir(path: string): ReturnType<typeof openDirectory> {
-    if (!this.ctx.policy) return openDirectory(this.ctx.q, path)
+    if (!this.#checks) return openDirectory(this.ctx.q, path)
     return this.withGate((gate, { q }) => openDirectory(q, path, gate))
   }
 
   glob(pattern: string, options?: GlobOptions): Promise<GlobMatch[]> {
-    if (!this.ctx.policy) return glob(this.ctx.q, pattern, options)
+    if (!this.#checks) return glob(this.ctx.q, pattern, options)
     return this.withGate(async (gate, { q }) => {
       const cwd = normalizePath(options?.cwd ?? '/', 'glob')
       await gate.read(cwd, 'glob')
@@ -113,7 +125,7 @@ export class Guard {
 
   grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
     const { chunkSize } = this.ctx
-    if (!this.ctx.policy) return grep(this.ctx.q, chunkSize, pattern, options)
+    if (!this.#checks) return grep(this.ctx.q, chunkSize, pattern, options)
     return this.withGate(async (gate, { q }) => {
       await gate.read(options?.path ?? '/', 'grep')
       return gate.readablePaths(await grep(q, chunkSize, pattern, options), 'grep')

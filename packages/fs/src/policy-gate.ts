@@ -8,6 +8,7 @@ import {
 } from '@agentfs/core'
 import { type InodeRow, isDir } from './inode.js'
 import { pathOf } from './mutate.js'
+import type { PermissionGate } from './permissions.js'
 import type { CompiledPolicy, FsOperation } from './policy.js'
 import { lookup } from './resolver.js'
 import type { Dirent } from './stats.js'
@@ -50,9 +51,12 @@ const MAX_NAMES = 1000
  */
 export class PolicyGate {
   constructor(
-    readonly policy: CompiledPolicy,
+    /** The policy; undefined when only permissions are enforced. */
+    readonly policy: CompiledPolicy | undefined,
     readonly q: Queryable,
     readonly unchecked: FileSystem,
+    /** Mode bits against the caller, with `permissions: 'enforce'` (checked first). */
+    readonly permissions?: PermissionGate,
   ) {}
 
   /** The absolute path of directory `ino`. */
@@ -109,9 +113,16 @@ export class PolicyGate {
 
   /** Refuses reading `path` unless the policy allows it; returns the real path. */
   async read(path: string, syscall: string, follow = true): Promise<string> {
+    await this.permissions?.read(path, syscall, follow)
+    if (!this.policy) return path
     const real = (await this.real(path, follow, syscall)).path
     this.policy.checkRead(real, syscall, path)
     return real
+  }
+
+  /** `access(path, mode)`'s R_OK/W_OK/X_OK, when permissions are enforced. */
+  async access(path: string, mode: number): Promise<void> {
+    await this.permissions?.access(path, mode)
   }
 
   /** Refuses a change the policy forbids; `create` names the operation when `path` is new. */
@@ -121,12 +132,15 @@ export class PolicyGate {
     operation: FsOperation,
     options: WriteCheck = {},
   ): Promise<void> {
+    await this.permissions?.write(path, syscall, operation, options)
+    if (!this.policy) return
+    const policy = this.policy
     const real = await this.real(path, options.follow ?? true, syscall)
     const op = !real.exists && options.create ? options.create : operation
     const replaces = options.replaces === true && real.exists
-    this.policy.checkWrite(real.path, op, syscall, path, replaces)
+    policy.checkWrite(real.path, op, syscall, path, replaces)
     const node = real.node
-    if (node && op !== 'delete' && this.policy.denies('delete')) {
+    if (node && op !== 'delete' && policy.denies('delete')) {
       if (replaces || options.destroys?.(node))
         throw fsError('EPERM', syscall, path, {
           hint: `the policy denies delete, and this change would destroy the existing content of ${real.path}`,
@@ -140,7 +154,7 @@ export class PolicyGate {
       const stats = await this.unchecked.lstat(path).catch(() => undefined)
       if (stats?.isDirectory())
         for (const rel of await this.unchecked.readdir(path, { recursive: true }))
-          this.policy.checkWrite(`${real.path}/${rel}`, operation, syscall, path, true)
+          policy.checkWrite(`${real.path}/${rel}`, operation, syscall, path, true)
     }
   }
 
@@ -154,7 +168,7 @@ export class PolicyGate {
         hint: `the file has more than ${MAX_NAMES} names; the policy cannot check them all`,
       })
     for (const row of rows)
-      this.policy.checkWrite(
+      this.policy!.checkWrite(
         `${await this.#dirPath(row.parent_ino)}/${row.name}`,
         op,
         syscall,
@@ -167,6 +181,8 @@ export class PolicyGate {
    * must not become a way to write a file the policy protects (like Linux's protected_hardlinks).
    */
   async link(existing: string, syscall: string): Promise<void> {
+    await this.permissions?.read(existing, syscall, false)
+    if (!this.policy) return
     const real = await this.real(existing, false, syscall)
     this.policy.checkRead(real.path, syscall, existing)
     if (real.exists) this.policy.checkWrite(real.path, 'write', syscall, existing)
@@ -174,18 +190,33 @@ export class PolicyGate {
 
   /** Whether a name inside directory `real` may be listed. */
   listable(real: string, name: string): boolean {
+    if (!this.policy) return true
     return this.policy.readable(`${real === '/' ? '' : real}/${name}`)
   }
 
   /** `entries` of the directory `path` (really at `real`) that may be read. */
   readableEntries<T extends string | Dirent>(path: string, real: string, entries: T[]): T[] {
+    const policy = this.policy
+    if (!policy) return entries
     const prefix = real === '/' ? '' : real
     const base = normalizePath(path)
     return entries.filter((e) => {
-      if (typeof e === 'string') return this.policy.readable(`${prefix}/${e}`)
+      if (typeof e === 'string') return policy.readable(`${prefix}/${e}`)
       const rel = e.parentPath.slice(base.length).replace(/^\//, '')
-      return this.policy.readable(`${prefix}/${rel ? `${rel}/` : ''}${e.name}`)
+      return policy.readable(`${prefix}/${rel ? `${rel}/` : ''}${e.name}`)
     })
+  }
+
+  /** Whether the caller's mode bits let it reach (and, following, read) `path`. */
+  async #readableByMode(path: string, syscall: string, follow: boolean): Promise<boolean> {
+    if (!this.permissions) return true
+    try {
+      await this.permissions.read(path, follow ? 'open' : syscall, follow)
+      return true
+    } catch (error) {
+      if (isFsError(error, 'EACCES')) return false
+      throw error
+    }
   }
 
   /**
@@ -202,7 +233,9 @@ export class PolicyGate {
     for (const item of items) {
       let ok = readable.get(item.path)
       if (ok === undefined) {
-        ok = this.policy.readable((await this.real(item.path, follow, syscall)).path)
+        ok = await this.#readableByMode(item.path, syscall, follow)
+        if (ok && this.policy)
+          ok = this.policy.readable((await this.real(item.path, follow, syscall)).path)
         readable.set(item.path, ok)
       }
       if (ok) out.push(item)

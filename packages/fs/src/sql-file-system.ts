@@ -219,6 +219,7 @@ export class SqlFileSystem implements FileSystem {
     await this.#guard.guarded(
       async (gate) => {
         await gate.read(path, 'access')
+        await gate.access(path, mode)
         if (mode & 2) await gate.write(path, 'access', 'write')
       },
       (ctx) => meta.access(ctx, path, mode),
