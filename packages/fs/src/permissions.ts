@@ -173,10 +173,27 @@ export class PermissionGate {
       case 'utimes':
         if (node) this.#need(caller.uid === 0 || caller.uid === node.uid, syscall, path, 'EPERM')
         return
-      case 'chown':
-        if (node) this.#need(caller.uid === 0, syscall, path, 'EPERM')
+      case 'chown': {
+        if (!node || caller.uid === 0) return
+        // The owner may only give the file to one of its own groups, keeping it.
+        const uid = check.owner?.uid ?? -1
+        const gid = check.owner?.gid ?? -1
+        const keepsOwner = caller.uid === node.uid && (uid === -1 || uid === node.uid)
+        const ownGroup =
+          gid === -1 || gid === node.gid || gid === caller.gid || caller.groups.includes(gid)
+        this.#need(keepsOwner && ownGroup, syscall, path, 'EPERM')
         return
+      }
     }
+  }
+
+  /** A directory moved to another parent: its `..` changes, so it must be writable too. */
+  async movesDirectory(from: string, to: string): Promise<void> {
+    const source = await this.#walk(from, 'rename', false)
+    if (!source.node || !isDir(source.node.mode)) return
+    const target = await this.#walk(to, 'rename', false)
+    if (source.dir.ino !== target.dir.ino)
+      this.#need(permits(this.caller, source.node, W), 'rename', from)
   }
 
   /**

@@ -35,6 +35,8 @@ export interface WriteCheck {
    * shorter length): `deny: ['delete']` refuses that too.
    */
   readonly destroys?: (node: InodeRow) => boolean
+  /** For chown: the new owner and group (-1 keeps one), which decide who may change them. */
+  readonly owner?: { readonly uid: number; readonly gid: number }
 }
 
 /** Operations that change an inode's content or metadata, seen through every name it has. */

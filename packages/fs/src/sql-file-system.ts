@@ -176,6 +176,7 @@ export class SqlFileSystem implements FileSystem {
       async (gate) => {
         await gate.write(from, 'rename', 'rename', { follow: false, replaces: true })
         await gate.write(to, 'rename', 'rename', { follow: false, replaces: true })
+        await gate.permissions?.movesDirectory(from, to)
       },
       (ctx) => ns.rename(ctx, from, to),
     )
@@ -257,7 +258,7 @@ export class SqlFileSystem implements FileSystem {
   async #chown(path: string, uid: number, gid: number, follow: boolean, syscall: string) {
     for (const id of [uid, gid])
       if (!Number.isInteger(id) || id < -1) throw fsError('EINVAL', syscall, path)
-    await this.#guard.writing(path, syscall, 'chown', { follow }, (ctx) =>
+    await this.#guard.writing(path, syscall, 'chown', { follow, owner: { uid, gid } }, (ctx) =>
       meta.chown(ctx, path, uid, gid, follow, syscall),
     )
   }

@@ -37,6 +37,9 @@ const TREE: Array<[string, 'dir' | 'file', number, number, number]> = [
   ['/locked', 'dir', 0o555, USER, GROUP],
   ['/locked/inner', 'dir', 0o755, USER, GROUP],
   ['/locked/inner/f', 'file', 0o644, USER, GROUP],
+  ['/mine/frozen', 'dir', 0o555, USER, GROUP],
+  ['/mine/frozen2', 'dir', 0o555, USER, GROUP],
+  ['/mine/g.txt', 'file', 0o644, USER, GROUP],
 ]
 
 /** Operations, in order (some change the tree): name, method, arguments (paths first). */
@@ -58,6 +61,10 @@ const OPS: Array<[string, string, ...unknown[]]> = [
   ['chmod a file of root', 'chmod', '/pub/r.txt', 0o777],
   ['chmod our file', 'chmod', '/mine/m.txt', 0o640],
   ['chown our file to root', 'chown', '/mine/m.txt', 0, 0],
+  ['chown our file to our group, keeping it', 'chown', '/mine/g.txt', -1, GROUP],
+  ['chown our file to a group we are not in', 'chown', '/mine/g.txt', -1, 0],
+  ['move our read-only directory to another parent', 'rename', '/mine/frozen', '/wdir/frozen'],
+  ['rename our read-only directory in place', 'rename', '/mine/frozen2', '/mine/thawed'],
   ['utimes a file of root', 'utimes', '/pub/r.txt', 1, 1],
   ['utimes our file', 'utimes', '/mine/m.txt', 1, 1],
   ['mkdir in a directory of root', 'mkdir', '/pub/d'],
