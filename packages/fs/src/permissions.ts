@@ -23,6 +23,8 @@ const R = 4
 const W = 2
 const X = 1
 const STICKY = 0o1000
+/** Calls that read what the path names (not only reach it), so need r on it. */
+const READS = new Set(['open', 'scandir', 'opendir', 'copyfile', 'watch', 'grep', 'glob'])
 
 /** Whether `caller` may do `want` (R/W/X bits) on `node`, as the kernel decides. */
 export function permits(caller: Caller, node: InodeRow, want: number): boolean {
@@ -135,8 +137,8 @@ export class PermissionGate {
   /** A read of `path`: search on the way; read on what `syscall` reads (a file, a directory). */
   async read(path: string, syscall: string, follow = true): Promise<void> {
     const found = await this.#walk(path, syscall, follow)
-    const reads = syscall === 'open' || syscall === 'scandir' || syscall === 'opendir'
-    if (reads && found.node) this.#need(permits(this.caller, found.node, R), syscall, path)
+    if (READS.has(syscall) && found.node)
+      this.#need(permits(this.caller, found.node, R), syscall, path)
   }
 
   /** `access(path, mode)`: R_OK/W_OK/X_OK against the caller. */

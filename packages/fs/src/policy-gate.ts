@@ -209,11 +209,16 @@ export class PolicyGate {
     })
   }
 
-  /** Whether the caller's mode bits let it reach (and, following, read) `path`. */
-  async #readableByMode(path: string, syscall: string, follow: boolean): Promise<boolean> {
+  /**
+   * Whether the caller's mode bits let it list the directory `path` was found in (a search
+   * walked it) and, following, read what `path` leads to (grep reads it).
+   */
+  async #readableByMode(path: string, _syscall: string, follow: boolean): Promise<boolean> {
     if (!this.permissions) return true
     try {
-      await this.permissions.read(path, follow ? 'open' : syscall, follow)
+      const slash = path.lastIndexOf('/')
+      await this.permissions.read(path.slice(0, slash) || '/', 'scandir', true)
+      if (follow) await this.permissions.read(path, 'open', true)
       return true
     } catch (error) {
       if (isFsError(error, 'EACCES')) return false

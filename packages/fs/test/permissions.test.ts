@@ -40,6 +40,7 @@ const TREE: Array<[string, 'dir' | 'file', number, number, number]> = [
   ['/mine/frozen', 'dir', 0o555, USER, GROUP],
   ['/mine/frozen2', 'dir', 0o555, USER, GROUP],
   ['/mine/g.txt', 'file', 0o644, USER, GROUP],
+  ['/wdir/secret', 'file', 0o600, 0, 0],
 ]
 
 /** Operations, in order (some change the tree): name, method, arguments (paths first). */
@@ -85,6 +86,12 @@ const OPS: Array<[string, string, ...unknown[]]> = [
   ['hard link into a directory of root', 'link', '/mine/m2.txt', '/pub/hard'],
   ['copy a private file', 'copyFile', '/priv/s.txt', '/mine/copy'],
   ['copy a readable file into our directory', 'copyFile', '/pub/r.txt', '/mine/copy'],
+  [
+    'copy an unreadable file from a directory we can search',
+    'copyFile',
+    '/wdir/secret',
+    '/mine/c2',
+  ],
   ['rm -r a tree with a directory we cannot write', 'rm', '/locked', { recursive: true }],
   ['rm -r our tree', 'rm', '/mine/sub', { recursive: true }],
   ['rmdir in a directory of root', 'rmdir', '/pub'],
@@ -173,6 +180,12 @@ test.skipIf(!asRoot)(
     expect(hits.map((m) => m.path)).toContain('/pub/r.txt')
     const globbed = await user.glob('**/*.txt')
     expect(globbed.map((m) => m.path)).not.toContain('/priv/s.txt')
+    // A name in a directory we can list is listed (as ls shows it); its content is not searched.
+    expect((await user.glob('wdir/*')).map((m) => m.path)).toContain('/wdir/secret')
+    expect((await user.grep('secret', { path: '/wdir' })).map((m) => m.path)).toEqual([])
+    expect((await admin.grep('secret', { path: '/wdir' })).map((m) => m.path)).toEqual([
+      '/wdir/secret',
+    ])
     // Root (the default caller) may do anything the policy allows, as before.
     const rootFs = createFileSystem(db, { permissions: 'enforce' })
     expect(await rootFs.readFile('/priv/s.txt', 'utf8')).toBe('/priv/s.txt\n')
