@@ -168,3 +168,23 @@ export function mkdirOptions(
     ...(mode === undefined ? {} : { mode }),
   }
 }
+
+/** A file descriptor as Node checks one: an integer in 0..2147483647 (before it is looked up). */
+export function fdArg(value: unknown): number {
+  if (typeof value !== 'number')
+    throw argError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "fd" argument must be of type number. Received ${describe(value)}`,
+    )
+  const range = !Number.isInteger(value)
+    ? 'an integer'
+    : value < 0 || value > 0x7fffffff
+      ? '>= 0 && <= 2147483647'
+      : undefined
+  if (range !== undefined)
+    throw Object.assign(
+      new RangeError(`The value of "fd" is out of range. It must be ${range}. Received ${value}`),
+      { code: 'ERR_OUT_OF_RANGE' },
+    )
+  return value
+}

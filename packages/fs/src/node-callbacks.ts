@@ -1,5 +1,5 @@
 import { FsError } from '@agentfs/core'
-import { modeArg } from './node-args.js'
+import { fdArg, modeArg } from './node-args.js'
 import { SYNC_FD_BASE } from './sync-bridge.js'
 import type { FsFileHandle } from './types.js'
 
@@ -68,6 +68,7 @@ export function callbackApi(
     (syscall: string, run: (h: FsFileHandle, args: unknown[]) => Promise<unknown>) =>
     (...all: unknown[]) => {
       const [args, callback] = withCallback(all)
+      fdArg(args[0])
       // A descriptor from openSync lives on the bridge's side: the call goes there.
       if (sync && typeof args[0] === 'number' && args[0] >= SYNC_FD_BASE) {
         report(

@@ -1,5 +1,5 @@
 import { FsError } from '@agentfs/core'
-import { pathArg } from './node-args.js'
+import { fdArg, pathArg } from './node-args.js'
 import type { SyncBridge } from './node-fs.js'
 import type { Dirent } from './stats.js'
 
@@ -24,7 +24,11 @@ export function syncApi(
         syscall: name.replace(/^fd\./, ''),
         hint: `${name.replace(/^fd\./, '')}Sync needs a synchronous bridge: ${noSync ?? 'use agent.nodeFs() of @agentfs/sdk on a database file'}; or use the promise or callback form`,
       })
-    return bridge.call(name, args)
+    // Descriptors are checked as Node checks them, before they are looked up.
+    return bridge.call(
+      name,
+      name.startsWith('fd.') && name !== 'fd.open' ? [fdArg(args[0]), ...args.slice(1)] : args,
+    )
   }
   const api: Record<string, Fn> = {}
   for (const name of onePath)

@@ -17,17 +17,46 @@ function workerFile(): URL {
   return new URL('../dist/sync-worker.js', import.meta.url)
 }
 
-/** `execArgv` without `--conditions @agentfs/source` (in any of its spellings). */
-function withoutSourceCondition(args: readonly string[]): string[] {
+/** Options taking a value in the next argument, that a worker may be given. */
+const WITH_VALUE = new Set([
+  '--conditions',
+  '-C',
+  '--import',
+  '--require',
+  '-r',
+  '--loader',
+  '--experimental-loader',
+])
+/** Flags a worker may be given (Node refuses per-process ones such as --stack-trace-limit). */
+const WORKER_FLAG =
+  /^--(conditions|import|require|loader|experimental-loader|enable-source-maps|no-warnings|experimental-[a-z-]+)(=|$)|^-C=|^-r=/
+
+/**
+ * The worker's `execArgv`: inherited as it is (undefined), unless it resolves workspace
+ * packages to their TypeScript source (`--conditions @agentfs/source`, in tests), which the
+ * worker cannot load: then the worker-safe flags without that condition.
+ */
+function workerExecArgv(args: readonly string[]): string[] | undefined {
+  const isSource = (a: string | undefined) => a === '@agentfs/source'
+  if (
+    !args.some(
+      (a, i) =>
+        isSource(a) ||
+        /^(--conditions|-C)=@agentfs\/source$/.test(a) ||
+        (isSource(args[i + 1]) && WITH_VALUE.has(a)),
+    )
+  )
+    return undefined
   const out: string[] = []
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!
-    if (/^(--conditions|-C)=@agentfs\/source$/.test(arg)) continue
-    if ((arg === '--conditions' || arg === '-C') && args[i + 1] === '@agentfs/source') {
-      i++
+    if (WITH_VALUE.has(arg)) {
+      const value = args[++i]
+      if (value !== undefined && !isSource(value)) out.push(arg, value)
       continue
     }
-    out.push(arg)
+    if (/^(--conditions|-C)=@agentfs\/source$/.test(arg)) continue
+    if (WORKER_FLAG.test(arg)) out.push(arg)
   }
   return out
 }
@@ -59,13 +88,14 @@ export function syncNodeFs(
       }),
       close: async () => {},
     }
+  const execArgv = workerExecArgv(process.execArgv)
   const shared = new SharedArrayBuffer(4)
   const { port1, port2 } = new MessageChannel()
   const worker = new Worker(workerFile(), {
     workerData: { port: port2, shared, options: workerOptions(path, options) },
     transferList: [port2],
     // The worker runs the built packages: a source-resolving condition (tests) is not passed on.
-    execArgv: withoutSourceCondition(process.execArgv),
+    ...(execArgv === undefined ? {} : { execArgv }),
   })
   worker.unref()
   port1.unref()
