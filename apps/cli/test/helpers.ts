@@ -26,6 +26,8 @@ export async function bundleCli(): Promise<{ cli: string; dispose(): Promise<voi
     external: [
       'better-sqlite3',
       '@libsql/client',
+      // Loaded only by `serve mcp --bash`: kept out so every other command starts without it.
+      '@agentfs/just-bash',
       'just-bash',
       'fuse-native',
       '@tursodatabase/sync',
