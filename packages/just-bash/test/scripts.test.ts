@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FileSystem } from '@agentfs/fs'
-import { HostFileSystem } from '@agentfs/overlay'
+import { createOverlay, HostFileSystem } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import { Bash, type IFileSystem, InMemoryFs } from 'just-bash'
 import { afterAll, describe, expect, test } from 'vitest'
@@ -183,6 +183,21 @@ const BACKENDS: Record<string, () => Promise<{ fs: FileSystem; close(): Promise<
   database: async () => {
     const agent = await AgentFS.open({ path: ':memory:' })
     return { fs: agent.fs, close: () => agent.close() }
+  },
+  // Copy-on-write over a host directory: the scripts' changes land in the delta database, and
+  // the host stays as it was.
+  overlay: async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfs-bash-base-'))
+    hostDirs.push(dir)
+    const delta = await AgentFS.open({ path: ':memory:' })
+    const fs = await createOverlay({ base: new HostFileSystem({ root: dir }), delta: delta.fs })
+    return {
+      fs,
+      close: async () => {
+        expect(readdirSync(dir)).toEqual([])
+        await delta.close()
+      },
+    }
   },
   'host directory': async () => {
     const dir = mkdtempSync(join(tmpdir(), 'agentfs-bash-'))
