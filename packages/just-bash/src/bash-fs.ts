@@ -2,14 +2,15 @@ import { posix } from 'node:path'
 import { createToolEnvironment, type PathPolicy, ToolFailure } from '@agentfs/agent-tools'
 import { isAgentFsError, POSIX_ERRORS, type PosixCode, parentPath } from '@agentfs/core'
 import type { Encoding, FileSystem, Stats } from '@agentfs/fs'
-import type {
-  BufferEncoding,
-  CpOptions,
-  FileContent,
-  FsStat,
-  IFileSystem,
-  MkdirOptions,
-  RmOptions,
+import {
+  type BufferEncoding,
+  type CpOptions,
+  DefenseInDepthBox,
+  type FileContent,
+  type FsStat,
+  type IFileSystem,
+  type MkdirOptions,
+  type RmOptions,
 } from 'just-bash'
 
 type ReadFileOptions = Exclude<Parameters<IFileSystem['readFile']>[1], string | undefined>
@@ -106,7 +107,7 @@ export class BashFileSystem implements IFileSystem {
   async exists(path: string): Promise<boolean> {
     if (path.includes('\0')) return false
     try {
-      return await this.#fs.exists(await this.#resolve(path, 'access'))
+      return await trusted(async () => this.#fs.exists(await this.#resolve(path, 'access')))
     } catch {
       return false
     }
@@ -262,12 +263,14 @@ export class BashFileSystem implements IFileSystem {
     fn: (fsPath: string) => Promise<T>,
     follow = true,
   ): Promise<T> {
-    const p = await this.#resolveFor(syscall, path, mutates, follow)
-    try {
-      return await fn(p)
-    } catch (error) {
-      throw toBashError(error, syscall, path)
-    }
+    return trusted(async () => {
+      const p = await this.#resolveFor(syscall, path, mutates, follow)
+      try {
+        return await fn(p)
+      } catch (error) {
+        throw toBashError(error, syscall, path)
+      }
+    })
   }
 
   async #resolveFor(
@@ -288,7 +291,7 @@ export class BashFileSystem implements IFileSystem {
 
   async #resolve(path: string, syscall: string): Promise<string> {
     try {
-      return await this.#scope.paths.resolve(path, this.#scope.base)
+      return await trusted(() => this.#scope.paths.resolve(path, this.#scope.base))
     } catch (error) {
       if (error instanceof ToolFailure) throw bashError(error.code as PosixCode, syscall, path)
       throw error
@@ -301,6 +304,13 @@ export class BashFileSystem implements IFileSystem {
     }
   }
 }
+
+/**
+ * Runs filesystem code as just-bash's trusted code: during a script its defense in depth blocks
+ * intrinsics such as `Function` for the script's JavaScript, and a database driver may use them
+ * (better-sqlite3 13 does). The script reaches this code only through the filesystem interface.
+ */
+const trusted = <T>(fn: () => Promise<T>): Promise<T> => DefenseInDepthBox.runTrustedAsync(fn)
 
 /** An error as just-bash's filesystems raise them: `CODE: text, syscall 'path'`, with `code`. */
 export function bashError(code: PosixCode | string, syscall: string, path: string): Error {
