@@ -52,6 +52,11 @@ export function modeArg(value: unknown, name = 'mode'): number | undefined {
       )
     return Number.parseInt(value, 8)
   }
+  return unsignedArg(value, name, 0xffffffff)
+}
+
+/** An integer in 0..`max`, with Node's errors (ERR_INVALID_ARG_TYPE, ERR_OUT_OF_RANGE). */
+function unsignedArg(value: unknown, name: string, max: number): number {
   if (typeof value !== 'number')
     throw argError(
       'ERR_INVALID_ARG_TYPE',
@@ -59,8 +64,8 @@ export function modeArg(value: unknown, name = 'mode'): number | undefined {
     )
   const range = !Number.isInteger(value)
     ? 'an integer'
-    : value < 0 || value > 0xffffffff
-      ? '>= 0 && <= 4294967295'
+    : value < 0 || value > max
+      ? `>= 0 && <= ${max}`
       : undefined
   if (range !== undefined)
     throw Object.assign(
@@ -171,20 +176,5 @@ export function mkdirOptions(
 
 /** A file descriptor as Node checks one: an integer in 0..2147483647 (before it is looked up). */
 export function fdArg(value: unknown): number {
-  if (typeof value !== 'number')
-    throw argError(
-      'ERR_INVALID_ARG_TYPE',
-      `The "fd" argument must be of type number. Received ${describe(value)}`,
-    )
-  const range = !Number.isInteger(value)
-    ? 'an integer'
-    : value < 0 || value > 0x7fffffff
-      ? '>= 0 && <= 2147483647'
-      : undefined
-  if (range !== undefined)
-    throw Object.assign(
-      new RangeError(`The value of "fd" is out of range. It must be ${range}. Received ${value}`),
-      { code: 'ERR_OUT_OF_RANGE' },
-    )
-  return value
+  return unsignedArg(value, 'fd', 0x7fffffff)
 }
