@@ -33,7 +33,7 @@ export interface Impl {
   stat(path: string): Promise<{ size: number }>
   readdir(path: string): Promise<string[]>
   rename(from: string, to: string): Promise<void>
-  /** Reads `length` bytes at `offset` through an open handle. */
+  /** `open(path, 'r')`, `read(buf, 0, length, offset)`, `close()`: a path-based pread. */
   pread(path: string, offset: number, length: number): Promise<Buffer>
   kvSet?(key: string, value: unknown): Promise<void>
   kvGet?(key: string): Promise<unknown>
@@ -164,21 +164,20 @@ async function agentfs(
     remoteUrl !== undefined
       ? await AgentFS.open({ driver: libsqlDriver({ url: remoteUrl }) })
       : await VARIANTS[variant].open(path)
-  const handles = new Map<string, Awaited<ReturnType<typeof agent.fs.open>>>()
   return {
     name: VARIANTS[variant].name,
     durability: VARIANTS[variant].durability,
     files: dbFiles(path),
     ...delegate(agent.fs),
     pread: async (p, o, l) => {
-      let h = handles.get(p)
-      if (!h) {
-        h = await agent.fs.open(p, 'r')
-        handles.set(p, h)
+      const h = await agent.fs.open(p, 'r')
+      try {
+        const buf = Buffer.allocUnsafe(l)
+        const { bytesRead } = await h.read(buf, 0, l, o)
+        return buf.subarray(0, bytesRead)
+      } finally {
+        await h.close()
       }
-      const buf = Buffer.alloc(l)
-      const { bytesRead } = await h.read(buf, 0, l, o)
-      return buf.subarray(0, bytesRead)
     },
     kvSet: (k, v) => agent.kv.set(k, v).then(() => undefined),
     kvGet: (k) => agent.kv.get(k),
@@ -200,10 +199,7 @@ async function agentfs(
       for await (const chunk of agent.fs.createReadStream(p)) sum = checksum(sum, chunk as Buffer)
       return sum
     },
-    close: async () => {
-      for (const h of handles.values()) await h.close()
-      await agent.close()
-    },
+    close: () => agent.close(),
   }
 }
 
@@ -211,20 +207,13 @@ async function reference(dir: string): Promise<Impl> {
   const { AgentFS: Reference } = await import('agentfs-sdk')
   const path = join(dir, 'reference.db')
   const agent = await Reference.open({ path })
-  const handles = new Map<string, { pread(o: number, l: number): Promise<Buffer> }>()
   return {
     name: 'agentfs-sdk-0.6.4',
     durability: 'its defaults (WAL)',
     files: dbFiles(path),
     ...delegate(agent.fs),
-    pread: async (p, o, l) => {
-      let h = handles.get(p)
-      if (!h) {
-        h = await agent.fs.open(p)
-        handles.set(p, h)
-      }
-      return h.pread(o, l)
-    },
+    // Its handles have no close: opening one is all there is to release.
+    pread: async (p, o, l) => (await agent.fs.open(p)).pread(o, l),
     kvSet: (k, v) => agent.kv.set(k, v),
     kvGet: (k) => agent.kv.get(k),
     toolRecord: async (n, p, r) => {
@@ -238,7 +227,6 @@ async function reference(dir: string): Promise<Impl> {
 function nodeFs(dir: string): Impl {
   const root = join(dir, 'tree')
   const at = (p: string) => join(root, p)
-  const handles = new Map<string, Awaited<ReturnType<typeof openHost>>>()
   return {
     name: 'node-fs',
     durability: 'page cache, no fsync',
@@ -257,18 +245,16 @@ function nodeFs(dir: string): Impl {
     readdir: (p) => readdirHost(at(p)),
     rename: (a, b) => rename(at(a), at(b)),
     pread: async (p, o, l) => {
-      let h = handles.get(p)
-      if (!h) {
-        h = await openHost(at(p), 'r')
-        handles.set(p, h)
+      const h = await openHost(at(p), 'r')
+      try {
+        const buf = Buffer.allocUnsafe(l)
+        const { bytesRead } = await h.read(buf, 0, l, o)
+        return buf.subarray(0, bytesRead)
+      } finally {
+        await h.close()
       }
-      const buf = Buffer.alloc(l)
-      const { bytesRead } = await h.read(buf, 0, l, o)
-      return buf.subarray(0, bytesRead)
     },
-    close: async () => {
-      for (const h of handles.values()) await h.close()
-    },
+    close: async () => {},
   }
 }
 

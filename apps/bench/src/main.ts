@@ -61,11 +61,21 @@ for (const impl of impls) {
 
 const by = (name: string) => reports.find((r) => r.impl === name)
 const rate = (r: WorkloadResult) => r.mibPerSec ?? r.opsPerSec
-const ratio = (a: WorkloadResult | undefined, b: WorkloadResult | undefined) =>
-  a && b ? rate(a) / rate(b) : undefined
-const fmt = (n: number | undefined, digits = 2) => (n === undefined ? '-' : n.toFixed(digits))
 const geomean = (xs: number[]) =>
   xs.length === 0 ? undefined : Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length)
+/** Each phase's ratio, for workloads that report phases. */
+const partRatios = (a: WorkloadResult, b: WorkloadResult) =>
+  Object.entries(a.parts ?? {}).flatMap(([k, v]) => {
+    const base = b.parts?.[k]
+    return base === undefined ? [] : [[k, v / base] as const]
+  })
+/** A workload's ratio: of its rates, or the geometric mean of its phases' ratios. */
+const ratio = (a: WorkloadResult | undefined, b: WorkloadResult | undefined) => {
+  if (!a || !b) return undefined
+  const parts = partRatios(a, b)
+  return parts.length > 0 ? geomean(parts.map(([, r]) => r)) : rate(a) / rate(b)
+}
+const fmt = (n: number | undefined, digits = 2) => (n === undefined ? '-' : n.toFixed(digits))
 
 const rows: string[][] = [
   [
@@ -86,12 +96,10 @@ for (const report of reports) {
   const vsRaw: number[] = []
   const vsRef: number[] = []
   for (const r of report.results) {
-    const raw = ratio(
-      r,
-      by(report.impl.endsWith('-full') ? 'raw-sql-full' : 'raw-sql')?.results.find(
-        (x) => x.workload === r.workload,
-      ),
+    const rawResult = by(report.impl.endsWith('-full') ? 'raw-sql-full' : 'raw-sql')?.results.find(
+      (x) => x.workload === r.workload,
     )
+    const raw = ratio(r, rawResult)
     const ref = ratio(
       r,
       by('agentfs-sdk-0.6.4')?.results.find((x) => x.workload === r.workload),
@@ -110,6 +118,20 @@ for (const report of reports) {
       fmt(raw),
       fmt(ref),
     ])
+    const parts = rawResult ? new Map(partRatios(r, rawResult)) : new Map<string, number>()
+    for (const [part, value] of Object.entries(r.parts ?? {}))
+      rows.push([
+        report.impl,
+        `${r.workload}  · ${part}`,
+        r.mibPerSec === undefined ? fmt(value, 0) : '',
+        r.mibPerSec === undefined ? '' : fmt(value, 1),
+        '',
+        '',
+        '',
+        '',
+        fmt(parts.get(part)),
+        '',
+      ])
   }
   const g = { vsRaw: geomean(vsRaw), vsReference: geomean(vsRef) }
   summary[report.impl] = {

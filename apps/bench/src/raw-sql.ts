@@ -1,33 +1,57 @@
 import { DEFAULT_CHUNK_SIZE, ROOT_INO, SPEC_INDEXES, SPEC_TABLES } from '@agentfs/core'
 import Database from 'better-sqlite3'
 
+const S_IFDIR = 0o040000
+const S_IFREG = 0o100000
+
+/** Seconds and nanoseconds of the wall clock, as the spec's timestamp columns take them. */
+function clock(): [sec: number, nsec: number] {
+  const ms = Date.now()
+  const sec = Math.floor(ms / 1000)
+  return [sec, (ms - sec * 1000) * 1_000_000]
+}
+
 /**
- * The baseline: the smallest correct implementation of the v0.4 tables on better-sqlite3 —
- * prepared statements, one transaction per operation, WAL, `synchronous=NORMAL`. It is "what
- * SQLite can do" with the spec's layout; AgentFS is measured against it.
+ * The baseline: the fastest correct implementation of the spec's operations on its tables that
+ * we can write on better-sqlite3, so that a ratio against it is a ratio against what SQLite can
+ * do with this schema. Every operation is one transaction (reads too, so a path resolves in one
+ * snapshot); paths resolve one component at a time with the spec's lookup; reading a file
+ * updates its access time, as the spec's "Reading a File" says; WAL, `synchronous=NORMAL`.
+ *
+ * What makes it fast, each measured: statements prepared once, `pluck`/`raw` rows (no objects
+ * built per row), BEGIN/COMMIT as prepared statements (not the `transaction()` wrapper), the
+ * chunk size read once, a file of one chunk returned without a copy and a larger one copied
+ * into one buffer of its known size, a range read copied straight into its result.
  */
 export class RawSqlFs {
   readonly #db: Database.Database
   readonly #chunk = DEFAULT_CHUNK_SIZE
-  readonly #child: Database.Statement<[number, string], { ino: number }>
-  readonly #inode: Database.Statement<
-    [number],
-    { ino: number; mode: number; size: number; nlink: number; mtime: number }
+  readonly #begin: Database.Statement
+  readonly #beginWrite: Database.Statement
+  readonly #commit: Database.Statement
+  readonly #rollback: Database.Statement
+  readonly #child: Database.Statement<[number, string], number>
+  readonly #stat: Database.Statement<[number], unknown[]>
+  readonly #sizeOf: Database.Statement<[number], number>
+  readonly #chunks: Database.Statement<[number], Buffer>
+  readonly #range: Database.Statement<[number, number, number], Buffer>
+  readonly #names: Database.Statement<[number], string>
+  readonly #touch: Database.Statement<[number, number, number]>
+  readonly #insertInode: Database.Statement<
+    [number, number, number, number, number, number, number, number]
   >
-  readonly #chunks: Database.Statement<[number], { data: Buffer }>
-  readonly #range: Database.Statement<
-    [number, number, number],
-    { chunk_index: number; data: Buffer }
-  >
-  readonly #names: Database.Statement<[number], { name: string }>
-  readonly #insertInode: Database.Statement<[number, number, number, number, number]>
   readonly #insertDentry: Database.Statement<[string, number, number]>
   readonly #insertChunk: Database.Statement<[number, number, Buffer]>
   readonly #deleteChunks: Database.Statement<[number]>
-  readonly #setSize: Database.Statement<[number, number, number, number]>
+  readonly #setSize: Database.Statement<[number, number, number, number, number, number]>
+  readonly #link: Database.Statement<[number]>
   readonly #move: Database.Statement<[number, string, number, string]>
+  readonly #unlinkEntry: Database.Statement<[number, string]>
+  readonly #dropLink: Database.Statement<[number], number>
+  readonly #dropInode: Database.Statement<[number]>
+  readonly #changed: Database.Statement<[number, number, number]>
   readonly #kvSet: Database.Statement<[string, string]>
-  readonly #kvGet: Database.Statement<[string], { value: string }>
+  readonly #kvGet: Database.Statement<[string], string>
   readonly #tool: Database.Statement<[string, string, string, number, number, number]>
 
   constructor(path: string, synchronous: 'NORMAL' | 'FULL' = 'NORMAL') {
@@ -41,49 +65,97 @@ export class RawSqlFs {
         db.prepare("INSERT INTO fs_config (key, value) VALUES ('chunk_size', ?)").run(
           String(this.#chunk),
         )
-        const now = Math.floor(Date.now() / 1000)
         db.prepare(
-          'INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (?, ?, 1, 0, 0, 0, ?, ?, ?)',
-        ).run(ROOT_INO, 0o040755, now, now, now)
+          'INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (?, ?, 2, 0, 0, 0, unixepoch(), unixepoch(), unixepoch())',
+        ).run(ROOT_INO, S_IFDIR | 0o755)
       })()
     }
     this.#db = db
-    this.#child = db.prepare('SELECT ino FROM fs_dentry WHERE parent_ino = ? AND name = ?')
-    this.#inode = db.prepare('SELECT ino, mode, size, nlink, mtime FROM fs_inode WHERE ino = ?')
-    this.#chunks = db.prepare('SELECT data FROM fs_data WHERE ino = ? ORDER BY chunk_index')
-    this.#range = db.prepare(
-      'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index BETWEEN ? AND ? ORDER BY chunk_index',
-    )
-    this.#names = db.prepare('SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name')
+    this.#begin = db.prepare('BEGIN')
+    this.#beginWrite = db.prepare('BEGIN IMMEDIATE')
+    this.#commit = db.prepare('COMMIT')
+    this.#rollback = db.prepare('ROLLBACK')
+    this.#child = db
+      .prepare<[number, string], number>(
+        'SELECT ino FROM fs_dentry WHERE parent_ino = ? AND name = ?',
+      )
+      .pluck()
+    this.#stat = db
+      .prepare<[number], unknown[]>(
+        'SELECT ino, mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec FROM fs_inode WHERE ino = ?',
+      )
+      .raw()
+    this.#sizeOf = db.prepare<[number], number>('SELECT size FROM fs_inode WHERE ino = ?').pluck()
+    this.#chunks = db
+      .prepare<[number], Buffer>('SELECT data FROM fs_data WHERE ino = ? ORDER BY chunk_index')
+      .pluck()
+    this.#range = db
+      .prepare<[number, number, number], Buffer>(
+        'SELECT data FROM fs_data WHERE ino = ? AND chunk_index BETWEEN ? AND ? ORDER BY chunk_index',
+      )
+      .pluck()
+    this.#names = db
+      .prepare<[number], string>('SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name')
+      .pluck()
+    this.#touch = db.prepare('UPDATE fs_inode SET atime = ?, atime_nsec = ? WHERE ino = ?')
     this.#insertInode = db.prepare(
-      'INSERT INTO fs_inode (mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (?, 1, 0, 0, ?, ?, ?, ?)',
+      'INSERT INTO fs_inode (mode, nlink, uid, gid, size, atime, mtime, ctime, atime_nsec, mtime_nsec, ctime_nsec) VALUES (?, 1, 0, 0, ?, ?, ?, ?, ?, ?, ?) RETURNING ino',
     )
     this.#insertDentry = db.prepare(
       'INSERT INTO fs_dentry (name, parent_ino, ino) VALUES (?, ?, ?)',
     )
     this.#insertChunk = db.prepare('INSERT INTO fs_data (ino, chunk_index, data) VALUES (?, ?, ?)')
     this.#deleteChunks = db.prepare('DELETE FROM fs_data WHERE ino = ?')
-    this.#setSize = db.prepare('UPDATE fs_inode SET size = ?, mtime = ?, ctime = ? WHERE ino = ?')
-    this.#move = db.prepare(
-      'UPDATE fs_dentry SET parent_ino = ?, name = ? WHERE parent_ino = (SELECT parent_ino FROM fs_dentry WHERE ino = ? LIMIT 1) AND name = ?',
+    this.#setSize = db.prepare(
+      'UPDATE fs_inode SET size = ?, mtime = ?, ctime = ?, mtime_nsec = ?, ctime_nsec = ? WHERE ino = ?',
     )
+    this.#link = db.prepare('UPDATE fs_inode SET nlink = nlink + 1 WHERE ino = ?')
+    this.#move = db.prepare(
+      'UPDATE fs_dentry SET parent_ino = ?, name = ? WHERE parent_ino = ? AND name = ?',
+    )
+    this.#unlinkEntry = db.prepare('DELETE FROM fs_dentry WHERE parent_ino = ? AND name = ?')
+    this.#dropLink = db
+      .prepare<[number], number>(
+        'UPDATE fs_inode SET nlink = nlink - 1 WHERE ino = ? RETURNING nlink',
+      )
+      .pluck()
+    this.#dropInode = db.prepare('DELETE FROM fs_inode WHERE ino = ?')
+    this.#changed = db.prepare('UPDATE fs_inode SET ctime = ?, ctime_nsec = ? WHERE ino = ?')
     this.#kvSet = db.prepare(
       'INSERT INTO kv_store (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = unixepoch()',
     )
-    this.#kvGet = db.prepare('SELECT value FROM kv_store WHERE key = ?')
+    this.#kvGet = db.prepare<[string], string>('SELECT value FROM kv_store WHERE key = ?').pluck()
     this.#tool = db.prepare(
       'INSERT INTO tool_calls (name, parameters, result, started_at, completed_at, duration_ms) VALUES (?, ?, ?, ?, ?, ?)',
     )
   }
 
-  /** Walks the path one dentry at a time; undefined when a component is missing. */
+  /** Runs `body` in one transaction (IMMEDIATE for writes, so no lock upgrade can fail). */
+  #tx<T>(write: boolean, body: () => T): T {
+    ;(write ? this.#beginWrite : this.#begin).run()
+    try {
+      const out = body()
+      this.#commit.run()
+      return out
+    } catch (e) {
+      this.#rollback.run()
+      throw e
+    }
+  }
+
+  /** The spec's resolution: one dentry lookup per component; undefined when one is missing. */
   #resolve(path: string): number | undefined {
     let ino = ROOT_INO
-    for (const part of path.split('/')) {
-      if (part === '') continue
-      const row = this.#child.get(ino, part)
-      if (!row) return undefined
-      ino = row.ino
+    let from = 1
+    while (from <= path.length) {
+      let to = path.indexOf('/', from)
+      if (to === -1) to = path.length
+      if (to > from) {
+        const next = this.#child.get(ino, path.slice(from, to))
+        if (next === undefined) return undefined
+        ino = next
+      }
+      from = to + 1
     }
     return ino
   }
@@ -101,60 +173,94 @@ export class RawSqlFs {
 
   #create(path: string, mode: number, size: number): number {
     const [parent, name] = this.#split(path)
-    const now = Math.floor(Date.now() / 1000)
-    const ino = Number(this.#insertInode.run(mode, size, now, now, now).lastInsertRowid)
+    const [sec, nsec] = clock()
+    const { ino } = this.#insertInode.get(mode, size, sec, sec, sec, nsec, nsec, nsec) as {
+      ino: number
+    }
     this.#insertDentry.run(name, parent, ino)
+    if ((mode & S_IFDIR) !== 0) this.#link.run(parent)
     return ino
   }
 
   async mkdir(path: string): Promise<void> {
-    this.#db.transaction(() => this.#create(path, 0o040755, 0))()
+    this.#tx(true, () => this.#create(path, S_IFDIR | 0o755, 0))
   }
 
   async writeFile(path: string, data: Buffer): Promise<void> {
-    this.#db.transaction(() => {
+    this.#tx(true, () => {
       let ino = this.#resolve(path)
-      const now = Math.floor(Date.now() / 1000)
-      if (ino === undefined) ino = this.#create(path, 0o100644, data.byteLength)
+      if (ino === undefined) ino = this.#create(path, S_IFREG | 0o644, data.byteLength)
       else {
+        const [sec, nsec] = clock()
         this.#deleteChunks.run(ino)
-        this.#setSize.run(data.byteLength, now, now, ino)
+        this.#setSize.run(data.byteLength, sec, sec, nsec, nsec, ino)
       }
       for (let i = 0, at = 0; at < data.byteLength; i++, at += this.#chunk)
         this.#insertChunk.run(ino, i, data.subarray(at, at + this.#chunk))
-    })()
+    })
   }
 
   async readFile(path: string): Promise<Buffer> {
-    const ino = this.#must(path)
-    return Buffer.concat(this.#chunks.all(ino).map((r) => r.data))
+    return this.#tx(true, () => {
+      const ino = this.#must(path)
+      const chunks = this.#chunks.all(ino)
+      const [sec, nsec] = clock()
+      this.#touch.run(sec, nsec, ino)
+      if (chunks.length === 1) return chunks[0]!
+      const out = Buffer.allocUnsafe(this.#sizeOf.get(ino)!)
+      let at = 0
+      for (const c of chunks) at += c.copy(out, at)
+      return out.subarray(0, at)
+    })
   }
 
+  /** `open` + `read(buf, 0, length, offset)` + `close`: resolve, read the chunks in range. */
   async pread(path: string, offset: number, length: number): Promise<Buffer> {
-    const ino = this.#must(path)
-    const first = Math.floor(offset / this.#chunk)
-    const last = Math.floor((offset + length - 1) / this.#chunk)
-    const joined = Buffer.concat(this.#range.all(ino, first, last).map((r) => r.data))
-    const start = offset - first * this.#chunk
-    return joined.subarray(start, start + length)
+    return this.#tx(false, () => {
+      const ino = this.#must(path)
+      const first = Math.floor(offset / this.#chunk)
+      const last = Math.floor((offset + length - 1) / this.#chunk)
+      const out = Buffer.allocUnsafe(length)
+      let skip = offset - first * this.#chunk
+      let at = 0
+      for (const c of this.#range.all(ino, first, last)) {
+        at += c.copy(out, at, skip, Math.min(c.byteLength, skip + length - at))
+        skip = 0
+      }
+      return out.subarray(0, at)
+    })
   }
 
   async stat(path: string): Promise<{ size: number }> {
-    const row = this.#inode.get(this.#must(path))
+    const row = this.#tx(false, () => this.#stat.get(this.#must(path)))
     if (!row) throw new Error(`ENOENT: ${path}`)
-    return row
+    return { size: row[5] as number }
   }
 
   async readdir(path: string): Promise<string[]> {
-    return this.#names.all(this.#must(path)).map((r) => r.name)
+    return this.#tx(false, () => this.#names.all(this.#must(path)))
   }
 
+  /** POSIX rename of a file: an existing target is replaced (and freed at its last link). */
   async rename(from: string, to: string): Promise<void> {
-    this.#db.transaction(() => {
-      const ino = this.#must(from)
-      const [parent, name] = this.#split(to)
-      this.#move.run(parent, name, ino, from.slice(from.lastIndexOf('/') + 1))
-    })()
+    this.#tx(true, () => {
+      const [fromParent, fromName] = this.#split(from)
+      const ino = this.#child.get(fromParent, fromName)
+      if (ino === undefined) throw new Error(`ENOENT: ${from}`)
+      const [toParent, toName] = this.#split(to)
+      const old = this.#child.get(toParent, toName)
+      if (old === ino) return
+      if (old !== undefined) {
+        this.#unlinkEntry.run(toParent, toName)
+        if (this.#dropLink.get(old) === 0) {
+          this.#deleteChunks.run(old)
+          this.#dropInode.run(old)
+        }
+      }
+      this.#move.run(toParent, toName, fromParent, fromName)
+      const [sec, nsec] = clock()
+      this.#changed.run(sec, nsec, ino)
+    })
   }
 
   async kvSet(key: string, value: unknown): Promise<void> {
@@ -162,20 +268,13 @@ export class RawSqlFs {
   }
 
   async kvGet(key: string): Promise<unknown> {
-    const row = this.#kvGet.get(key)
-    return row ? JSON.parse(row.value) : undefined
+    const value = this.#kvGet.get(key)
+    return value === undefined ? undefined : JSON.parse(value)
   }
 
   async toolRecord(name: string, parameters: unknown, result: unknown): Promise<void> {
-    const now = Date.now()
-    this.#tool.run(
-      name,
-      JSON.stringify(parameters),
-      JSON.stringify(result),
-      Math.floor(now / 1000),
-      Math.floor(now / 1000),
-      0,
-    )
+    const sec = Math.floor(Date.now() / 1000)
+    this.#tool.run(name, JSON.stringify(parameters), JSON.stringify(result), sec, sec, 0)
   }
 
   async close(): Promise<void> {

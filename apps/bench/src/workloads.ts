@@ -48,6 +48,12 @@ export interface WorkloadResult {
   readonly rssAfterMiB?: number
   /** Round trips to the server per operation (remote implementations). */
   readonly roundTripsPerOp?: number
+  /**
+   * Workloads of two phases (W5 write/read, W7 set/get) report each phase's rate (MiB/s or
+   * ops/s) too: each is compared with the baseline on its own, and the workload's ratio is the
+   * geometric mean of its phases' ratios.
+   */
+  readonly parts?: Readonly<Record<string, number>>
 }
 
 /** The big file of W5, kept for W6 (one 64 MiB buffer, not one per workload). */
@@ -158,12 +164,13 @@ export const WORKLOADS: readonly Workload[] = [
         mibPerSec: (2 * bytes) / (1024 * 1024) / seconds,
         p50us: Math.min(w.p50us, r.p50us),
         p99us: Math.max(w.p99us, r.p99us),
+        parts: { write: bytes / 2 ** 20 / w.seconds, read: bytes / 2 ** 20 / r.seconds },
       }
     },
   },
   {
     id: 'W6',
-    title: 'random unaligned 4 KiB preads',
+    title: 'open + unaligned 4 KiB pread + close',
     async run(impl, scale) {
       const s = SIZES[scale]
       const bytes = s.bigMiB * 1024 * 1024
@@ -197,6 +204,7 @@ export const WORKLOADS: readonly Workload[] = [
         opsPerSec: (2 * n) / seconds,
         p50us: (set.p50us + get.p50us) / 2,
         p99us: Math.max(set.p99us, get.p99us),
+        parts: { set: set.opsPerSec, get: get.opsPerSec },
       }
     },
   },
