@@ -125,7 +125,9 @@ export function assemble(
 /**
  * A positional read by inode in one statement: the inode's mode and size together with the
  * chunks covering `[offset, offset + length)`, clamped to the size. Undefined when the inode is
- * gone. (Open handles read this way: one look-up per read instead of two.)
+ * gone. (Open handles read this way: one look-up per read instead of two.) No ORDER BY:
+ * {@link assemble} places each chunk by its index, and sorting the joined rows would cost a
+ * temporary b-tree.
  */
 export async function readAt(
   q: Executor,
@@ -142,7 +144,7 @@ export async function readAt(
     chunk_index: number | null
     data: unknown
   }>({
-    sql: 'SELECT i.mode AS mode, i.size AS size, d.chunk_index AS chunk_index, d.data AS data FROM fs_inode i LEFT JOIN fs_data d ON d.ino = i.ino AND d.chunk_index >= ? AND d.chunk_index <= ? WHERE i.ino = ? ORDER BY d.chunk_index',
+    sql: 'SELECT i.mode AS mode, i.size AS size, d.chunk_index AS chunk_index, d.data AS data FROM fs_inode i LEFT JOIN fs_data d ON d.ino = i.ino AND d.chunk_index >= ? AND d.chunk_index <= ? WHERE i.ino = ?',
     params: [first, last, ino],
   })
   const head = rows[0]

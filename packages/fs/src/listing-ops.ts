@@ -32,12 +32,15 @@ export async function listDirectory(
   const base = normalizePath(path)
   if (!options.recursive) {
     if (!options.withFileTypes) {
-      // Names only: an index-only scan of idx_fs_dentry_parent (parent_ino, name).
-      const { rows } = await q.execute<{ name: string }>({
-        sql: 'SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name',
+      // Names only: an index-only scan of idx_fs_dentry_parent (parent_ino, name), handed over
+      // as one JSON array (a row per name costs twice as much). A name that is not text (a
+      // damaged database) becomes null, which checkedName reports.
+      const { rows } = await q.execute<{ names: string }>({
+        sql: "SELECT json_group_array(CASE WHEN typeof(name) = 'text' THEN name END) AS names FROM (SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name)",
         params: [node.ino],
       })
-      return rows.map((r) => checkedName(r.name, node.ino, path))
+      const names = JSON.parse(rows[0]?.names ?? '[]') as unknown[]
+      return names.map((name) => checkedName(name, node.ino, path))
     }
     const { rows } = await q.execute<{ name: string; mode: number }>({
       sql: 'SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name',
