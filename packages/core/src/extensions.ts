@@ -184,6 +184,23 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
 )`,
     ],
   },
+  {
+    version: 7,
+    description:
+      'partial indexes on agentfs_tool_call_meta (session_id, parent_id, call_token): only rows that have one',
+    statements: [
+      // A call recorded without a session, parent or token touched three index pages for
+      // nothing: each page is a WAL frame in the commit (measured: a record costs 1.7× the
+      // spec's own insert with them, 1.2× without). `x = ?` implies `x IS NOT NULL`, so
+      // look-ups by these columns still use the indexes.
+      'DROP INDEX agentfs_tool_call_meta_session',
+      'DROP INDEX agentfs_tool_call_meta_parent',
+      'DROP INDEX agentfs_tool_call_meta_token',
+      'CREATE INDEX agentfs_tool_call_meta_session ON agentfs_tool_call_meta(session_id) WHERE session_id IS NOT NULL',
+      'CREATE INDEX agentfs_tool_call_meta_parent ON agentfs_tool_call_meta(parent_id) WHERE parent_id IS NOT NULL',
+      'CREATE INDEX agentfs_tool_call_meta_token ON agentfs_tool_call_meta(call_token) WHERE call_token IS NOT NULL',
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */
