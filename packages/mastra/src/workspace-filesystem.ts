@@ -1,3 +1,4 @@
+import { constants } from 'node:fs'
 import { createToolEnvironment, ToolFailure } from '@agentfs/agent-tools'
 import { isAgentFsError, isFsError, parentPath } from '@agentfs/core'
 import type { FileSystem } from '@agentfs/fs'
@@ -191,7 +192,11 @@ export class AgentFSFilesystem extends MastraFilesystem {
         return
       }
       try {
-        await this.#fs.copyFile(from, to, options?.overwrite === false ? COPYFILE_EXCL : 0)
+        await this.#fs.copyFile(
+          from,
+          to,
+          options?.overwrite === false ? constants.COPYFILE_EXCL : 0,
+        )
       } catch (error) {
         if (isFsError(error, 'EEXIST')) throw new FileExistsError(dest)
         throw error
@@ -374,8 +379,6 @@ export class AgentFSFilesystem extends MastraFilesystem {
     await directoryOf(this.#fs, path, p, self)
   }
 }
-
-const COPYFILE_EXCL = 1
 
 const bytes = (content: FileContent): Uint8Array | string =>
   typeof content === 'string' ? content : content
