@@ -97,6 +97,25 @@ const delegate = (fs: BasicFs) => ({
   rename: (a: string, b: string) => fs.rename(a, b),
 })
 
+/** W6's read: the handle `opening` resolves to, one positional read, then close. */
+async function preadOnce(
+  opening: Promise<{
+    read(b: Buffer, at: number, n: number, pos: number): Promise<{ bytesRead: number }>
+    close(): Promise<void>
+  }>,
+  offset: number,
+  length: number,
+): Promise<Buffer> {
+  const handle = await opening
+  try {
+    const buf = Buffer.allocUnsafe(length)
+    const { bytesRead } = await handle.read(buf, 0, length, offset)
+    return buf.subarray(0, bytesRead)
+  } finally {
+    await handle.close()
+  }
+}
+
 const dbFiles = (path: string) => [path, `${path}-wal`, `${path}-shm`]
 
 function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL'): Impl {
@@ -169,16 +188,7 @@ async function agentfs(
     durability: VARIANTS[variant].durability,
     files: dbFiles(path),
     ...delegate(agent.fs),
-    pread: async (p, o, l) => {
-      const h = await agent.fs.open(p, 'r')
-      try {
-        const buf = Buffer.allocUnsafe(l)
-        const { bytesRead } = await h.read(buf, 0, l, o)
-        return buf.subarray(0, bytesRead)
-      } finally {
-        await h.close()
-      }
-    },
+    pread: (p, o, l) => preadOnce(agent.fs.open(p, 'r'), o, l),
     kvSet: (k, v) => agent.kv.set(k, v).then(() => undefined),
     kvGet: (k) => agent.kv.get(k),
     toolRecord: async (n, p, r) => {
@@ -244,16 +254,7 @@ function nodeFs(dir: string): Impl {
     stat: (p) => stat(at(p)),
     readdir: (p) => readdirHost(at(p)),
     rename: (a, b) => rename(at(a), at(b)),
-    pread: async (p, o, l) => {
-      const h = await openHost(at(p), 'r')
-      try {
-        const buf = Buffer.allocUnsafe(l)
-        const { bytesRead } = await h.read(buf, 0, l, o)
-        return buf.subarray(0, bytesRead)
-      } finally {
-        await h.close()
-      }
-    },
+    pread: (p, o, l) => preadOnce(openHost(at(p), 'r'), o, l),
     close: async () => {},
   }
 }
