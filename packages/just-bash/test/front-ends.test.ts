@@ -5,18 +5,11 @@ import { createMcpServer } from '@agentfs/mcp'
 import { openAiAgentsTools } from '@agentfs/openai-agents'
 import { AgentFS } from '@agentfs/sdk'
 import { mockText, mockToolCall } from '@agentfs/test-kit'
+import { ScriptedModel } from '@agentfs/test-kit/openai-model'
 import { Agent as MastraAgent } from '@mastra/core/agent'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
-import {
-  type Model,
-  type ModelRequest,
-  type ModelResponse,
-  Agent as OpenAiAgent,
-  run,
-  setTracingDisabled,
-  Usage,
-} from '@openai/agents'
+import { Agent as OpenAiAgent, run, setTracingDisabled } from '@openai/agents'
 import { generateText, stepCountIs } from 'ai'
 import { MockLanguageModelV3 } from 'ai/test'
 import { createBashTool } from 'bash-tool'
@@ -91,24 +84,6 @@ test('AI SDK: bash-tool’s createBashTool on an AgentFS sandbox in a generateTe
   ])
   expect(await agentfs.fs.readFile('/out/list', 'utf8')).toBe(PRINTED)
 })
-
-class ScriptedModel implements Model {
-  readonly requests: ModelRequest[] = []
-  readonly #steps: ModelResponse['output'][]
-  constructor(steps: ModelResponse['output'][]) {
-    this.#steps = steps
-  }
-  async getResponse(request: ModelRequest): Promise<ModelResponse> {
-    this.requests.push(request)
-    const output = this.#steps[this.requests.length - 1]
-    if (!output) throw new Error('the script has no more steps')
-    return { usage: new Usage(), output }
-  }
-  // biome-ignore lint/correctness/useYield: streaming is not used by these tests
-  async *getStreamedResponse(): AsyncIterable<never> {
-    throw new Error('not used')
-  }
-}
 
 test('OpenAI Agents: openAiAgentsTools({ tools: [bashTool()] }) in a run loop', async () => {
   const model = new ScriptedModel([

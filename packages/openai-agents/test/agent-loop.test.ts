@@ -1,37 +1,11 @@
 import { fixedClock } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
-import {
-  Agent,
-  type Model,
-  type ModelRequest,
-  type ModelResponse,
-  run,
-  setTracingDisabled,
-  Usage,
-} from '@openai/agents'
+import { ScriptedModel } from '@agentfs/test-kit/openai-model'
+import { Agent, run, setTracingDisabled } from '@openai/agents'
 import { expect, test } from 'vitest'
 import { openAiAgentsTools } from '../src/index.js'
 
 setTracingDisabled(true)
-
-/** A scripted model: each turn returns the next planned output; it records what it was sent. */
-class ScriptedModel implements Model {
-  readonly requests: ModelRequest[] = []
-  readonly #steps: ModelResponse['output'][]
-  constructor(steps: ModelResponse['output'][]) {
-    this.#steps = steps
-  }
-  async getResponse(request: ModelRequest): Promise<ModelResponse> {
-    this.requests.push(request)
-    const output = this.#steps[this.requests.length - 1]
-    if (!output) throw new Error('the script has no more steps')
-    return { usage: new Usage(), output }
-  }
-  // biome-ignore lint/correctness/useYield: streaming is not used by these tests
-  async *getStreamedResponse(): AsyncIterable<never> {
-    throw new Error('not used')
-  }
-}
 
 const callTool = (callId: string, name: string, input: unknown) => [
   {
