@@ -178,7 +178,7 @@ export class RawSqlFs {
       ino: number
     }
     this.#insertDentry.run(name, parent, ino)
-    if ((mode & S_IFDIR) !== 0) this.#link.run(parent)
+    if ((mode & 0o170000) === S_IFDIR) this.#link.run(parent)
     return ino
   }
 
