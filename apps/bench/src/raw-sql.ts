@@ -1,8 +1,13 @@
-import { DEFAULT_CHUNK_SIZE, ROOT_INO, SPEC_INDEXES, SPEC_TABLES } from '@agentfs/core'
+import {
+  DEFAULT_CHUNK_SIZE,
+  ROOT_INO,
+  S_IFDIR,
+  S_IFMT,
+  S_IFREG,
+  SPEC_INDEXES,
+  SPEC_TABLES,
+} from '@agentfs/core'
 import Database from 'better-sqlite3'
-
-const S_IFDIR = 0o040000
-const S_IFREG = 0o100000
 
 /** Seconds and nanoseconds of the wall clock, as the spec's timestamp columns take them. */
 function clock(): [sec: number, nsec: number] {
@@ -178,7 +183,7 @@ export class RawSqlFs {
       ino: number
     }
     this.#insertDentry.run(name, parent, ino)
-    if ((mode & 0o170000) === S_IFDIR) this.#link.run(parent)
+    if ((mode & S_IFMT) === S_IFDIR) this.#link.run(parent)
     return ino
   }
 

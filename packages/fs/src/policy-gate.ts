@@ -213,7 +213,7 @@ export class PolicyGate {
    * Whether the caller's mode bits let it list the directory `path` was found in (a search
    * walked it) and, following, read what `path` leads to (grep reads it).
    */
-  async #readableByMode(path: string, _syscall: string, follow: boolean): Promise<boolean> {
+  async #readableByMode(path: string, follow: boolean): Promise<boolean> {
     if (!this.permissions) return true
     try {
       const slash = path.lastIndexOf('/')
@@ -240,7 +240,7 @@ export class PolicyGate {
     for (const item of items) {
       let ok = readable.get(item.path)
       if (ok === undefined) {
-        ok = await this.#readableByMode(item.path, syscall, follow)
+        ok = await this.#readableByMode(item.path, follow)
         if (ok && this.policy)
           ok = this.policy.readable((await this.real(item.path, follow, syscall)).path)
         readable.set(item.path, ok)

@@ -20,8 +20,9 @@ const chainCache = new Map<number, string>()
 
 /**
  * `n` levels as LEFT JOINs on the (parent_ino, name) index, in one row: a level is only joined
- * below a directory, so a file or symlink in the middle stops the chain. Only the deepest level found is returned (COALESCE from the deepest level up), with how
- * deep it is and its parent, so the row stays small.
+ * below a directory, so a file or symlink in the middle stops the chain. Only the deepest level
+ * found is returned (COALESCE from the deepest level up), with how deep it is and its parent,
+ * so the row stays small.
  */
 function chainSql(n: number): string {
   let sql = chainCache.get(n)
@@ -158,7 +159,8 @@ async function inodeRow(q: Executor, ino: number): Promise<InodeRow | undefined>
 
 /**
  * The database's steps for the shared resolver: a directory is an inode number, and one step
- * walks a whole run of names without `..` in one statement (a join chain per 16 names), so a path without links or `..` costs one statement.
+ * walks a whole run of names without `..` with one join chain per 16 names, so a path without
+ * links or `..` costs one statement per 16 components.
  */
 function databaseSteps(q: Executor): PathSteps<number, InodeRow> {
   return {

@@ -27,6 +27,8 @@ const WITH_VALUE = new Set([
   '--loader',
   '--experimental-loader',
 ])
+/** The source condition given inline (`--conditions=@agentfs/source`, `-C=…`). */
+const INLINE_SOURCE = /^(--conditions|-C)=@agentfs\/source$/
 /** Flags a worker may be given (Node refuses per-process ones such as --stack-trace-limit). */
 const WORKER_FLAG =
   /^--(conditions|import|require|loader|experimental-loader|enable-source-maps|no-warnings|experimental-[a-z-]+)(=|$)|^-C=|^-r=/
@@ -41,9 +43,7 @@ function workerExecArgv(args: readonly string[]): string[] | undefined {
   if (
     !args.some(
       (a, i) =>
-        isSource(a) ||
-        /^(--conditions|-C)=@agentfs\/source$/.test(a) ||
-        (isSource(args[i + 1]) && WITH_VALUE.has(a)),
+        isSource(a) || INLINE_SOURCE.test(a) || (isSource(args[i + 1]) && WITH_VALUE.has(a)),
     )
   )
     return undefined
@@ -55,7 +55,7 @@ function workerExecArgv(args: readonly string[]): string[] | undefined {
       if (value !== undefined && !isSource(value)) out.push(arg, value)
       continue
     }
-    if (/^(--conditions|-C)=@agentfs\/source$/.test(arg)) continue
+    if (INLINE_SOURCE.test(arg)) continue
     if (WORKER_FLAG.test(arg)) out.push(arg)
   }
   return out
