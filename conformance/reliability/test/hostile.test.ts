@@ -67,6 +67,11 @@ describe('hostile databases through the SDK', () => {
       // Reads agree with the size: 3 bytes when the size says 3, whatever the chunks hold.
       if (hostile.name === 'chunks past EOF')
         expect(lines).toContain('ok readFile /dir/sub/file.txt 3')
+      // A name that is not text is reported as damage, not as the engine's JSON error.
+      if (hostile.name === 'dentry name stored as a BLOB')
+        expect(lines.find((l) => l.startsWith('error readdir / '))).toMatch(
+          /EIO .*cannot be a path component/,
+        )
       if (hostile.name === 'huge size without chunks')
         expect(lines.find((l) => l.includes('readFile /top.txt'))).toMatch(/^error .* EIO/)
     },

@@ -44,6 +44,11 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
     rules: ['dentry-name'],
   },
   {
+    name: 'dentry name stored as a BLOB',
+    sql: "UPDATE fs_dentry SET name = CAST(name AS BLOB) WHERE name = 'top.txt'",
+    rules: ['dentry-name'],
+  },
+  {
     name: 'directory inside itself',
     sql: "INSERT INTO fs_dentry (name, parent_ino, ino) SELECT 'loop', ino, ino FROM fs_dentry WHERE name = 'sub'",
     rules: ['dir-hardlink'],
