@@ -38,6 +38,8 @@ export interface AgentDatabase extends Queryable {
   readonly referenceToolCalls: boolean
   /** What the migration on open did (an empty `steps` when nothing). */
   readonly migration: MigrationPlan
+  /** The driver's generation (see `GuardedDriver.generation`). */
+  readonly generation: number
   /** Closes the driver after running calls finish. Idempotent. */
   close(): Promise<void>
 }
@@ -109,6 +111,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
     inTransaction: false,
     get capabilities() {
       return driver.capabilities
+    },
+    get generation() {
+      return driver.generation
     },
     execute: <Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> =>
       driver.execute<Row>(statement),

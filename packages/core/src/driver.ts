@@ -105,6 +105,13 @@ export interface DriverCapabilities {
    */
   readonly recursiveQueries?: boolean
   /**
+   * True when every statement of the top-level handle runs on one connection where
+   * `pragma_data_version` and `total_changes()` behave as SQLite's: the core may then keep
+   * caches of what the database said, validated per statement (see `snapshotSource`). Absent:
+   * no such caches (remote streams, engines without the pragma, clients that swap connections).
+   */
+  readonly snapshotTokens?: boolean
+  /**
    * Present on a database several clients sync (`@agentfs/sync`): rows get ids no other client
    * can choose, and whole-file writes replace the inode so concurrent rewrites cannot interleave
    * their chunks.

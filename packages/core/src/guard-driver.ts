@@ -61,6 +61,13 @@ export interface GuardedDriver extends Queryable {
   readonly driver: Driver
   readonly capabilities: DriverCapabilities
   readonly closed: boolean
+  /**
+   * Moves whenever this handle may have changed the database or its transaction state in a
+   * way `total_changes()` does not count: a transaction starting or ending (a rollback undoes
+   * counted changes), a script, any top-level statement other than a SELECT. Caches validated
+   * by {@link snapshotSource} compare it.
+   */
+  readonly generation: number
   executeScript(sql: string): Promise<void>
   /** Waits for running calls, then closes the driver. Idempotent. */
   close(): Promise<void>
@@ -184,6 +191,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
   /** Calls running on a concurrent driver (a serial one queues them on the mutex instead). */
   let running = 0
   let whenIdle: (() => void) | undefined
+  let generation = 0
 
   const guard = <T>(fn: () => Promise<T>): Promise<T> => {
     if (closeRequested) return Promise.reject(closedError(driver.name))
@@ -212,12 +220,16 @@ export function guardDriver(driver: Driver): GuardedDriver {
     get closed() {
       return closeRequested
     },
+    get generation() {
+      return generation
+    },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       try {
         checkParams(statement)
       } catch (error) {
         return Promise.reject(error)
       }
+      if (!PLAIN_SELECT.test(statement.sql)) generation++
       // Fast path: a free single-connection lock is taken without an extra async frame.
       if (serial && !closeRequested && !closed && mutex.tryLock()) {
         let pending: Promise<QueryResult<Row>>
@@ -251,6 +263,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
       return guard(async () => {
         if (closed) throw closedError(driver.name)
         let handle: TransactionHandle | undefined
+        generation++
         try {
           return await driver.transaction(async (tx) => {
             handle = new TransactionHandle(tx, 0, driver.name, driver.capabilities)
@@ -266,15 +279,20 @@ export function guardDriver(driver: Driver): GuardedDriver {
             throw mapSqliteError(error)
           }
           throw error
+        } finally {
+          generation++
         }
       })
     },
     executeScript(sql: string): Promise<void> {
       return guard(async () => {
+        generation++
         try {
           await driver.executeScript(sql)
         } catch (error) {
           throw mapSqliteError(error)
+        } finally {
+          generation++
         }
       })
     },
@@ -291,6 +309,9 @@ export function guardDriver(driver: Driver): GuardedDriver {
     },
   }
 }
+
+/** A top-level statement that cannot change the database or the transaction state. */
+const PLAIN_SELECT = /^\s*SELECT\s/i
 
 function isEngineError(error: Error): boolean {
   const code = (error as { code?: unknown }).code

@@ -148,6 +148,8 @@ export function tursoDriver(config: TursoDriverConfig): Driver {
     // of MiB before they run.
     turnEventLoopEvery: 100,
     recursiveQueries: false,
+    // The engine has no pragma_data_version table: nothing is cached across statements.
+    snapshotTokens: false,
     open: async () => {
       let db: TursoDatabase
       try {

@@ -12,6 +12,7 @@ import { existing, type FsContext, type NoteChange } from './context.js'
 import type { OpenMode } from './flags.js'
 import { type InodeRow, isDir } from './inode.js'
 import { createNode, touchContent } from './mutate.js'
+import { pathCacheOf } from './path-cache.js'
 import type { PolicyGate } from './policy-gate.js'
 import { lookup } from './resolver.js'
 import { Dirent } from './stats.js'
@@ -27,6 +28,10 @@ export async function listDirectory(
   path: string,
   options: ReaddirOptions,
 ): Promise<string[] | Dirent[]> {
+  if (!options.recursive && !options.withFileTypes) {
+    const names = await cachedNames(q, path)
+    if (names) return names
+  }
   const { node } = await existing(q, path, 'scandir')
   if (!isDir(node.mode)) throw fsError('ENOTDIR', 'scandir', path)
   const base = normalizePath(path)
@@ -53,6 +58,27 @@ export async function listDirectory(
   return rows.map(
     (r) => new Dirent(r.name, r.parentRel ? joinPath(base, r.parentRel) : base, r.mode),
   )
+}
+
+/**
+ * A directory's names in one statement when the path cache holds the directory (a path without
+ * a trailing slash, `.` or `..` parts); undefined when it does not.
+ */
+async function cachedNames(q: Queryable, path: string): Promise<string[] | undefined> {
+  const cache = pathCacheOf(q)
+  if (!cache || typeof path !== 'string' || path.length < 2 || !path.startsWith('/')) return
+  const key = path.slice(1)
+  // Only a path the resolver would key the same way: no empty, `.` or `..` parts.
+  if (key.endsWith('/') || key.includes('//') || /(^|\/)\.\.?(\/|$)/.test(key)) return
+  const ino = cache.dir(key)
+  if (ino === undefined) return
+  const row = await cache.stamped<{ names: string }>(
+    "SELECT json_group_array(CASE WHEN typeof(name) = 'text' THEN name END) AS names",
+    'FROM (SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name)',
+    [ino],
+  )
+  if (!row) return
+  return (JSON.parse(row.names) as unknown[]).map((name) => checkedName(name, ino, path))
 }
 
 /** `statfs`: used space from the sizes, a nominal 2^31 blocks and files free. */

@@ -1,13 +1,21 @@
 import {
   type Executor,
+  fsError,
+  type ParsedPath,
   type PathSteps,
   parsePath,
   type ResolveOptions,
   ROOT_INO,
   resolvePath,
+  SNAPSHOT_COLUMNS,
+  type SnapshotStamp,
+  type SnapshotToken,
+  sameSnapshot,
+  tokenOf,
 } from '@agentfs/core'
 import { assembleWhole, MAX_READ_FILE } from './chunks.js'
 import { INODE_COLUMNS, type InodeRow, isDir, isLnk } from './inode.js'
+import { type PathCache, pathCacheOf } from './path-cache.js'
 
 /**
  * Components resolved by one chain of joins (2 tables each, within SQLite's 64); longer runs
@@ -24,8 +32,9 @@ const chainCache = new Map<number, string>()
  * found is returned (COALESCE from the deepest level up), with how deep it is and its parent,
  * so the row stays small.
  */
-function chainSql(n: number): string {
-  let sql = chainCache.get(n)
+function chainSql(n: number, stamped = false): string {
+  const key = stamped ? -n : n
+  let sql = chainCache.get(key)
   if (sql) return sql
   const joins: string[] = []
   for (let k = 1; k <= n; k++) {
@@ -45,8 +54,9 @@ function chainSql(n: number): string {
     .filter((k) => k > 1)
     .map((k) => `CASE WHEN i${k}.ino IS NOT NULL THEN i${k - 1}.ino END`)
   select.push(`${coalesce([...parents, 's.start'])} AS parent`)
+  if (stamped) select.push(SNAPSHOT_COLUMNS)
   sql = `SELECT ${select.join(', ')} FROM (SELECT ? AS start) s ${joins.join(' ')}`
-  chainCache.set(n, sql)
+  chainCache.set(key, sql)
   return sql
 }
 
@@ -87,8 +97,13 @@ export async function readRegularFile(
   return { node, bytes: assembleWhole(chunks, chunkSize, node.size, node.ino, 'read', path) }
 }
 
-async function walk(q: Executor, start: number, segment: readonly string[]): Promise<WalkRow> {
-  if (segment.length <= CHAIN_MAX) return chain(q, start, segment)
+async function walk(
+  q: Executor,
+  start: number,
+  segment: readonly string[],
+  stamps: Stamps | undefined,
+): Promise<WalkRow> {
+  if (segment.length <= CHAIN_MAX) return chain(q, start, segment, stamps)
   // Chains of CHAIN_MAX names, each from where the last one ended. Every round consumes at
   // least one name or stops, so it ends within the segment's length.
   let dir = start
@@ -96,7 +111,7 @@ async function walk(q: Executor, start: number, segment: readonly string[]): Pro
   let deepest: WalkRow | undefined
   while (consumed < segment.length) {
     const piece = segment.slice(consumed, consumed + CHAIN_MAX)
-    const row = await chain(q, dir, piece)
+    const row = await chain(q, dir, piece, stamps)
     if (row.depth === 0) return deepest ?? row
     consumed += row.depth
     deepest = { ...row, depth: consumed }
@@ -106,12 +121,41 @@ async function walk(q: Executor, start: number, segment: readonly string[]): Pro
   return deepest!
 }
 
-async function chain(q: Executor, start: number, names: readonly string[]): Promise<WalkRow> {
-  const { rows } = await q.execute<WalkRow>({
-    sql: chainSql(names.length),
+async function chain(
+  q: Executor,
+  start: number,
+  names: readonly string[],
+  stamps: Stamps | undefined,
+): Promise<WalkRow> {
+  const { rows } = await q.execute<WalkRow & SnapshotStamp>({
+    sql: chainSql(names.length, stamps !== undefined),
     params: [start, ...names],
   })
-  return rows[0]!
+  const row = rows[0]!
+  stamps?.add(row)
+  return row
+}
+
+/**
+ * The stamps of the statements one resolution ran: it may be remembered only when every
+ * statement was a stamped join chain (no link read, no `..`) and all saw one snapshot.
+ */
+class Stamps {
+  token: SnapshotToken | undefined
+  consistent = true
+
+  constructor(readonly generation: number) {}
+
+  add(row: SnapshotStamp): void {
+    const token = tokenOf(row, this.generation)
+    if (this.token === undefined) this.token = token
+    else if (!sameSnapshot(this.token, token)) this.consistent = false
+  }
+
+  /** Something unstamped ran (a link's target, a parent): the resolution is not remembered. */
+  spoil(): void {
+    this.consistent = false
+  }
 }
 
 interface WalkRow extends InodeRow {
@@ -162,11 +206,11 @@ async function inodeRow(q: Executor, ino: number): Promise<InodeRow | undefined>
  * walks a whole run of names without `..` with one join chain per 16 names, so a path without
  * links or `..` costs one statement per 16 components.
  */
-function databaseSteps(q: Executor): PathSteps<number, InodeRow> {
+function databaseSteps(q: Executor, stamps?: Stamps): PathSteps<number, InodeRow> {
   return {
     root: () => ROOT_INO,
     async step(dir, names) {
-      const row = await walk(q, dir, names)
+      const row = await walk(q, dir, names, stamps)
       const found = row.depth
       return {
         found,
@@ -177,9 +221,15 @@ function databaseSteps(q: Executor): PathSteps<number, InodeRow> {
     },
     isDirectory: (entry) => isDir(entry.mode),
     isSymbolicLink: (entry) => isLnk(entry.mode),
-    readlink: (_dir, _name, entry) => readTarget(q, entry.ino),
+    readlink: (_dir, _name, entry) => {
+      stamps?.spoil()
+      return readTarget(q, entry.ino)
+    },
     enter: (_dir, _name, entry) => entry.ino,
-    parent: (dir) => parentOf(q, dir),
+    parent: (dir) => {
+      stamps?.spoil()
+      return parentOf(q, dir)
+    },
   }
 }
 
@@ -189,10 +239,59 @@ function databaseSteps(q: Executor): PathSteps<number, InodeRow> {
  * or before a trailing slash. The common case (no `..`, no links) is one statement.
  */
 export async function lookup(q: Executor, path: unknown, options: LookupOptions): Promise<Lookup> {
-  const r = await resolvePath(databaseSteps(q), parsePath(path, options.syscall), options)
-  if (r.name !== undefined) return { dirIno: r.dir, name: r.name, node: r.entry }
+  const parsed = parsePath(path, options.syscall)
+  const cache = pathCacheOf(q)
+  if (cache) {
+    const cached = await cachedLookup(cache, parsed, options)
+    if (cached) return cached
+  }
+  const stamps = cache && new Stamps(cache.source.generation)
+  const r = await resolvePath(databaseSteps(q, stamps), parsed, options)
+  if (r.name !== undefined) {
+    if (stamps?.consistent && stamps.token && r.rest.length === 0 && !parsed.parts.includes('..')) {
+      const parts = parsed.parts
+      cache!.remember(keyOf(parts, parts.length - 1), r.dir, stamps.token)
+      if (r.entry && isDir(r.entry.mode))
+        cache!.remember(keyOf(parts, parts.length), r.entry.ino, stamps.token)
+    }
+    return { dirIno: r.dir, name: r.name, node: r.entry }
+  }
   // Ended on a directory reached by `..` or a link: read it (the walk did not return it).
   const node = await inodeRow(q, r.dir)
   const dirIno = r.dir === ROOT_INO ? ROOT_INO : await parentOf(q, r.dir)
   return { dirIno, name: undefined, node }
+}
+
+/** The cache key of the first `n` names of a path. */
+function keyOf(parts: readonly string[], n: number): string {
+  return n === parts.length ? parts.join('/') : parts.slice(0, n).join('/')
+}
+
+/**
+ * A lookup answered from the path cache: the parent directory remembered, the last name looked
+ * up in one stamped statement. Undefined (the caller resolves afresh) for anything the cache
+ * does not answer exactly: `..`, a parent not remembered, a stale cache, a link to follow, a
+ * trailing slash on a non-directory.
+ */
+async function cachedLookup(
+  cache: PathCache,
+  parsed: ParsedPath,
+  options: LookupOptions,
+): Promise<Lookup | undefined> {
+  const parts = parsed.parts
+  const n = parts.length
+  if (n === 0 || parts.includes('..')) return undefined
+  const dirIno = cache.dir(keyOf(parts, n - 1))
+  if (dirIno === undefined) return undefined
+  const name = parts[n - 1]!
+  const node = await cache.entry(dirIno, name)
+  if (node === undefined) return undefined
+  if (node === null) {
+    if (options.allowMissing || options.partial) return { dirIno, name, node: undefined }
+    throw fsError('ENOENT', options.syscall, parsed.input)
+  }
+  if (isLnk(node.mode) && (options.followLast || parsed.trailingSlash)) return undefined
+  if (!isDir(node.mode)) return parsed.trailingSlash ? undefined : { dirIno, name, node }
+  cache.remember(keyOf(parts, n), node.ino)
+  return { dirIno, name, node }
 }

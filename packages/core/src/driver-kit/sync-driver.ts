@@ -84,6 +84,11 @@ export interface SyncDriverSpec extends SyncDriverOptions {
   readonly turnEventLoopEvery?: number
   /** False when the engine has no `WITH RECURSIVE` (see `DriverCapabilities.recursiveQueries`). */
   readonly recursiveQueries?: boolean
+  /**
+   * False when the engine lacks `pragma_data_version` or `total_changes()` (see
+   * `DriverCapabilities.snapshotTokens`). Default true: SQLite's.
+   */
+  readonly snapshotTokens?: boolean
 }
 
 /**
@@ -219,6 +224,9 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
       concurrentTransactions: false,
       inMemory: spec.memory,
       remote: false,
+      // One connection, replaced only after a failed ROLLBACK (inside a transaction, which
+      // moves the guard's generation): SQLite's data_version and total_changes() hold.
+      snapshotTokens: spec.snapshotTokens ?? true,
       ...(spec.recursiveQueries === undefined ? {} : { recursiveQueries: spec.recursiveQueries }),
     },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {

@@ -1,0 +1,58 @@
+import type { Executor } from './driver.js'
+import type { Queryable } from './guard-driver.js'
+
+/**
+ * Columns that stamp a statement's row with where the connection stood when it ran: another
+ * connection's commit moves `data_version`, this connection's own row changes move
+ * `total_changes()`. Append them to a SELECT whose answer a cache keeps.
+ */
+export const SNAPSHOT_COLUMNS =
+  '(SELECT data_version FROM pragma_data_version) AS snapshot_dv, total_changes() AS snapshot_tc'
+
+/** What {@link SNAPSHOT_COLUMNS} add to a row. */
+export interface SnapshotStamp {
+  readonly snapshot_dv: number
+  readonly snapshot_tc: number
+}
+
+/**
+ * Where the database stood for one cached answer: equal tokens mean nothing that statement
+ * could see has changed since (no commit by another connection, no row changed by this one, no
+ * transaction begun or ended, no script or other non-SELECT statement run here).
+ */
+export interface SnapshotToken {
+  readonly dv: number
+  readonly tc: number
+  readonly generation: number
+}
+
+/** A top-level handle whose generation caches compare (a guarded driver, an opened database). */
+export interface SnapshotSource extends Queryable {
+  /** See `GuardedDriver.generation`. */
+  readonly generation: number
+}
+
+/**
+ * The top-level handle a cache may be kept for: `executor` itself when it is a guarded driver
+ * outside any transaction whose driver offers snapshot tokens; undefined otherwise (a
+ * transaction handle sees changes that may still be rolled back; remote streams and engines
+ * without the pragma cannot stamp rows).
+ */
+export function snapshotSource(executor: Executor): SnapshotSource | undefined {
+  const handle = executor as Partial<SnapshotSource>
+  return handle.inTransaction === false &&
+    typeof handle.generation === 'number' &&
+    handle.capabilities?.snapshotTokens === true
+    ? (handle as SnapshotSource)
+    : undefined
+}
+
+/** The token of a row stamped with {@link SNAPSHOT_COLUMNS}, at `generation`. */
+export function tokenOf(row: SnapshotStamp, generation: number): SnapshotToken {
+  return { dv: Number(row.snapshot_dv), tc: Number(row.snapshot_tc), generation }
+}
+
+/** True when two tokens say the same state. */
+export function sameSnapshot(a: SnapshotToken | undefined, b: SnapshotToken): boolean {
+  return a !== undefined && a.dv === b.dv && a.tc === b.tc && a.generation === b.generation
+}

@@ -1,0 +1,127 @@
+import {
+  type Executor,
+  ROOT_INO,
+  SNAPSHOT_COLUMNS,
+  type SnapshotSource,
+  type SnapshotStamp,
+  type SnapshotToken,
+  sameSnapshot,
+  snapshotSource,
+  tokenOf,
+} from '@agentfs/core'
+import type { InodeRow } from './inode.js'
+
+/** Directories remembered per connection; the oldest go first beyond this. */
+const MAX_DIRECTORIES = 4096
+
+const ENTRY_COLUMNS =
+  'i.ino AS ino, i.mode AS mode, i.nlink AS nlink, i.uid AS uid, i.gid AS gid, i.size AS size, ' +
+  'i.atime AS atime, i.mtime AS mtime, i.ctime AS ctime, i.rdev AS rdev, ' +
+  'i.atime_nsec AS atime_nsec, i.mtime_nsec AS mtime_nsec, i.ctime_nsec AS ctime_nsec'
+
+/**
+ * One name in one directory, stamped: a row even when the name is missing (its inode columns
+ * are then NULL), so a miss is as trustworthy as a hit.
+ */
+const ENTRY_SELECT = `SELECT ${ENTRY_COLUMNS}`
+const ENTRY_FROM =
+  'FROM (SELECT 1) s LEFT JOIN fs_dentry d ON d.parent_ino = ? AND d.name = ? ' +
+  'LEFT JOIN fs_inode i ON i.ino = d.ino'
+
+type EntryRow = { [K in keyof InodeRow]: InodeRow[K] | null }
+
+/**
+ * The directories a connection's paths went through, by path: the kernel's dentry cache for a
+ * database. Every answer is checked in the statement that uses it: the statement stamps its row
+ * with the connection's snapshot ({@link SNAPSHOT_COLUMNS}) and the stamp must equal the one
+ * the directories were read under, and the guarded handle's generation must not have moved
+ * while it ran. Any change — a commit by another connection or process, a row changed on this
+ * one, a transaction begun or ended — empties the cache, so an answer from it is exactly what
+ * resolving the path afresh would give.
+ */
+export class PathCache {
+  #token: SnapshotToken | undefined
+  readonly #dirs = new Map<string, number>()
+
+  constructor(readonly source: SnapshotSource) {}
+
+  /** The directory at `key` (names joined by `/`; `''` is the root) while the cache holds. */
+  dir(key: string): number | undefined {
+    if (key === '') return ROOT_INO
+    if (this.#token?.generation !== this.source.generation) {
+      this.clear()
+      return undefined
+    }
+    return this.#dirs.get(key)
+  }
+
+  /**
+   * Looks `name` up in the directory `dirIno`, which the cache holds. Undefined when the
+   * database moved since (the cache is then emptied); otherwise the entry, or null when
+   * `dirIno` has no such name.
+   */
+  async entry(dirIno: number, name: string): Promise<InodeRow | null | undefined> {
+    const row = await this.stamped<EntryRow>(ENTRY_SELECT, ENTRY_FROM, [dirIno, name])
+    if (row === undefined) return undefined
+    return row.ino === null ? null : (row as InodeRow)
+  }
+
+  /**
+   * Runs `select` (a select list) with {@link SNAPSHOT_COLUMNS} appended, then `from`, and
+   * returns its first row if the cache still held while it ran; undefined (the cache emptied)
+   * otherwise.
+   */
+  async stamped<Row>(
+    select: string,
+    from: string,
+    params: readonly (number | string)[],
+  ): Promise<Row | undefined> {
+    const before = this.source.generation
+    const { rows } = await this.source.execute<Row & SnapshotStamp>({
+      sql: `${select}, ${SNAPSHOT_COLUMNS} ${from}`,
+      params,
+    })
+    const row = rows[0]!
+    if (this.source.generation !== before || !sameSnapshot(this.#token, tokenOf(row, before))) {
+      this.clear()
+      return undefined
+    }
+    return row
+  }
+
+  /**
+   * Remembers the directory `ino` at `key`, read under `token` (the token of the cache when
+   * omitted: an answer {@link entry} just checked). A token other than the cache's replaces it
+   * and forgets everything read under the old one.
+   */
+  remember(key: string, ino: number, token: SnapshotToken | undefined = this.#token): void {
+    if (token === undefined || this.source.generation !== token.generation) return
+    if (!sameSnapshot(this.#token, token)) {
+      this.#dirs.clear()
+      this.#token = token
+    }
+    if (key === '') return
+    if (this.#dirs.size >= MAX_DIRECTORIES && !this.#dirs.has(key))
+      this.#dirs.delete(this.#dirs.keys().next().value!)
+    this.#dirs.set(key, ino)
+  }
+
+  clear(): void {
+    this.#dirs.clear()
+    this.#token = undefined
+  }
+}
+
+const caches = new WeakMap<SnapshotSource, PathCache>()
+
+/** The path cache of `q`'s connection, when `q` is a top-level handle that can keep one. */
+export function pathCacheOf(q: Executor): PathCache | undefined {
+  const source = snapshotSource(q)
+  if (!source) return undefined
+  let cache = caches.get(source)
+  if (!cache) {
+    cache = new PathCache(source)
+    caches.set(source, cache)
+  }
+  return cache
+}

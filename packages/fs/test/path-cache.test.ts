@@ -1,0 +1,155 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type AgentDatabase, fixedClock, openDatabase } from '@agentfs/core'
+import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { createFileSystem, type SqlFileSystem } from '../src/index.js'
+import { code } from './helpers.js'
+
+// The path cache answers a lookup from remembered directories. Each test changes the tree
+// behind the cache's back in a way the cache cannot see from this handle's own calls, and
+// checks that the next answer is the database's, not the remembered one.
+
+let dir: string
+const open: AgentDatabase[] = []
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'agentfs-path-cache-'))
+})
+afterEach(async () => {
+  for (const db of open.splice(0)) await db.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+async function connect(): Promise<{ fs: SqlFileSystem; db: AgentDatabase }> {
+  const db = await openDatabase({
+    driver: betterSqlite3Driver({ path: join(dir, 'cache.db') }),
+    clock: fixedClock(),
+  })
+  open.push(db)
+  return { fs: createFileSystem(db), db }
+}
+
+/** Stats every file of `/a/b` twice, so the second round is answered from the cache. */
+async function warm(fs: SqlFileSystem): Promise<void> {
+  for (let round = 0; round < 2; round++) {
+    expect((await fs.stat('/a/b/f')).size).toBe(1)
+    expect(await fs.readdir('/a/b')).toContain('f')
+  }
+}
+
+describe('path cache', () => {
+  it('answers a stat in a remembered directory with one statement', async () => {
+    const driver = betterSqlite3Driver({ path: join(dir, 'count.db') })
+    const statements: string[] = []
+    const execute = driver.execute.bind(driver)
+    driver.execute = (statement) => {
+      statements.push(statement.sql)
+      return execute(statement)
+    }
+    const db = await openDatabase({ driver, clock: fixedClock() })
+    open.push(db)
+    const fs = createFileSystem(db)
+    await fs.mkdir('/a/b', { recursive: true })
+    await fs.writeFile('/a/b/f', 'x')
+    await fs.writeFile('/a/b/g', 'yy')
+    await warm(fs)
+    statements.length = 0
+    expect((await fs.stat('/a/b/g')).size).toBe(2)
+    expect(await fs.readdir('/a/b')).toEqual(['f', 'g'])
+    expect(statements).toHaveLength(2)
+  })
+
+  it('sees a rename made by another connection', async () => {
+    const one = await connect()
+    await one.fs.mkdir('/a/b', { recursive: true })
+    await one.fs.writeFile('/a/b/f', 'x')
+    await warm(one.fs)
+    const two = await connect()
+    await two.fs.rename('/a', '/z')
+    await two.fs.mkdir('/a/b', { recursive: true })
+    await two.fs.writeFile('/a/b/f', 'longer')
+    expect((await one.fs.stat('/a/b/f')).size).toBe(6)
+    expect((await one.fs.stat('/z/b/f')).size).toBe(1)
+    await two.fs.unlink('/a/b/f')
+    expect(await code(one.fs.stat('/a/b/f'))).toBe('ENOENT')
+    expect(await one.fs.readdir('/a/b')).toEqual([])
+  })
+
+  it('sees rows changed by a statement on the same handle', async () => {
+    const { fs, db } = await connect()
+    await fs.mkdir('/a/b', { recursive: true })
+    await fs.writeFile('/a/b/f', 'x')
+    await fs.mkdir('/c')
+    await warm(fs)
+    // Point /a at /c's inode behind the filesystem's back.
+    await db.execute({
+      sql: "UPDATE fs_dentry SET ino = (SELECT ino FROM fs_dentry WHERE parent_ino = 1 AND name = 'c') WHERE parent_ino = 1 AND name = 'a'",
+    })
+    expect(await code(fs.stat('/a/b/f'))).toBe('ENOENT')
+    expect(await code(fs.readdir('/a/b'))).toBe('ENOENT')
+  })
+
+  it('forgets what a rolled-back transaction showed', async () => {
+    const { fs, db } = await connect()
+    await fs.mkdir('/a/b', { recursive: true })
+    await fs.writeFile('/a/b/f', 'x')
+    await warm(fs)
+    // A transaction opened by hand on the top-level handle: what the filesystem reads inside
+    // it (and may remember) is undone by the ROLLBACK.
+    await db.execute({ sql: 'BEGIN' })
+    await db.execute({
+      sql: "UPDATE fs_dentry SET name = 'moved' WHERE parent_ino = 1 AND name = 'a'",
+    })
+    for (let round = 0; round < 2; round++) {
+      expect((await fs.stat('/moved/b/f')).size).toBe(1)
+      expect(await fs.readdir('/moved/b')).toEqual(['f'])
+    }
+    await db.execute({ sql: 'ROLLBACK' })
+    expect(await code(fs.stat('/moved/b/f'))).toBe('ENOENT')
+    expect(await code(fs.readdir('/moved/b'))).toBe('ENOENT')
+    expect((await fs.stat('/a/b/f')).size).toBe(1)
+  })
+
+  it('follows a directory replaced by a symlink', async () => {
+    const { fs } = await connect()
+    await fs.mkdir('/a/b', { recursive: true })
+    await fs.writeFile('/a/b/f', 'x')
+    await fs.mkdir('/other/b', { recursive: true })
+    await fs.writeFile('/other/b/f', 'three')
+    await warm(fs)
+    await fs.rename('/a', '/old')
+    await fs.symlink('/other', '/a')
+    expect((await fs.stat('/a/b/f')).size).toBe(5)
+    expect((await fs.lstat('/a')).isSymbolicLink()).toBe(true)
+    expect(await fs.readdir('/a/b')).toEqual(['f'])
+  })
+
+  it('answers misses, trailing slashes and links exactly as a fresh resolution', async () => {
+    const { fs } = await connect()
+    await fs.mkdir('/a/b', { recursive: true })
+    await fs.writeFile('/a/b/f', 'x')
+    await fs.symlink('f', '/a/b/l')
+    await warm(fs)
+    expect(await code(fs.stat('/a/b/missing'))).toBe('ENOENT')
+    expect(await code(fs.stat('/a/b/f/'))).toBe('ENOTDIR')
+    expect((await fs.stat('/a/b/l')).isFile()).toBe(true)
+    expect((await fs.lstat('/a/b/l')).isSymbolicLink()).toBe(true)
+    expect((await fs.stat('/a/b/')).isDirectory()).toBe(true)
+    expect((await fs.stat('/a/b/../b/f')).size).toBe(1)
+  })
+
+  it('stays correct beyond the number of directories it remembers', async () => {
+    const { fs } = await connect()
+    const count = 4200
+    for (let i = 0; i < count; i++) await fs.mkdir(`/d${i}`)
+    for (let i = 0; i < count; i++) await fs.writeFile(`/d${i}/f`, String(i))
+    for (let round = 0; round < 2; round++)
+      for (let i = 0; i < count; i += 7)
+        expect((await fs.stat(`/d${i}/f`)).size).toBe(`${i}`.length)
+    await fs.rename('/d0', '/gone')
+    expect(await code(fs.stat('/d0/f'))).toBe('ENOENT')
+    expect((await fs.stat('/d4199/f')).size).toBe(4)
+  })
+})
