@@ -4,6 +4,7 @@ import { statSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { AGENT_WORKLOADS } from './agent-workloads.js'
 import { IMPLEMENTATIONS, type ImplName, openImpl } from './impls.js'
 import { type Scale, STREAM, WORKLOADS, type WorkloadResult } from './workloads.js'
 
@@ -23,7 +24,7 @@ const diskBytes = () =>
   }, 0)
 const results: WorkloadResult[] = []
 try {
-  for (const w of [...WORKLOADS, STREAM]) {
+  for (const w of [...WORKLOADS, STREAM, ...AGENT_WORKLOADS]) {
     // Later workloads build on earlier ones (W2 reads W1's files), so all run; only the
     // selected ones are reported.
     if (w.needs && !w.needs(impl)) continue

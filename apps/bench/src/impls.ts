@@ -6,6 +6,7 @@ import {
   readdir as readdirHost,
   readFile,
   rename,
+  rm as rmHost,
   stat,
   writeFile,
 } from 'node:fs/promises'
@@ -42,6 +43,10 @@ export interface Impl {
   streamInOut?(path: string, mib: number): Promise<number>
   /** Round trips to a server so far (remote implementations), to report them per operation. */
   roundTrips?(): Promise<number>
+  /** `rm -r` (W15). */
+  rmTree?(path: string): Promise<void>
+  /** How another process opens the same storage (W16, W17): `openImpl(name, dir)`. */
+  readonly share?: { readonly name: ImplName; readonly dir: string }
   /** The agent tools over this storage (W11), when it can serve them. */
   agentTools?(): Map<string, AgentTool>
   close(): Promise<void>
@@ -132,6 +137,7 @@ function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL'): Impl {
     readdir: (p) => fs.readdir(p),
     rename: (a, b) => fs.rename(a, b),
     pread: (p, o, l) => fs.pread(p, o, l),
+    rmTree: (p) => fs.rmTree(p),
     kvSet: (k, v) => fs.kvSet(k, v),
     kvGet: (k) => fs.kvGet(k),
     toolRecord: (n, p, r) => fs.toolRecord(n, p, r),
@@ -189,6 +195,7 @@ async function agentfs(
     files: dbFiles(path),
     ...delegate(agent.fs),
     pread: (p, o, l) => preadOnce(agent.fs.open(p, 'r'), o, l),
+    rmTree: (p) => agent.fs.rm(p, { recursive: true }),
     kvSet: (k, v) => agent.kv.set(k, v).then(() => undefined),
     kvGet: (k) => agent.kv.get(k),
     toolRecord: async (n, p, r) => {
@@ -255,12 +262,30 @@ function nodeFs(dir: string): Impl {
     readdir: (p) => readdirHost(at(p)),
     rename: (a, b) => rename(at(a), at(b)),
     pread: (p, o, l) => preadOnce(openHost(at(p), 'r'), o, l),
+    rmTree: (p) => rmHost(at(p), { recursive: true }),
     close: async () => {},
   }
 }
 
-/** Opens one implementation in `dir`. */
+/** Implementations another process can open on the same storage, for W16 and W17. */
+const SHAREABLE: ReadonlySet<ImplName> = new Set([
+  'raw-sql',
+  'raw-sql-full',
+  'agentfs',
+  'agentfs-full',
+  'agentfs-noatime',
+  'agentfs-nofeed',
+  'agentfs-libsql',
+  'node-fs',
+])
+
+/** Opens one implementation in `dir` (or the storage already there). */
 export async function openImpl(name: ImplName, dir: string): Promise<Impl> {
+  const impl = await openOnly(name, dir)
+  return SHAREABLE.has(name) ? { ...impl, share: { name, dir } } : impl
+}
+
+async function openOnly(name: ImplName, dir: string): Promise<Impl> {
   switch (name) {
     case 'raw-sql':
       return rawSql(dir, 'NORMAL')

@@ -243,7 +243,14 @@ export class RawSqlFs {
   }
 
   async readdir(path: string): Promise<string[]> {
-    return this.#tx(false, () => this.#names.all(this.#must(path)))
+    return this.#tx(false, () => {
+      const ino = this.#must(path)
+      const names = this.#names.all(ino)
+      // No names: an empty directory, or not a directory at all (checked only then).
+      if (names.length === 0 && ((this.#stat.get(ino)![1] as number) & S_IFMT) !== S_IFDIR)
+        throw new Error(`ENOTDIR: ${path}`)
+      return names
+    })
   }
 
   /** POSIX rename of a file: an existing target is replaced (and freed at its last link). */
@@ -265,6 +272,37 @@ export class RawSqlFs {
       this.#move.run(toParent, toName, fromParent, fromName)
       const [sec, nsec] = clock()
       this.#changed.run(sec, nsec, ino)
+    })
+  }
+
+  /**
+   * `rm -r`: the subtree's inodes gathered by one recursive statement, then removed set-wise
+   * (entries below, the entry itself, link counts, chunks, links, inodes), in one transaction.
+   * An inode also linked from outside the tree keeps those links.
+   */
+  async rmTree(path: string): Promise<void> {
+    const db = this.#db
+    this.#tx(true, () => {
+      const [parent, name] = this.#split(path)
+      const top = this.#child.get(parent, name)
+      if (top === undefined) throw new Error(`ENOENT: ${path}`)
+      db.exec(
+        'CREATE TEMP TABLE IF NOT EXISTS rm_set (ino INTEGER PRIMARY KEY); DELETE FROM rm_set',
+      )
+      db.prepare(
+        'INSERT INTO rm_set WITH RECURSIVE t(ino) AS (SELECT ? UNION SELECT d.ino FROM fs_dentry d JOIN t ON d.parent_ino = t.ino) SELECT ino FROM t',
+      ).run(top)
+      db.prepare('DELETE FROM fs_dentry WHERE parent_ino IN (SELECT ino FROM rm_set)').run()
+      this.#unlinkEntry.run(parent, name)
+      db.prepare(
+        'UPDATE fs_inode SET nlink = (SELECT COUNT(*) FROM fs_dentry d WHERE d.ino = fs_inode.ino) WHERE ino IN (SELECT ino FROM rm_set)',
+      ).run()
+      db.exec('DELETE FROM rm_set WHERE ino IN (SELECT ino FROM fs_inode WHERE nlink > 0)')
+      db.exec('DELETE FROM fs_data WHERE ino IN (SELECT ino FROM rm_set)')
+      db.exec('DELETE FROM fs_symlink WHERE ino IN (SELECT ino FROM rm_set)')
+      db.exec('DELETE FROM fs_inode WHERE ino IN (SELECT ino FROM rm_set)')
+      const [sec, nsec] = clock()
+      this.#changed.run(sec, nsec, parent)
     })
   }
 

@@ -17,6 +17,9 @@ export const SIZES = {
     sourceFiles: 2000,
     agentOps: 1000,
     streamMiB: 1024,
+    cloneFiles: 2000,
+    packages: 100,
+    concurrentReads: 5000,
   },
   small: {
     files: 1000,
@@ -31,6 +34,9 @@ export const SIZES = {
     sourceFiles: 300,
     agentOps: 200,
     streamMiB: 64,
+    cloneFiles: 300,
+    packages: 15,
+    concurrentReads: 500,
   },
 } as const
 
@@ -247,7 +253,6 @@ export const WORKLOADS: readonly Workload[] = [
   {
     id: 'W11',
     title: 'agent tools: read_file/edit_file/glob/grep',
-    needs: (impl) => impl.agentTools !== undefined,
     async run(impl, scale) {
       const s = SIZES[scale]
       // A source tree: 20 packages × (sourceFiles / 20) modules of ~2 KiB each.
@@ -258,7 +263,7 @@ export const WORKLOADS: readonly Workload[] = [
         await impl.mkdir(`/repo/pkg${p}/src`)
         for (let m = 0; m < per; m++) await impl.writeFile(moduleOf(p, m), moduleSource(p, m))
       }
-      const tools = impl.agentTools!()
+      const tools = impl.agentTools?.() ?? primitiveTools(impl)
       const call = async (name: string, input: unknown) => {
         const result = await tools.get(name)!.execute(input)
         check(result.isError !== true, `W11 ${name}: ${result.text.slice(0, 200)}`)
@@ -320,6 +325,59 @@ export const STREAM: Workload = {
     })
     return { ...r, ops: 2, opsPerSec: 2 / r.seconds, mibPerSec: (2 * mib) / r.seconds }
   },
+}
+
+/**
+ * What the four tools of W11 do, on an implementation's primitives, for storage no agent tool
+ * serves (plain spec SQL): the same reads, writes and listings, no validation or audit.
+ */
+function primitiveTools(impl: Impl): Map<string, { execute(input: unknown): Promise<ToolText> }> {
+  const walk = async (dir: string, out: string[]) => {
+    for (const name of await impl.readdir(dir)) {
+      const path = `${dir}/${name}`
+      // A directory lists; a file does not (the primitives have no file type).
+      const below = await impl.readdir(path).catch(() => undefined)
+      if (below === undefined) out.push(path)
+      else await walk(path, out)
+    }
+    return out
+  }
+  const tool = <I>(execute: (input: I) => Promise<string>) => ({
+    execute: async (input: unknown): Promise<ToolText> => ({ text: await execute(input as I) }),
+  })
+  return new Map([
+    ['read_file', tool(async (i: { path: string }) => String(await impl.readFile(i.path)))],
+    [
+      'edit_file',
+      tool(async (i: { path: string; old_string: string; new_string: string }) => {
+        const text = String(await impl.readFile(i.path))
+        if (!text.includes(i.old_string)) throw new Error(`W11 edit: no ${i.old_string}`)
+        await impl.writeFile(i.path, Buffer.from(text.replace(i.old_string, i.new_string)))
+        return 'edited'
+      }),
+    ],
+    [
+      'glob',
+      tool(async (i: { path: string }) =>
+        (await walk(i.path, [])).filter((p) => p.endsWith('.ts')).join('\n'),
+      ),
+    ],
+    [
+      'grep',
+      tool(async (i: { pattern: string; path: string }) => {
+        const re = new RegExp(i.pattern)
+        const hits: string[] = []
+        for (const path of await walk(i.path, []))
+          if (re.test(String(await impl.readFile(path)))) hits.push(path)
+        return hits.join('\n')
+      }),
+    ],
+  ])
+}
+
+interface ToolText {
+  readonly isError?: boolean
+  readonly text: string
 }
 
 const moduleOf = (p: number, m: number) => `/repo/pkg${p}/src/mod${m}.ts`
