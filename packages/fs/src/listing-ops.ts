@@ -12,7 +12,7 @@ import { existing, type FsContext, type NoteChange } from './context.js'
 import type { OpenMode } from './flags.js'
 import { type InodeRow, isDir } from './inode.js'
 import { createNode, touchContent } from './mutate.js'
-import { pathCacheOf } from './path-cache.js'
+import { pathCacheOf, stampedSql } from './path-cache.js'
 import type { PolicyGate } from './policy-gate.js'
 import { lookup } from './resolver.js'
 import { Dirent } from './stats.js'
@@ -60,6 +60,11 @@ export async function listDirectory(
   )
 }
 
+const NAMES_SQL = stampedSql(
+  "SELECT json_group_array(CASE WHEN typeof(name) = 'text' THEN name END) AS names",
+  'FROM (SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name)',
+)
+
 /**
  * A directory's names in one statement when the path cache holds the directory (a path without
  * a trailing slash, `.` or `..` parts); undefined when it does not.
@@ -72,11 +77,7 @@ async function cachedNames(q: Queryable, path: string): Promise<string[] | undef
   if (key.endsWith('/') || key.includes('//') || /(^|\/)\.\.?(\/|$)/.test(key)) return
   const ino = cache.dir(key)
   if (ino === undefined) return
-  const row = await cache.stamped<{ names: string }>(
-    "SELECT json_group_array(CASE WHEN typeof(name) = 'text' THEN name END) AS names",
-    'FROM (SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name)',
-    [ino],
-  )
+  const row = await cache.stamped<{ names: string }>(NAMES_SQL, [ino])
   if (!row) return
   return (JSON.parse(row.names) as unknown[]).map((name) => checkedName(name, ino, path))
 }

@@ -23,10 +23,20 @@ const ENTRY_COLUMNS =
  * One name in one directory, stamped: a row even when the name is missing (its inode columns
  * are then NULL), so a miss is as trustworthy as a hit.
  */
-const ENTRY_SELECT = `SELECT ${ENTRY_COLUMNS}`
-const ENTRY_FROM =
+const ENTRY_SQL = stampedSql(
+  `SELECT ${ENTRY_COLUMNS}`,
   'FROM (SELECT 1) s LEFT JOIN fs_dentry d ON d.parent_ino = ? AND d.name = ? ' +
-  'LEFT JOIN fs_inode i ON i.ino = d.ino'
+    'LEFT JOIN fs_inode i ON i.ino = d.ino',
+)
+
+/**
+ * `select` (a select list) with {@link SNAPSHOT_COLUMNS} appended, then `from`: a statement
+ * for {@link PathCache.stamped}. Build it once (a constant): the driver's statement cache then
+ * finds it by a string whose hash is already known.
+ */
+export function stampedSql(select: string, from: string): string {
+  return `${select}, ${SNAPSHOT_COLUMNS} ${from}`
+}
 
 type EntryRow = { [K in keyof InodeRow]: InodeRow[K] | null }
 
@@ -61,26 +71,18 @@ export class PathCache {
    * `dirIno` has no such name.
    */
   async entry(dirIno: number, name: string): Promise<InodeRow | null | undefined> {
-    const row = await this.stamped<EntryRow>(ENTRY_SELECT, ENTRY_FROM, [dirIno, name])
+    const row = await this.stamped<EntryRow>(ENTRY_SQL, [dirIno, name])
     if (row === undefined) return undefined
     return row.ino === null ? null : (row as InodeRow)
   }
 
   /**
-   * Runs `select` (a select list) with {@link SNAPSHOT_COLUMNS} appended, then `from`, and
-   * returns its first row if the cache still held while it ran; undefined (the cache emptied)
-   * otherwise.
+   * Runs `sql` (built by {@link stampedSql}) and returns its first row if the cache still held
+   * while it ran; undefined (the cache emptied) otherwise.
    */
-  async stamped<Row>(
-    select: string,
-    from: string,
-    params: readonly (number | string)[],
-  ): Promise<Row | undefined> {
+  async stamped<Row>(sql: string, params: readonly (number | string)[]): Promise<Row | undefined> {
     const before = this.source.generation
-    const { rows } = await this.source.execute<Row & SnapshotStamp>({
-      sql: `${select}, ${SNAPSHOT_COLUMNS} ${from}`,
-      params,
-    })
+    const { rows } = await this.source.execute<Row & SnapshotStamp>({ sql, params })
     const row = rows[0]!
     if (this.source.generation !== before || !sameSnapshot(this.#token, tokenOf(row, before))) {
       this.clear()

@@ -53,7 +53,7 @@ export interface SyncDriverOptions {
    * disk (default 8 MiB; `Infinity` turns it off). Best effort: skipped while readers block it.
    */
   readonly truncateWalAfterBytes?: number
-  /** Prepared statements kept (LRU), default 256. */
+  /** Prepared statements kept (first in, first out), default 256. */
   readonly statementCacheSize?: number
 }
 
@@ -93,7 +93,7 @@ export interface SyncDriverSpec extends SyncDriverOptions {
 
 /**
  * Builds a {@link Driver} from a synchronous SQLite binding: lazy open, WAL and the pragmas, a
- * per-file lock shared by the connections of this process, asynchronous BUSY retry, an LRU
+ * per-file lock shared by the connections of this process, asynchronous BUSY retry, a FIFO
  * statement cache, integer binding, a fast path that runs a statement without awaiting, and
  * transactions whose failed ROLLBACK closes the connection rather than leave it inside.
  *
@@ -161,13 +161,10 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
   }
 
   function prepare(handle: SyncConnection, sql: string): SyncStatement {
+    // First in, first out: refreshing an entry's place on every hit (delete + set) costs more
+    // than preparing again the rare hot statement that reaches the front.
     let statement = cache.get(sql)
-    if (statement) {
-      // Refresh LRU position.
-      cache.delete(sql)
-      cache.set(sql, statement)
-      return statement
-    }
+    if (statement) return statement
     statement = handle.prepare(sql)
     cache.set(sql, statement)
     if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string)
