@@ -37,11 +37,14 @@ export class RawSqlFs {
   readonly #rollback: Database.Statement
   readonly #child: Database.Statement<[number, string], number>
   readonly #stat: Database.Statement<[number], unknown[]>
-  readonly #sizeOf: Database.Statement<[number], number>
-  readonly #chunks: Database.Statement<[number], Buffer>
   readonly #range: Database.Statement<[number, number, number], Buffer>
   readonly #names: Database.Statement<[number], string>
   readonly #touch: Database.Statement<[number, number, number]>
+  readonly #entryTimes: Database.Statement<
+    [number, string],
+    [number, number, number, number, number, number, number, number]
+  >
+  readonly #chunks: Database.Statement<[number], Buffer>
   readonly #insertInode: Database.Statement<
     [number, number, number, number, number, number, number, number]
   >
@@ -63,6 +66,8 @@ export class RawSqlFs {
     const db = new Database(path)
     db.pragma('journal_mode = WAL')
     db.pragma(`synchronous = ${synchronous}`)
+    // Other processes may hold the write lock (W16, W17): wait for it as a library would.
+    db.pragma('busy_timeout = 5000')
     const fresh = !db.prepare("SELECT 1 FROM sqlite_schema WHERE name = 'fs_inode'").get()
     if (fresh) {
       db.transaction(() => {
@@ -90,10 +95,6 @@ export class RawSqlFs {
         'SELECT ino, mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec FROM fs_inode WHERE ino = ?',
       )
       .raw()
-    this.#sizeOf = db.prepare<[number], number>('SELECT size FROM fs_inode WHERE ino = ?').pluck()
-    this.#chunks = db
-      .prepare<[number], Buffer>('SELECT data FROM fs_data WHERE ino = ? ORDER BY chunk_index')
-      .pluck()
     this.#range = db
       .prepare<[number, number, number], Buffer>(
         'SELECT data FROM fs_data WHERE ino = ? AND chunk_index BETWEEN ? AND ? ORDER BY chunk_index',
@@ -103,6 +104,16 @@ export class RawSqlFs {
       .prepare<[number], string>('SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name')
       .pluck()
     this.#touch = db.prepare('UPDATE fs_inode SET atime = ?, atime_nsec = ? WHERE ino = ?')
+    // The last name's entry with its inode's size and times (what relatime needs), in one.
+    this.#entryTimes = db
+      .prepare<[number, string], [number, number, number, number, number, number, number, number]>(
+        'SELECT i.ino, i.size, i.atime, i.atime_nsec, i.mtime, i.mtime_nsec, i.ctime, i.ctime_nsec FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? AND d.name = ?',
+      )
+      .raw()
+    // The chunks alone: a join would repeat the inode's columns on every chunk of a large file.
+    this.#chunks = db
+      .prepare<[number], Buffer>('SELECT data FROM fs_data WHERE ino = ? ORDER BY chunk_index')
+      .pluck()
     this.#insertInode = db.prepare(
       'INSERT INTO fs_inode (mode, nlink, uid, gid, size, atime, mtime, ctime, atime_nsec, mtime_nsec, ctime_nsec) VALUES (?, 1, 0, 0, ?, ?, ?, ?, ?, ?, ?) RETURNING ino',
     )
@@ -205,18 +216,35 @@ export class RawSqlFs {
     })
   }
 
+  /**
+   * A whole file, its access time updated as `relatime` says (only when it is not newer than
+   * the modification and change times, or is a day old). The read runs in a read transaction
+   * that turns into a write one only for that update; if another process wrote first (BUSY),
+   * it runs again as a write transaction.
+   */
   async readFile(path: string): Promise<Buffer> {
-    return this.#tx(true, () => {
-      const ino = this.#must(path)
-      const chunks = this.#chunks.all(ino)
-      const [sec, nsec] = clock()
+    try {
+      return this.#tx(false, () => this.#readWhole(path))
+    } catch (error) {
+      if ((error as { code?: string }).code?.startsWith('SQLITE_BUSY') !== true) throw error
+      return this.#tx(true, () => this.#readWhole(path))
+    }
+  }
+
+  #readWhole(path: string): Buffer {
+    const entry = this.#entryTimes.get(...this.#split(path))
+    if (entry === undefined) throw new Error(`ENOENT: ${path}`)
+    const [ino, size, atime, atimeNsec, mtime, mtimeNsec, ctime, ctimeNsec] = entry
+    const chunks = this.#chunks.all(ino)
+    const [sec, nsec] = clock()
+    const a = atime * 1e9 + atimeNsec
+    if (a <= mtime * 1e9 + mtimeNsec || a <= ctime * 1e9 + ctimeNsec || sec - atime >= 86_400)
       this.#touch.run(sec, nsec, ino)
-      if (chunks.length === 1) return chunks[0]!
-      const out = Buffer.allocUnsafe(this.#sizeOf.get(ino)!)
-      let at = 0
-      for (const c of chunks) at += c.copy(out, at)
-      return out.subarray(0, at)
-    })
+    if (chunks.length === 1) return chunks[0]!
+    const out = Buffer.allocUnsafe(size)
+    let at = 0
+    for (const c of chunks) at += c.copy(out, at)
+    return out.subarray(0, at)
   }
 
   /** `open` + `read(buf, 0, length, offset)` + `close`: resolve, read the chunks in range. */
