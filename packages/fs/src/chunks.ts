@@ -110,16 +110,33 @@ export function assemble(
     if (start + (end - offset) <= Math.min(only.data.byteLength, chunkSize))
       return only.data.subarray(start, start + (end - offset))
   }
-  const out = new Uint8Array(end - offset)
-  for (const { chunk_index, data } of rows) {
-    if (chunk_index === null) continue
-    const bytes = chunkBytes(data, ino, syscall, path)
-    const chunkStart = chunk_index * chunkSize
-    const from = Math.max(offset, chunkStart)
-    const to = Math.min(end, chunkStart + Math.min(bytes.byteLength, chunkSize))
-    if (to > from) out.set(bytes.subarray(from - chunkStart, to - chunkStart), from - offset)
+  // Chunks in increasing index order are disjoint: when the bytes they copied add up to the
+  // length, every byte was written and the buffer needed no zeroing. Otherwise (holes, short
+  // chunks, rows out of order or repeated, as a damaged database could give) the bytes are
+  // copied again into a zeroed buffer, so no byte of uninitialised memory is ever returned.
+  const copyInto = (out: Uint8Array) => {
+    let copied = 0
+    let last = -1
+    for (const { chunk_index, data } of rows) {
+      if (chunk_index === null) continue
+      if (chunk_index <= last) copied = Number.NaN
+      last = chunk_index
+      const bytes = chunkBytes(data, ino, syscall, path)
+      const chunkStart = chunk_index * chunkSize
+      const from = Math.max(offset, chunkStart)
+      const to = Math.min(end, chunkStart + Math.min(bytes.byteLength, chunkSize))
+      if (to > from) {
+        out.set(bytes.subarray(from - chunkStart, to - chunkStart), from - offset)
+        copied += to - from
+      }
+    }
+    return copied
   }
-  return out
+  const out = Buffer.allocUnsafe(end - offset)
+  if (copyInto(out) === end - offset) return out
+  const zeroed = new Uint8Array(end - offset)
+  copyInto(zeroed)
+  return zeroed
 }
 
 /**

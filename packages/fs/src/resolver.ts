@@ -61,12 +61,13 @@ function chainSql(n: number, stamped = false): string {
 }
 
 /**
- * The common case of reading a whole file in one statement: a path without `..` of at most
- * 16 components that resolves, without links, to a regular file — its inode row and chunks
- * together. Undefined whenever anything else is the case (links, directories, missing entries,
- * `..`, deep paths); the caller then takes the general path, which reports errors precisely.
- * The chunks come in any order ({@link assembleWhole} places each by its index): sorting the
- * joined rows would build a temporary b-tree of the whole file.
+ * The common case of reading a whole file: a path without `..` of at most 16 components that
+ * resolves, without links, to a regular file — its inode row and first chunk in one statement,
+ * the other chunks (a file larger than one chunk) in a second one checked against the first.
+ * Undefined whenever anything else is the case (links, directories, missing entries, `..`,
+ * deep paths, a file changed between the two statements); the caller then takes the general
+ * path, which reports errors precisely. The chunks come in any order ({@link assembleWhole}
+ * places each by its index): sorting them would build a temporary b-tree of the whole file.
  */
 export async function readRegularFile(
   q: Executor,
@@ -84,7 +85,7 @@ export async function readRegularFile(
   )
     return undefined
   const { rows } = await q.execute<WalkRow & { data: unknown; chunk_index: number | null }>({
-    sql: `SELECT r.*, d.chunk_index AS chunk_index, d.data AS data FROM (${chainSql(parts.length)}) r LEFT JOIN fs_data d ON d.ino = r.ino`,
+    sql: `SELECT r.*, d.chunk_index AS chunk_index, d.data AS data FROM (${chainSql(parts.length)}) r LEFT JOIN fs_data d ON d.ino = r.ino AND d.chunk_index = 0`,
     params: [ROOT_INO, ...parts],
   })
   const head = rows[0]
@@ -92,9 +93,29 @@ export async function readRegularFile(
   const { data: _data, depth: _depth, parent: _parent, chunk_index: _index, ...node } = head
   // Huge or impossible sizes take the general path, which reports them precisely.
   if (!(node.size >= 0 && node.size <= MAX_READ_FILE)) return undefined
-  // A LEFT JOIN row without a chunk means the file has none (empty, or all one hole).
-  const chunks = rows.length === 1 && head.chunk_index === null ? [] : rows
-  return { node, bytes: assembleWhole(chunks, chunkSize, node.size, node.ino, 'read', path) }
+  // A LEFT JOIN row without a chunk means the file has no first chunk (empty, or a hole).
+  const first = head.chunk_index === null ? [] : [head]
+  if (node.size <= chunkSize)
+    return { node, bytes: assembleWhole(first, chunkSize, node.size, node.ino, 'read', path) }
+  // The other chunks as bare rows (a join would repeat the inode's columns on each), in the
+  // same state: each row also carries the inode's ctime, which moves on every change (read once
+  // per statement), and a changed ctime gives up (undefined: the caller reads afresh).
+  const { rows: found } = await q.execute<{
+    c: number | null
+    n: number | null
+    chunk_index: number | null
+    data: unknown
+  }>({
+    sql: 'SELECT v.c AS c, v.n AS n, d.chunk_index AS chunk_index, d.data AS data FROM (SELECT (SELECT ctime FROM fs_inode WHERE ino = ?) AS c, (SELECT ctime_nsec FROM fs_inode WHERE ino = ?) AS n) v LEFT JOIN fs_data d ON d.ino = ? AND d.chunk_index > 0 AND d.chunk_index <= ?',
+    params: [node.ino, node.ino, node.ino, Math.floor((node.size - 1) / chunkSize)],
+  })
+  const stamp = found[0]!
+  if (stamp.c !== node.ctime || stamp.n !== node.ctime_nsec) return undefined
+  const rest = found.length === 1 && stamp.chunk_index === null ? [] : found
+  return {
+    node,
+    bytes: assembleWhole([...first, ...rest], chunkSize, node.size, node.ino, 'read', path),
+  }
 }
 
 async function walk(
