@@ -267,17 +267,16 @@ function nodeFs(dir: string): Impl {
   }
 }
 
-/** Implementations another process can open on the same storage, for W16 and W17. */
-const SHAREABLE: ReadonlySet<ImplName> = new Set([
-  'raw-sql',
-  'raw-sql-full',
-  'agentfs',
-  'agentfs-full',
-  'agentfs-noatime',
-  'agentfs-nofeed',
-  'agentfs-libsql',
-  'node-fs',
-])
+/**
+ * Implementations another process can open on the same storage, for W16 and W17: all but the
+ * remote one (its server lives in the first process), the Turso engine's (it refuses a second
+ * process on a file) and the reference SDK (not measured for this).
+ */
+const SHAREABLE: ReadonlySet<ImplName> = new Set(
+  IMPLEMENTATIONS.filter(
+    (name) => !['agentfs-libsql-remote', 'agentfs-turso', 'agentfs-sdk-0.6.4'].includes(name),
+  ),
+)
 
 /** Opens one implementation in `dir` (or the storage already there). */
 export async function openImpl(name: ImplName, dir: string): Promise<Impl> {

@@ -304,9 +304,9 @@ export class RawSqlFs {
   }
 
   /**
-   * `rm -r`: the subtree's inodes gathered by one recursive statement, then removed set-wise
-   * (entries below, the entry itself, link counts, chunks, links, inodes), in one transaction.
-   * An inode also linked from outside the tree keeps those links.
+   * `rm -r`: every entry of the subtree listed by one recursive statement (an inode with several
+   * links in it counted once per link), then removed set-wise: entries below, the entry itself,
+   * link counts, and the chunks, links and inodes no entry names any more; one transaction.
    */
   async rmTree(path: string): Promise<void> {
     const db = this.#db
@@ -314,18 +314,23 @@ export class RawSqlFs {
       const [parent, name] = this.#split(path)
       const top = this.#child.get(parent, name)
       if (top === undefined) throw new Error(`ENOENT: ${path}`)
+      // A directory removed takes its `..` link from the parent.
+      if (((this.#stat.get(top)![1] as number) & S_IFMT) === S_IFDIR) this.#dropLink.get(parent)
       db.exec(
-        'CREATE TEMP TABLE IF NOT EXISTS rm_set (ino INTEGER PRIMARY KEY); DELETE FROM rm_set',
+        'CREATE TEMP TABLE IF NOT EXISTS rm_set (ino INTEGER PRIMARY KEY, links INTEGER); DELETE FROM rm_set',
       )
       db.prepare(
-        'INSERT INTO rm_set WITH RECURSIVE t(ino) AS (SELECT ? UNION SELECT d.ino FROM fs_dentry d JOIN t ON d.parent_ino = t.ino) SELECT ino FROM t',
+        'INSERT INTO rm_set (ino, links) WITH RECURSIVE t(ino) AS (SELECT ? UNION ALL SELECT d.ino FROM fs_dentry d JOIN t ON d.parent_ino = t.ino) SELECT ino, COUNT(*) FROM t GROUP BY ino',
       ).run(top)
-      db.prepare('DELETE FROM fs_dentry WHERE parent_ino IN (SELECT ino FROM rm_set)').run()
+      db.exec('DELETE FROM fs_dentry WHERE parent_ino IN (SELECT ino FROM rm_set)')
       this.#unlinkEntry.run(parent, name)
-      db.prepare(
-        'UPDATE fs_inode SET nlink = (SELECT COUNT(*) FROM fs_dentry d WHERE d.ino = fs_inode.ino) WHERE ino IN (SELECT ino FROM rm_set)',
-      ).run()
-      db.exec('DELETE FROM rm_set WHERE ino IN (SELECT ino FROM fs_inode WHERE nlink > 0)')
+      db.exec(
+        'UPDATE fs_inode SET nlink = nlink - (SELECT links FROM rm_set r WHERE r.ino = fs_inode.ino) WHERE ino IN (SELECT ino FROM rm_set)',
+      )
+      // A file still linked from outside the tree stays; directories cannot be.
+      db.exec(
+        'DELETE FROM rm_set WHERE ino IN (SELECT ino FROM fs_inode WHERE nlink > 0 AND (mode & 61440) <> 16384)',
+      )
       db.exec('DELETE FROM fs_data WHERE ino IN (SELECT ino FROM rm_set)')
       db.exec('DELETE FROM fs_symlink WHERE ino IN (SELECT ino FROM rm_set)')
       db.exec('DELETE FROM fs_inode WHERE ino IN (SELECT ino FROM rm_set)')
