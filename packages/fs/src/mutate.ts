@@ -3,6 +3,7 @@ import {
   executeDeferred,
   explicitId,
   insertedRowid,
+  type Queryable,
   ROOT_INO,
   recursiveQueries,
   type Timestamp,
@@ -183,6 +184,57 @@ export async function dropLink(
     await executeDeferred(q, { sql: 'DELETE FROM fs_symlink WHERE ino = ?', params: [ino] })
     // An overlay's origin mapping dies with the delta inode (spec v0.3 table).
     await executeDeferred(q, { sql: 'DELETE FROM fs_origin WHERE delta_ino = ?', params: [ino] })
+  }
+}
+
+/** Inodes per statement of {@link dropLinks} (well within every engine's parameter limit). */
+const DROP_BATCH = 500
+
+/**
+ * {@link dropLink} for many inodes (`links`: inode → links removed), a batch of inodes per
+ * statement: the link counts moved, the inodes left without links found, then their rows,
+ * chunks, link targets and origins deleted. A synced database takes the per-inode path, whose
+ * statement order its replay relies on.
+ */
+export async function dropLinks(
+  q: Queryable,
+  links: ReadonlyMap<number, number>,
+  now: Timestamp,
+): Promise<void> {
+  if (q.capabilities?.sync !== undefined) {
+    for (const [ino, count] of links) await dropLink(q, ino, count, now)
+    return
+  }
+  const byCount = new Map<number, number[]>()
+  for (const [ino, count] of links) {
+    if (ino === ROOT_INO) continue
+    const group = byCount.get(count)
+    if (group) group.push(ino)
+    else byCount.set(count, [ino])
+  }
+  const ctime = touchCtime(now)
+  const dead: number[] = []
+  for (const [count, inos] of byCount)
+    for (let i = 0; i < inos.length; i += DROP_BATCH) {
+      const batch = inos.slice(i, i + DROP_BATCH)
+      const list = batch.map(() => '?').join(', ')
+      await q.execute({
+        sql: `UPDATE fs_inode SET nlink = nlink - ?, ${ctime.sql} WHERE ino IN (${list})`,
+        params: [count, ...ctime.params, ...batch],
+      })
+      const { rows } = await q.execute<{ ino: number }>({
+        sql: `SELECT ino FROM fs_inode WHERE ino IN (${list}) AND nlink <= 0`,
+        params: batch,
+      })
+      for (const row of rows) dead.push(row.ino)
+    }
+  for (let i = 0; i < dead.length; i += DROP_BATCH) {
+    const batch = dead.slice(i, i + DROP_BATCH)
+    const list = batch.map(() => '?').join(', ')
+    await q.execute({ sql: `DELETE FROM fs_inode WHERE ino IN (${list})`, params: batch })
+    await q.execute({ sql: `DELETE FROM fs_data WHERE ino IN (${list})`, params: batch })
+    await q.execute({ sql: `DELETE FROM fs_symlink WHERE ino IN (${list})`, params: batch })
+    await q.execute({ sql: `DELETE FROM fs_origin WHERE delta_ino IN (${list})`, params: batch })
   }
 }
 

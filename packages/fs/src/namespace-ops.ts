@@ -26,6 +26,7 @@ import { isDir, isLnk } from './inode.js'
 import {
   createNode,
   dropLink,
+  dropLinks,
   insertDentry,
   isInside,
   pathOf,
@@ -169,7 +170,7 @@ export async function removeTree(q: Queryable, ino: number, now: Timestamp): Pro
       params: ids,
     })
   }
-  for (const [child, count] of links) await dropLink(q, child, count, now)
+  await dropLinks(q, links, now)
 }
 
 export async function rename(ctx: FsContext, from: string, to: string): Promise<void> {

@@ -37,14 +37,22 @@ for (const driver of Object.keys(DRIVERS)) {
       await fs.writeFile('/t/u/v/f', 'z'.repeat(200))
       await fs.writeFile('/keep', 'k')
       await fs.link('/keep', '/t/u/hard')
+      // Two links inside the tree (removed together), and a symlink.
+      await fs.link('/t/u/v/f', '/t/u/f2')
+      await fs.symlink('/keep', '/t/u/ln')
       expect(await code(fs.rm('/t'))).toBe('EISDIR')
       await fs.rm('/t', { recursive: true })
       expect(await fs.exists('/t')).toBe(false)
       expect((await fs.stat('/keep')).nlink).toBe(1)
-      const counts = await db.execute<{ inodes: number; chunks: number; dentries: number }>({
-        sql: 'SELECT (SELECT COUNT(*) FROM fs_inode) AS inodes, (SELECT COUNT(*) FROM fs_data) AS chunks, (SELECT COUNT(*) FROM fs_dentry) AS dentries',
+      const counts = await db.execute<{
+        inodes: number
+        chunks: number
+        dentries: number
+        links: number
+      }>({
+        sql: 'SELECT (SELECT COUNT(*) FROM fs_inode) AS inodes, (SELECT COUNT(*) FROM fs_data) AS chunks, (SELECT COUNT(*) FROM fs_dentry) AS dentries, (SELECT COUNT(*) FROM fs_symlink) AS links',
       })
-      expect(counts.rows[0]).toEqual({ inodes: 2, chunks: 1, dentries: 1 })
+      expect(counts.rows[0]).toEqual({ inodes: 2, chunks: 1, dentries: 1, links: 0 })
       expect(await code(fs.rm('/missing'))).toBe('ENOENT')
       await fs.rm('/missing', { force: true })
       expect(await code(fs.rm('/'))).toBe('EPERM')
