@@ -29,6 +29,7 @@ describe('betterSqlite3Driver', () => {
       concurrentTransactions: false,
       inMemory: false,
       remote: false,
+      snapshotTokens: true,
     })
     await db.close()
   })

@@ -27,6 +27,8 @@ describe('libsqlDriver', () => {
       concurrentTransactions: false,
       inMemory: false,
       remote: false,
+      // One connection of the engine: rows can be stamped for the path cache.
+      snapshotTokens: true,
     })
     await db.close()
   })

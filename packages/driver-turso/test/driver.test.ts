@@ -28,6 +28,7 @@ describe('tursoDriver', () => {
       inMemory: false,
       remote: false,
       recursiveQueries: false,
+      snapshotTokens: false,
     })
     expect(recursiveQueries(db)).toBe(false)
     await db.close()
