@@ -3,6 +3,7 @@ import {
   joinPath,
   MODE_PERMISSION_MASK,
   normalizePath,
+  parsePath,
   type Queryable,
   S_IFREG,
   type Timestamp,
@@ -12,7 +13,7 @@ import { existing, type FsContext, type NoteChange } from './context.js'
 import type { OpenMode } from './flags.js'
 import { type InodeRow, isDir } from './inode.js'
 import { createNode, touchContent } from './mutate.js'
-import { pathCacheOf, stampedSql } from './path-cache.js'
+import { keyOf, pathCacheOf, stampedSql } from './path-cache.js'
 import type { PolicyGate } from './policy-gate.js'
 import { lookup } from './resolver.js'
 import { Dirent } from './stats.js'
@@ -66,16 +67,15 @@ const NAMES_SQL = stampedSql(
 )
 
 /**
- * A directory's names in one statement when the path cache holds the directory (a path without
- * a trailing slash, `.` or `..` parts); undefined when it does not.
+ * A directory's names in one statement when the path cache holds the directory; undefined when
+ * it does not (or the path has `..`, which the cache does not key).
  */
 async function cachedNames(q: Queryable, path: string): Promise<string[] | undefined> {
   const cache = pathCacheOf(q)
-  if (!cache || typeof path !== 'string' || path.length < 2 || !path.startsWith('/')) return
-  const key = path.slice(1)
-  // Only a path the resolver would key the same way: no empty, `.` or `..` parts.
-  if (key.endsWith('/') || key.includes('//') || /(^|\/)\.\.?(\/|$)/.test(key)) return
-  const ino = cache.dir(key)
+  if (!cache) return
+  const { parts } = parsePath(path, 'scandir')
+  if (parts.includes('..')) return
+  const ino = cache.dir(keyOf(parts))
   if (ino === undefined) return
   const row = await cache.stamped<{ names: string }>(NAMES_SQL, [ino])
   if (!row) return

@@ -158,6 +158,19 @@ export async function removeEntry(
   await touchDir(q, parent, now)
 }
 
+/**
+ * What goes with an inode that lost its last link, in this order: the inode row first (a synced
+ * database replays these deletes in this order, and drops the chunks only where the inode's
+ * deletion took effect), its chunks, its link target, and an overlay's origin mapping of it
+ * (spec v0.3 table).
+ */
+const FREED_WITH_INODE = [
+  ['fs_inode', 'ino'],
+  ['fs_data', 'ino'],
+  ['fs_symlink', 'ino'],
+  ['fs_origin', 'delta_ino'],
+] as const
+
 /** Decrements nlink by `count`; frees the inode when no link is left. */
 export async function dropLink(
   q: Executor,
@@ -177,13 +190,8 @@ export async function dropLink(
     params: [ino],
   })
   if ((rows[0]?.nlink ?? 0) <= 0) {
-    // The inode row goes first: a synced database replays these deletes in this order, and
-    // drops the chunks only where the inode's deletion took effect.
-    await executeDeferred(q, { sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [ino] })
-    await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })
-    await executeDeferred(q, { sql: 'DELETE FROM fs_symlink WHERE ino = ?', params: [ino] })
-    // An overlay's origin mapping dies with the delta inode (spec v0.3 table).
-    await executeDeferred(q, { sql: 'DELETE FROM fs_origin WHERE delta_ino = ?', params: [ino] })
+    for (const [table, column] of FREED_WITH_INODE)
+      await executeDeferred(q, { sql: `DELETE FROM ${table} WHERE ${column} = ?`, params: [ino] })
   }
 }
 
@@ -231,10 +239,8 @@ export async function dropLinks(
   for (let i = 0; i < dead.length; i += DROP_BATCH) {
     const batch = dead.slice(i, i + DROP_BATCH)
     const list = batch.map(() => '?').join(', ')
-    await q.execute({ sql: `DELETE FROM fs_inode WHERE ino IN (${list})`, params: batch })
-    await q.execute({ sql: `DELETE FROM fs_data WHERE ino IN (${list})`, params: batch })
-    await q.execute({ sql: `DELETE FROM fs_symlink WHERE ino IN (${list})`, params: batch })
-    await q.execute({ sql: `DELETE FROM fs_origin WHERE delta_ino IN (${list})`, params: batch })
+    for (const [table, column] of FREED_WITH_INODE)
+      await q.execute({ sql: `DELETE FROM ${table} WHERE ${column} IN (${list})`, params: batch })
   }
 }
 

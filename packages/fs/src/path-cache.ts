@@ -114,6 +114,11 @@ export class PathCache {
   }
 }
 
+/** The cache key of the first `n` names of a path (all of them by default). */
+export function keyOf(parts: readonly string[], n = parts.length): string {
+  return n === parts.length ? parts.join('/') : parts.slice(0, n).join('/')
+}
+
 const caches = new WeakMap<SnapshotSource, PathCache>()
 
 /** The path cache of `q`'s connection, when `q` is a top-level handle that can keep one. */

@@ -15,7 +15,7 @@ import {
 } from '@agentfs/core'
 import { assembleWhole, MAX_READ_FILE } from './chunks.js'
 import { INODE_COLUMNS, type InodeRow, isDir, isLnk } from './inode.js'
-import { type PathCache, pathCacheOf } from './path-cache.js'
+import { keyOf, type PathCache, pathCacheOf } from './path-cache.js'
 
 /**
  * Components resolved by one chain of joins (2 tables each, within SQLite's 64); longer runs
@@ -98,16 +98,17 @@ export async function readRegularFile(
   if (node.size <= chunkSize)
     return { node, bytes: assembleWhole(first, chunkSize, node.size, node.ino, 'read', path) }
   // The other chunks as bare rows (a join would repeat the inode's columns on each), in the
-  // same state: each row also carries the inode's ctime, which moves on every change (read once
-  // per statement), and a changed ctime gives up (undefined: the caller reads afresh).
+  // same state: each row also carries the inode's ctime, which moves on every change, and a
+  // changed (or vanished) ctime gives up (undefined: the caller reads afresh). The one-row
+  // start keeps a row even when the inode or the chunks are gone.
   const { rows: found } = await q.execute<{
     c: number | null
     n: number | null
     chunk_index: number | null
     data: unknown
   }>({
-    sql: 'SELECT v.c AS c, v.n AS n, d.chunk_index AS chunk_index, d.data AS data FROM (SELECT (SELECT ctime FROM fs_inode WHERE ino = ?) AS c, (SELECT ctime_nsec FROM fs_inode WHERE ino = ?) AS n) v LEFT JOIN fs_data d ON d.ino = ? AND d.chunk_index > 0 AND d.chunk_index <= ?',
-    params: [node.ino, node.ino, node.ino, Math.floor((node.size - 1) / chunkSize)],
+    sql: 'SELECT i.ctime AS c, i.ctime_nsec AS n, d.chunk_index AS chunk_index, d.data AS data FROM (SELECT 1) s LEFT JOIN fs_inode i ON i.ino = ? LEFT JOIN fs_data d ON d.ino = ? AND d.chunk_index > 0 AND d.chunk_index <= ?',
+    params: [node.ino, node.ino, Math.floor((node.size - 1) / chunkSize)],
   })
   const stamp = found[0]!
   if (stamp.c !== node.ctime || stamp.n !== node.ctime_nsec) return undefined
@@ -281,11 +282,6 @@ export async function lookup(q: Executor, path: unknown, options: LookupOptions)
   const node = await inodeRow(q, r.dir)
   const dirIno = r.dir === ROOT_INO ? ROOT_INO : await parentOf(q, r.dir)
   return { dirIno, name: undefined, node }
-}
-
-/** The cache key of the first `n` names of a path. */
-function keyOf(parts: readonly string[], n: number): string {
-  return n === parts.length ? parts.join('/') : parts.slice(0, n).join('/')
 }
 
 /**
