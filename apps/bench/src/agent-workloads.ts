@@ -68,8 +68,7 @@ async function readers(impl: Impl, count: number, scale: Scale): Promise<Result>
   const each = s.concurrentReads
   const script = fileURLToPath(new URL('./reader-child.js', import.meta.url))
   // Files W1 wrote and W9 left in place.
-  const args = [share.name, share.dir, String(each), String(s.renames), String(s.files)]
-  args.push(String(s.dirs))
+  const args = [share.name, share.dir, ...[each, s.renames, s.files, s.dirs].map(String)]
   const children = Array.from({ length: count }, (_, k) =>
     spawn(process.execPath, [script, ...args, String(k)], { stdio: ['pipe', 'pipe', 'inherit'] }),
   )
