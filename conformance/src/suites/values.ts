@@ -35,6 +35,20 @@ export function valuesSuite({ resources, it }: SuiteContext): void {
     expect(await roundTrip(5n)).toEqual({ v: 5, t: 'integer' })
   })
 
+  it(
+    'values/bigints-among-rows',
+    'a large integer in a later row is exact, the rest numbers',
+    async () => {
+      const db = guardDriver(await resources().driver())
+      const big = 2n ** 53n + 1n
+      const { rows } = await db.execute<{ v: unknown }>({
+        sql: 'WITH t(n, v) AS (VALUES (1, 7), (2, ?), (3, -(?)), (4, 2.5)) SELECT v FROM t ORDER BY n',
+        params: [big, big],
+      })
+      expect(rows.map((row) => row.v)).toEqual([7, big, -big, 2.5])
+    },
+  )
+
   it('values/reals', 'REAL values keep full precision', async () => {
     for (const value of [1.5, -2.25, 0.1, 1e308, 5e-324, Math.PI]) {
       const row = await roundTrip(value)

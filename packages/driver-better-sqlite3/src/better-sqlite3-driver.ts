@@ -113,12 +113,30 @@ function connection(db: BetterSqlite3Database): SyncConnection {
     readonly: db.readonly,
     prepare(sql: string): SyncStatement {
       const statement = db.prepare(sql)
+      const run = (params: readonly unknown[]) => statement.run(...params)
+      if (statement.reader && statement.readonly) {
+        // Numbers by default (no bigint per integer); bigints only when the kit asks again.
+        return {
+          reader: true,
+          readonly: true,
+          allNumbers: (params) => statement.all(...params),
+          all: (params) => {
+            statement.safeIntegers(true)
+            try {
+              return statement.all(...params)
+            } finally {
+              statement.safeIntegers(false)
+            }
+          },
+          run,
+        }
+      }
       if (statement.reader) statement.safeIntegers(true)
       return {
         reader: statement.reader,
         readonly: statement.readonly,
         all: (params) => statement.all(...params),
-        run: (params) => statement.run(...params),
+        run,
       }
     },
   })

@@ -62,15 +62,29 @@ function connection(db: EngineDatabase, file: string | undefined): SyncConnectio
     prepare(sql: string): SyncStatement {
       const statement = db.prepare(sql)
       const reader = statement.reader
-      if (reader) statement.safeIntegers(true)
-      return {
-        reader,
-        readonly: reader && !RETURNING.test(sql),
-        // Always one array: the engine takes a single object argument as named parameters, so
-        // a lone null or Buffer parameter passed spread would be misread (or crash it).
-        all: (params) => statement.all(params),
-        run: (params) => statement.run(params),
+      const readonly = reader && !RETURNING.test(sql)
+      // Always one array: the engine takes a single object argument as named parameters, so
+      // a lone null or Buffer parameter passed spread would be misread (or crash it).
+      const run = (params: readonly unknown[]) => statement.run(params)
+      if (readonly) {
+        // Numbers by default (no bigint per integer); bigints only when the kit asks again.
+        return {
+          reader,
+          readonly,
+          allNumbers: (params) => statement.all(params),
+          all: (params) => {
+            statement.safeIntegers(true)
+            try {
+              return statement.all(params)
+            } finally {
+              statement.safeIntegers(false)
+            }
+          },
+          run,
+        }
       }
+      if (reader) statement.safeIntegers(true)
+      return { reader, readonly, all: (params) => statement.all(params), run }
     },
   })
 }

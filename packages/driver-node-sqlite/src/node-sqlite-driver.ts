@@ -82,13 +82,35 @@ function connection(db: NodeSqliteDatabase, file: string | undefined, readonly: 
     prepare(sql: string): SyncStatement {
       const statement = db.prepare(sql)
       const reader = statement.columns().length > 0
-      if (reader) statement.setReadBigInts(true)
-      return {
-        reader,
-        readonly: reader && !RETURNING.test(sql),
-        all: (params) => statement.all(...params),
-        run: (params) => statement.run(...params),
+      const readonly = reader && !RETURNING.test(sql)
+      const run = (params: readonly unknown[]) => statement.run(...params)
+      if (readonly) {
+        // Numbers by default (no bigint per integer); bigints only when the kit asks again.
+        return {
+          reader,
+          readonly,
+          allNumbers: (params) => {
+            try {
+              return statement.all(...params)
+            } catch (error) {
+              // node:sqlite refuses an integer beyond 2^53 rather than round it.
+              if ((error as { code?: unknown }).code === 'ERR_OUT_OF_RANGE') return undefined
+              throw error
+            }
+          },
+          all: (params) => {
+            statement.setReadBigInts(true)
+            try {
+              return statement.all(...params)
+            } finally {
+              statement.setReadBigInts(false)
+            }
+          },
+          run,
+        }
       }
+      if (reader) statement.setReadBigInts(true)
+      return { reader, readonly, all: (params) => statement.all(...params), run }
     },
     exec(sql: string) {
       db.exec(sql)

@@ -3,7 +3,7 @@ import type { Driver, Executor, QueryResult, SqlValue, Statement } from '../driv
 import { AgentFsError } from '../errors.js'
 import { mapSqliteError } from '../map-error.js'
 import { FileLock } from './lazy.js'
-import { bindIntegers, convertRows } from './values.js'
+import { bindIntegers, convertRows, exactNumberRows } from './values.js'
 
 /** A prepared statement of a synchronous, in-process SQLite binding. */
 export interface SyncStatement {
@@ -13,6 +13,13 @@ export interface SyncStatement {
   readonly readonly: boolean
   /** Runs a reader; integers come back as bigint (the kit narrows safe ones to numbers). */
   all(params: readonly unknown[]): unknown[]
+  /**
+   * Optional, for read-only statements: runs it with integers as JS numbers (cheaper than
+   * bigints; exact below 2^53). Returns undefined when the binding refuses an integer it cannot
+   * represent. The kit checks the rows and, when any number reaches 2^53 in magnitude (an
+   * integer may have been rounded) or undefined came back, runs {@link all} instead.
+   */
+  allNumbers?(params: readonly unknown[]): unknown[] | undefined
   /** Runs a writer. */
   run(params: readonly unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint }
 }
@@ -176,6 +183,12 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     const params = bindIntegers(statement.params, blob)
     if (prepared.reader) {
       readsSinceTurn++
+      if (prepared.allNumbers !== undefined && prepared.readonly) {
+        // Reading again is harmless: the statement cannot change anything, and inside a
+        // transaction it sees the same snapshot.
+        const rows = prepared.allNumbers(params)
+        if (rows !== undefined && exactNumberRows(rows)) return { rows: rows as Row[], changes: 0 }
+      }
       const rows = convertRows<Row>(prepared.all(params))
       return { rows, changes: prepared.readonly ? 0 : rows.length }
     }

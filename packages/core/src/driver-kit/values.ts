@@ -39,3 +39,28 @@ export function convertRows<Row>(rows: unknown[]): Row[] {
   }
   return rows as Row[]
 }
+
+/** 2^53: every int64 below it in magnitude is exact as a double; every one above reads as ≥ it. */
+const EXACT_LIMIT = 9007199254740992
+
+/**
+ * Rows read with integers as JS numbers, checked: true when every number is below 2^53 in
+ * magnitude, so no integer can have been rounded (a larger one, or NaN, returns false and the
+ * caller reads the rows again with bigint integers). Blobs handed out as ArrayBuffer become
+ * views, as in {@link convertRows}.
+ */
+export function exactNumberRows(rows: unknown[]): boolean {
+  if (rows.length === 0) return true
+  const keys = Object.keys(rows[0] as object)
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r] as Record<string, unknown>
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k]!
+      const value = row[key]
+      if (typeof value === 'number') {
+        if (!(value < EXACT_LIMIT && value > -EXACT_LIMIT)) return false
+      } else if (value instanceof ArrayBuffer) row[key] = new Uint8Array(value)
+    }
+  }
+  return true
+}
