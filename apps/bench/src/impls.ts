@@ -20,6 +20,7 @@ import { tursoDriver } from '@agentfs/driver-turso'
 import { HostFileSystem } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import { RawSqlFs } from './raw-sql.js'
+import { keptRows } from './raw-sql-kept.js'
 
 /** What every workload needs from an implementation. Optional parts are "not applicable". */
 export interface Impl {
@@ -55,6 +56,7 @@ export interface Impl {
 export const IMPLEMENTATIONS = [
   'raw-sql',
   'raw-sql-full',
+  'raw-sql-kept',
   'agentfs',
   'agentfs-full',
   'agentfs-noatime',
@@ -123,11 +125,16 @@ async function preadOnce(
 
 const dbFiles = (path: string) => [path, `${path}-wal`, `${path}-shm`]
 
-function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL'): Impl {
+/**
+ * Plain spec SQL; `kept`: with the rows AgentFS's guarantees add (see `raw-sql-kept.ts`), on a
+ * database AgentFS created (so it has the extension tables).
+ */
+async function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL', kept = false): Promise<Impl> {
   const path = join(dir, 'raw.db')
-  const fs = new RawSqlFs(path, synchronous)
+  if (kept) await (await AgentFS.open({ path })).close()
+  const fs = new RawSqlFs(path, synchronous, kept ? keptRows : undefined)
   return {
-    name: synchronous === 'FULL' ? 'raw-sql-full' : 'raw-sql',
+    name: kept ? 'raw-sql-kept' : synchronous === 'FULL' ? 'raw-sql-full' : 'raw-sql',
     durability: `WAL, synchronous=${synchronous}`,
     files: dbFiles(path),
     mkdir: (p) => fs.mkdir(p),
@@ -290,6 +297,8 @@ async function openOnly(name: ImplName, dir: string): Promise<Impl> {
       return rawSql(dir, 'NORMAL')
     case 'raw-sql-full':
       return rawSql(dir, 'FULL')
+    case 'raw-sql-kept':
+      return rawSql(dir, 'NORMAL', true)
     case 'agentfs':
       return agentfs(dir, 'NORMAL')
     case 'agentfs-noatime':

@@ -169,6 +169,23 @@ if (withFeed && withoutFeed) {
   }
 }
 
+// What the guarantees cost in SQL alone: the baseline writing the rows they add (the most
+// agentfs can reach while keeping them), and agentfs against that (the cost of the rest).
+const kept = by('raw-sql-kept')
+const plain = by('raw-sql')
+if (kept && plain) {
+  console.log(
+    '\nguarantees in SQL alone: raw-sql-kept ÷ raw-sql (the ceiling for agentfs), agentfs ÷ raw-sql-kept',
+  )
+  for (const r of kept.results.filter((x) => TARGETED.has(x.workload))) {
+    const base = plain.results.find((x) => x.workload === r.workload)
+    const ours = withFeed?.results.find((x) => x.workload === r.workload)
+    console.log(
+      `  ${`${r.workload} ${r.title}`.padEnd(48)} ceiling ×${fmt(ratio(r, base))}  agentfs ÷ kept ×${fmt(ratio(ours, r))}`,
+    )
+  }
+}
+
 // W12: the FUSE mount against a plain directory (not per implementation).
 let fuse: Awaited<ReturnType<typeof runFuseWorkload>> | { skipped: string } | undefined
 if (!values.workloads || values.workloads.split(',').includes('W12')) {

@@ -8,6 +8,7 @@ import {
   SPEC_TABLES,
 } from '@agentfs/core'
 import Database from 'better-sqlite3'
+import type { KeptRows } from './raw-sql-kept.js'
 
 /** Seconds and nanoseconds of the wall clock, as the spec's timestamp columns take them. */
 function clock(): [sec: number, nsec: number] {
@@ -61,8 +62,17 @@ export class RawSqlFs {
   readonly #kvSet: Database.Statement<[string, string]>
   readonly #kvGet: Database.Statement<[string], string>
   readonly #tool: Database.Statement<[string, string, string, number, number, number]>
+  readonly #kept: KeptRows | undefined
 
-  constructor(path: string, synchronous: 'NORMAL' | 'FULL' = 'NORMAL') {
+  /**
+   * `kept`, when given, adds the rows AgentFS's guarantees write (see `raw-sql-kept.ts`); the
+   * database must then have AgentFS's extension tables.
+   */
+  constructor(
+    path: string,
+    synchronous: 'NORMAL' | 'FULL' = 'NORMAL',
+    kept?: (db: Database.Database, tx: <T>(body: () => T) => T) => KeptRows,
+  ) {
     const db = new Database(path)
     db.pragma('journal_mode = WAL')
     db.pragma(`synchronous = ${synchronous}`)
@@ -144,6 +154,7 @@ export class RawSqlFs {
     this.#tool = db.prepare(
       'INSERT INTO tool_calls (name, parameters, result, started_at, completed_at, duration_ms) VALUES (?, ?, ?, ?, ?, ?)',
     )
+    this.#kept = kept?.(db, (body) => this.#tx(true, body))
   }
 
   /** Runs `body` in one transaction (IMMEDIATE for writes, so no lock upgrade can fail). */
@@ -195,6 +206,7 @@ export class RawSqlFs {
     }
     this.#insertDentry.run(name, parent, ino)
     if ((mode & S_IFMT) === S_IFDIR) this.#link.run(parent)
+    this.#kept?.created(parent, ino, path, size, sec, nsec)
     return ino
   }
 
@@ -210,6 +222,7 @@ export class RawSqlFs {
         const [sec, nsec] = clock()
         this.#deleteChunks.run(ino)
         this.#setSize.run(data.byteLength, sec, sec, nsec, nsec, ino)
+        this.#kept?.written(ino, path, data.byteLength)
       }
       for (let i = 0, at = 0; at < data.byteLength; i++, at += this.#chunk)
         this.#insertChunk.run(ino, i, data.subarray(at, at + this.#chunk))
@@ -300,6 +313,7 @@ export class RawSqlFs {
       this.#move.run(toParent, toName, fromParent, fromName)
       const [sec, nsec] = clock()
       this.#changed.run(sec, nsec, ino)
+      this.#kept?.renamed(fromParent, toParent, ino, from, to)
     })
   }
 
@@ -336,11 +350,13 @@ export class RawSqlFs {
       db.exec('DELETE FROM fs_inode WHERE ino IN (SELECT ino FROM rm_set)')
       const [sec, nsec] = clock()
       this.#changed.run(sec, nsec, parent)
+      this.#kept?.removed(parent, top, path)
     })
   }
 
   async kvSet(key: string, value: unknown): Promise<void> {
-    this.#kvSet.run(key, JSON.stringify(value))
+    if (this.#kept) this.#kept.kvSet(key, JSON.stringify(value))
+    else this.#kvSet.run(key, JSON.stringify(value))
   }
 
   async kvGet(key: string): Promise<unknown> {
@@ -350,7 +366,9 @@ export class RawSqlFs {
 
   async toolRecord(name: string, parameters: unknown, result: unknown): Promise<void> {
     const sec = Math.floor(Date.now() / 1000)
-    this.#tool.run(name, JSON.stringify(parameters), JSON.stringify(result), sec, sec, 0)
+    if (this.#kept)
+      this.#kept.toolRecord(name, JSON.stringify(parameters), JSON.stringify(result), sec)
+    else this.#tool.run(name, JSON.stringify(parameters), JSON.stringify(result), sec, sec, 0)
   }
 
   async close(): Promise<void> {

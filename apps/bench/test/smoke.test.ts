@@ -40,7 +40,7 @@ test('pnpm bench --scale small runs every workload on each implementation and wr
         '--scale',
         'small',
         '--impl',
-        'raw-sql,agentfs,agentfs-sdk-0.6.4,node-fs',
+        'raw-sql,raw-sql-kept,agentfs,agentfs-sdk-0.6.4,node-fs',
         '--out',
         out,
       ],
@@ -49,6 +49,7 @@ test('pnpm bench --scale small runs every workload on each implementation and wr
     expect(run.status, run.stderr).toBe(0)
     expect(run.stdout).toMatch(/agentfs +W10 stat a file 32 directories deep/)
     expect(run.stdout).toMatch(/geomean × raw-sql/)
+    expect(run.stdout).toMatch(/W9 renames across directories +ceiling ×\d\.\d\d {2}agentfs ÷ kept ×\d/)
     const report = JSON.parse(readFileSync(out, 'utf8')) as {
       scale: string
       reports: {
@@ -69,6 +70,7 @@ test('pnpm bench --scale small runs every workload on each implementation and wr
     // process can open.
     const agent = ['W14', 'W15', 'W16', 'W17']
     expect(ids('raw-sql')).toEqual([...all, 'W11', ...agent])
+    expect(ids('raw-sql-kept')).toEqual([...all, 'W11', ...agent])
     // The stream (W13) runs on AgentFS and, through node streams, on node:fs.
     expect(ids('agentfs')).toEqual([...all, 'W11', 'W13', ...agent])
     expect(ids('agentfs-sdk-0.6.4')).toEqual([...all, 'W11', 'W14'])
