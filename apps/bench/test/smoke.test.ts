@@ -49,7 +49,9 @@ test('pnpm bench --scale small runs every workload on each implementation and wr
     expect(run.status, run.stderr).toBe(0)
     expect(run.stdout).toMatch(/agentfs +W10 stat a file 32 directories deep/)
     expect(run.stdout).toMatch(/geomean × raw-sql/)
-    expect(run.stdout).toMatch(/W9 renames across directories +ceiling ×\d\.\d\d {2}agentfs ÷ kept ×\d/)
+    expect(run.stdout).toMatch(
+      /W9 renames across directories +ceiling ×\d\.\d\d {2}agentfs ÷ kept ×\d/,
+    )
     const report = JSON.parse(readFileSync(out, 'utf8')) as {
       scale: string
       reports: {
