@@ -49,6 +49,34 @@ export function valuesSuite({ resources, it }: SuiteContext): void {
     },
   )
 
+  it('values/array-rows', 'a statement with `arrays` returns rows as value arrays', async () => {
+    const db = guardDriver(await resources().driver())
+    const big = 2n ** 53n + 1n
+    const sql = "SELECT 1 AS a, 'x' AS b, ? AS c, 2.5 AS d, x'00ff' AS e"
+    const arrays = await db.execute({ sql, params: [big], arrays: true })
+    expect(arrays.rows).toHaveLength(1)
+    const [row] = arrays.rows as unknown as unknown[][]
+    expect(row!.slice(0, 4)).toEqual([1, 'x', big, 2.5])
+    expect([...(row![4] as Uint8Array)]).toEqual([0, 255])
+    // The same text without `arrays` still gives objects (and the other way round).
+    const objects = await db.execute({ sql, params: [5] })
+    expect(objects.rows[0]).toMatchObject({ a: 1, b: 'x', c: 5, d: 2.5 })
+    const again = await db.execute({ sql, params: [6], arrays: true })
+    expect((again.rows[0] as unknown as unknown[]).slice(0, 4)).toEqual([1, 'x', 6, 2.5])
+    // Inside a transaction, and for several rows.
+    const inTx = await db.transaction((tx) =>
+      tx.execute({
+        sql: 'WITH t(n) AS (VALUES (1), (2), (3)) SELECT n, n * 2 AS twice FROM t ORDER BY n',
+        arrays: true,
+      }),
+    )
+    expect(inTx.rows).toEqual([
+      [1, 2],
+      [2, 4],
+      [3, 6],
+    ])
+  })
+
   it('values/reals', 'REAL values keep full precision', async () => {
     for (const value of [1.5, -2.25, 0.1, 1e308, 5e-324, Math.PI]) {
       const row = await roundTrip(value)

@@ -19,6 +19,12 @@ export function fromSqlInteger(value: bigint): number | bigint {
 export interface Statement {
   readonly sql: string
   readonly params?: readonly SqlValue[]
+  /**
+   * Rows as arrays of the select list's values in its order, instead of objects (cheaper on
+   * wide rows). Drivers whose capabilities say `arrayRows` build them; for the others the
+   * guarded handle converts each object, so give the columns distinct, non-numeric names.
+   */
+  readonly arrays?: boolean
 }
 
 /** The result of one statement. */
@@ -111,6 +117,8 @@ export interface DriverCapabilities {
    * no such caches (remote streams, engines without the pragma, clients that swap connections).
    */
   readonly snapshotTokens?: boolean
+  /** The driver returns rows as arrays for a statement with `arrays` (else the guard converts). */
+  readonly arrayRows?: boolean
   /**
    * Present on a database several clients sync (`@agentfs/sync`): rows get ids no other client
    * can choose, and whole-file writes replace the inode so concurrent rewrites cannot interleave

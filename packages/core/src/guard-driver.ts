@@ -98,6 +98,23 @@ function checkParams(statement: Statement): void {
   }
 }
 
+/** A result's object rows as arrays of their values (for drivers without `arrayRows`). */
+function toArrayRows<Row>(result: QueryResult<Row>): QueryResult<Row> {
+  const rows = result.rows.map((row) => (Array.isArray(row) ? row : Object.values(row as object)))
+  return { ...result, rows: rows as Row[] }
+}
+
+/** `pending`, with array rows when the statement asks for them and the driver cannot. */
+function withArrays<Row>(
+  pending: Promise<QueryResult<Row>>,
+  statement: Statement,
+  capabilities: DriverCapabilities,
+): Promise<QueryResult<Row>> {
+  return statement.arrays === true && capabilities.arrayRows !== true
+    ? pending.then(toArrayRows)
+    : pending
+}
+
 class TransactionHandle implements Transaction {
   readonly inTransaction = true as const
   #active = true
@@ -141,7 +158,7 @@ class TransactionHandle implements Transaction {
     try {
       this.#check()
       checkParams(statement)
-      pending = this.#inner.execute<Row>(statement)
+      pending = withArrays(this.#inner.execute<Row>(statement), statement, this.capabilities)
     } catch (error) {
       return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
     }
@@ -234,7 +251,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
       if (serial && !closeRequested && !closed && mutex.tryLock()) {
         let pending: Promise<QueryResult<Row>>
         try {
-          pending = driver.execute<Row>(statement)
+          pending = withArrays(driver.execute<Row>(statement), statement, driver.capabilities)
         } catch (error) {
           mutex.unlock()
           return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
@@ -253,7 +270,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
       return guard(async () => {
         if (closed) throw closedError(driver.name)
         try {
-          return await driver.execute<Row>(statement)
+          return await withArrays(driver.execute<Row>(statement), statement, driver.capabilities)
         } catch (error) {
           throw mapSqliteError(error, { sql: statement.sql })
         }

@@ -52,6 +52,15 @@ export function tokenOf(row: SnapshotStamp, generation: number): SnapshotToken {
   return { dv: Number(row.snapshot_dv), tc: Number(row.snapshot_tc), generation }
 }
 
+/**
+ * The token of an array row (`Statement.arrays`) whose last two values are
+ * {@link SNAPSHOT_COLUMNS}, at `generation`.
+ */
+export function tokenOfValues(row: readonly unknown[], generation: number): SnapshotToken {
+  const n = row.length
+  return { dv: Number(row[n - 2]), tc: Number(row[n - 1]), generation }
+}
+
 /** True when two tokens say the same state. */
 export function sameSnapshot(a: SnapshotToken | undefined, b: SnapshotToken): boolean {
   return a !== undefined && a.dv === b.dv && a.tc === b.tc && a.generation === b.generation

@@ -16,6 +16,7 @@ export interface BetterSqlite3Statement {
   all(...params: unknown[]): unknown[]
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
   safeIntegers(toggle?: boolean): this
+  raw(toggle?: boolean): this
 }
 
 /** The parts of a better-sqlite3 `Database` this driver uses. */
@@ -106,38 +107,47 @@ async function openFile(path: string, readonly: boolean): Promise<BetterSqlite3D
   }
 }
 
+/**
+ * A prepared better-sqlite3 statement as the kit's {@link SyncStatement}: a read-only one reads
+ * numbers by default (no bigint per integer) and bigints only when the kit asks again.
+ */
+function syncStatement(statement: BetterSqlite3Statement): SyncStatement {
+  const run = (params: readonly unknown[]) => statement.run(...params)
+  if (statement.reader && statement.readonly) {
+    return {
+      reader: true,
+      readonly: true,
+      allNumbers: (params) => statement.all(...params),
+      all: (params) => {
+        statement.safeIntegers(true)
+        try {
+          return statement.all(...params)
+        } finally {
+          statement.safeIntegers(false)
+        }
+      },
+      run,
+    }
+  }
+  if (statement.reader) statement.safeIntegers(true)
+  return {
+    reader: statement.reader,
+    readonly: statement.readonly,
+    all: (params) => statement.all(...params),
+    run,
+  }
+}
+
 /** A better-sqlite3 database seen as the kit's {@link SyncConnection}. */
 function connection(db: BetterSqlite3Database): SyncConnection {
   return connectionOver(db, {
     file: db.memory ? undefined : db.name,
     readonly: db.readonly,
-    prepare(sql: string): SyncStatement {
+    prepare: (sql) => syncStatement(db.prepare(sql)),
+    prepareArrays(sql) {
       const statement = db.prepare(sql)
-      const run = (params: readonly unknown[]) => statement.run(...params)
-      if (statement.reader && statement.readonly) {
-        // Numbers by default (no bigint per integer); bigints only when the kit asks again.
-        return {
-          reader: true,
-          readonly: true,
-          allNumbers: (params) => statement.all(...params),
-          all: (params) => {
-            statement.safeIntegers(true)
-            try {
-              return statement.all(...params)
-            } finally {
-              statement.safeIntegers(false)
-            }
-          },
-          run,
-        }
-      }
-      if (statement.reader) statement.safeIntegers(true)
-      return {
-        reader: statement.reader,
-        readonly: statement.readonly,
-        all: (params) => statement.all(...params),
-        run,
-      }
+      if (statement.reader) statement.raw(true)
+      return syncStatement(statement)
     },
   })
 }

@@ -14,6 +14,7 @@ interface EngineStatement {
   all(params: readonly unknown[]): unknown[]
   run(params: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint }
   safeIntegers(toggle?: boolean): this
+  raw(toggle?: boolean): this
 }
 
 /** The parts of the `libsql` engine's `Database` this driver uses. */
@@ -55,36 +56,45 @@ function openEngine(path: string): EngineDatabase {
   }
 }
 
+/**
+ * A prepared statement as the kit's {@link SyncStatement}: a read-only one reads numbers by
+ * default (no bigint per integer) and bigints only when the kit asks again. Parameters always
+ * go as one array: the engine takes a single object argument as named parameters, so a lone
+ * null or Buffer parameter passed spread would be misread (or crash it).
+ */
+function syncStatement(statement: EngineStatement, sql: string): SyncStatement {
+  const reader = statement.reader
+  const readonly = reader && !RETURNING.test(sql)
+  const run = (params: readonly unknown[]) => statement.run(params)
+  if (readonly) {
+    return {
+      reader,
+      readonly,
+      allNumbers: (params) => statement.all(params),
+      all: (params) => {
+        statement.safeIntegers(true)
+        try {
+          return statement.all(params)
+        } finally {
+          statement.safeIntegers(false)
+        }
+      },
+      run,
+    }
+  }
+  if (reader) statement.safeIntegers(true)
+  return { reader, readonly, all: (params) => statement.all(params), run }
+}
+
 function connection(db: EngineDatabase, file: string | undefined): SyncConnection {
   return connectionOver(db, {
     file,
     readonly: false,
-    prepare(sql: string): SyncStatement {
+    prepare: (sql) => syncStatement(db.prepare(sql), sql),
+    prepareArrays(sql) {
       const statement = db.prepare(sql)
-      const reader = statement.reader
-      const readonly = reader && !RETURNING.test(sql)
-      // Always one array: the engine takes a single object argument as named parameters, so
-      // a lone null or Buffer parameter passed spread would be misread (or crash it).
-      const run = (params: readonly unknown[]) => statement.run(params)
-      if (readonly) {
-        // Numbers by default (no bigint per integer); bigints only when the kit asks again.
-        return {
-          reader,
-          readonly,
-          allNumbers: (params) => statement.all(params),
-          all: (params) => {
-            statement.safeIntegers(true)
-            try {
-              return statement.all(params)
-            } finally {
-              statement.safeIntegers(false)
-            }
-          },
-          run,
-        }
-      }
-      if (reader) statement.safeIntegers(true)
-      return { reader, readonly, all: (params) => statement.all(params), run }
+      if (statement.reader) statement.raw(true)
+      return syncStatement(statement, sql)
     },
   })
 }

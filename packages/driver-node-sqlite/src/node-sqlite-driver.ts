@@ -13,6 +13,8 @@ export interface NodeSqliteStatement {
   run(...params: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint }
   columns(): readonly unknown[]
   setReadBigInts(enabled: boolean): void
+  /** Node 22.16+/24: rows as arrays. */
+  setReturnArrays?(enabled: boolean): void
 }
 
 /** The parts of a `node:sqlite` `DatabaseSync` this driver uses (structural). */
@@ -69,6 +71,42 @@ async function openFile(path: string, readonly: boolean): Promise<NodeSqliteData
  */
 const RETURNING = /\bRETURNING\b/i
 
+/**
+ * A prepared statement as the kit's {@link SyncStatement}: a read-only one reads numbers by
+ * default (no bigint per integer) and bigints only when the kit asks again.
+ */
+function syncStatement(statement: NodeSqliteStatement, sql: string): SyncStatement {
+  const reader = statement.columns().length > 0
+  const readonly = reader && !RETURNING.test(sql)
+  const run = (params: readonly unknown[]) => statement.run(...params)
+  if (readonly) {
+    return {
+      reader,
+      readonly,
+      allNumbers: (params) => {
+        try {
+          return statement.all(...params)
+        } catch (error) {
+          // node:sqlite refuses an integer beyond 2^53 rather than round it.
+          if ((error as { code?: unknown }).code === 'ERR_OUT_OF_RANGE') return undefined
+          throw error
+        }
+      },
+      all: (params) => {
+        statement.setReadBigInts(true)
+        try {
+          return statement.all(...params)
+        } finally {
+          statement.setReadBigInts(false)
+        }
+      },
+      run,
+    }
+  }
+  if (reader) statement.setReadBigInts(true)
+  return { reader, readonly, all: (params) => statement.all(...params), run }
+}
+
 function connection(db: NodeSqliteDatabase, file: string | undefined, readonly: boolean) {
   const conn: SyncConnection = {
     file,
@@ -79,39 +117,17 @@ function connection(db: NodeSqliteDatabase, file: string | undefined, readonly: 
     get inTransaction() {
       return db.isTransaction
     },
-    prepare(sql: string): SyncStatement {
-      const statement = db.prepare(sql)
-      const reader = statement.columns().length > 0
-      const readonly = reader && !RETURNING.test(sql)
-      const run = (params: readonly unknown[]) => statement.run(...params)
-      if (readonly) {
-        // Numbers by default (no bigint per integer); bigints only when the kit asks again.
-        return {
-          reader,
-          readonly,
-          allNumbers: (params) => {
-            try {
-              return statement.all(...params)
-            } catch (error) {
-              // node:sqlite refuses an integer beyond 2^53 rather than round it.
-              if ((error as { code?: unknown }).code === 'ERR_OUT_OF_RANGE') return undefined
-              throw error
-            }
+    prepare: (sql) => syncStatement(db.prepare(sql), sql),
+    // Array rows where this Node.js has them (setReturnArrays); the kit converts otherwise.
+    ...(typeof db.prepare('SELECT 1').setReturnArrays === 'function'
+      ? {
+          prepareArrays(sql: string) {
+            const statement = db.prepare(sql)
+            statement.setReturnArrays!(true)
+            return syncStatement(statement, sql)
           },
-          all: (params) => {
-            statement.setReadBigInts(true)
-            try {
-              return statement.all(...params)
-            } finally {
-              statement.setReadBigInts(false)
-            }
-          },
-          run,
         }
-      }
-      if (reader) statement.setReadBigInts(true)
-      return { reader, readonly, all: (params) => statement.all(...params), run }
-    },
+      : {}),
     exec(sql: string) {
       db.exec(sql)
     },

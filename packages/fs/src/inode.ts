@@ -21,6 +21,25 @@ export interface InodeRow {
 export const INODE_COLUMNS =
   'ino, mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec'
 
+/** The {@link InodeRow} of an array row holding {@link INODE_COLUMNS} in order from `at`. */
+export function inodeOf(values: readonly unknown[], at = 0): InodeRow {
+  return {
+    ino: values[at] as number,
+    mode: values[at + 1] as number,
+    nlink: values[at + 2] as number,
+    uid: values[at + 3] as number,
+    gid: values[at + 4] as number,
+    size: values[at + 5] as number,
+    atime: values[at + 6] as number,
+    mtime: values[at + 7] as number,
+    ctime: values[at + 8] as number,
+    rdev: values[at + 9] as number,
+    atime_nsec: values[at + 10] as number,
+    mtime_nsec: values[at + 11] as number,
+    ctime_nsec: values[at + 12] as number,
+  }
+}
+
 export const isDir = (mode: number) => (mode & S_IFMT) === S_IFDIR
 export const isReg = (mode: number) => (mode & S_IFMT) === S_IFREG
 export const isLnk = (mode: number) => (mode & S_IFMT) === S_IFLNK

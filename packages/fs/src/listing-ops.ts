@@ -77,9 +77,9 @@ async function cachedNames(q: Queryable, path: string): Promise<string[] | undef
   if (parts.includes('..')) return
   const ino = cache.dir(keyOf(parts))
   if (ino === undefined) return
-  const row = await cache.stamped<{ names: string }>(NAMES_SQL, [ino])
+  const row = await cache.stamped(NAMES_SQL, [ino])
   if (!row) return
-  return (JSON.parse(row.names) as unknown[]).map((name) => checkedName(name, ino, path))
+  return (JSON.parse(row[0] as string) as unknown[]).map((name) => checkedName(name, ino, path))
 }
 
 /** `statfs`: used space from the sizes, a nominal 2^31 blocks and files free. */

@@ -3,17 +3,17 @@ import {
   ROOT_INO,
   SNAPSHOT_COLUMNS,
   type SnapshotSource,
-  type SnapshotStamp,
   type SnapshotToken,
   sameSnapshot,
   snapshotSource,
-  tokenOf,
+  tokenOfValues,
 } from '@agentfs/core'
-import type { InodeRow } from './inode.js'
+import { type InodeRow, inodeOf } from './inode.js'
 
 /** Directories remembered per connection; the oldest go first beyond this. */
 const MAX_DIRECTORIES = 4096
 
+/** {@link INODE_COLUMNS} of `i`, in order (the rows are arrays: see {@link inodeOf}). */
 const ENTRY_COLUMNS =
   'i.ino AS ino, i.mode AS mode, i.nlink AS nlink, i.uid AS uid, i.gid AS gid, i.size AS size, ' +
   'i.atime AS atime, i.mtime AS mtime, i.ctime AS ctime, i.rdev AS rdev, ' +
@@ -37,8 +37,6 @@ const ENTRY_SQL = stampedSql(
 export function stampedSql(select: string, from: string): string {
   return `${select}, ${SNAPSHOT_COLUMNS} ${from}`
 }
-
-type EntryRow = { [K in keyof InodeRow]: InodeRow[K] | null }
 
 /**
  * The directories a connection's paths went through, by path: the kernel's dentry cache for a
@@ -71,20 +69,27 @@ export class PathCache {
    * `dirIno` has no such name.
    */
   async entry(dirIno: number, name: string): Promise<InodeRow | null | undefined> {
-    const row = await this.stamped<EntryRow>(ENTRY_SQL, [dirIno, name])
+    const row = await this.stamped(ENTRY_SQL, [dirIno, name])
     if (row === undefined) return undefined
-    return row.ino === null ? null : (row as InodeRow)
+    return row[0] === null ? null : inodeOf(row)
   }
 
   /**
-   * Runs `sql` (built by {@link stampedSql}) and returns its first row if the cache still held
-   * while it ran; undefined (the cache emptied) otherwise.
+   * Runs `sql` (built by {@link stampedSql}) and returns its first row, as an array of the
+   * select list's values (`Statement.arrays`), if the cache still held while it ran; undefined
+   * (the cache emptied) otherwise.
    */
-  async stamped<Row>(sql: string, params: readonly (number | string)[]): Promise<Row | undefined> {
+  async stamped(
+    sql: string,
+    params: readonly (number | string)[],
+  ): Promise<readonly unknown[] | undefined> {
     const before = this.source.generation
-    const { rows } = await this.source.execute<Row & SnapshotStamp>({ sql, params })
+    const { rows } = await this.source.execute<unknown[]>({ sql, params, arrays: true })
     const row = rows[0]!
-    if (this.source.generation !== before || !sameSnapshot(this.#token, tokenOf(row, before))) {
+    if (
+      this.source.generation !== before ||
+      !sameSnapshot(this.#token, tokenOfValues(row, before))
+    ) {
       this.clear()
       return undefined
     }

@@ -8,13 +8,12 @@ import {
   ROOT_INO,
   resolvePath,
   SNAPSHOT_COLUMNS,
-  type SnapshotStamp,
   type SnapshotToken,
   sameSnapshot,
-  tokenOf,
+  tokenOfValues,
 } from '@agentfs/core'
 import { assembleWhole, MAX_READ_FILE } from './chunks.js'
-import { INODE_COLUMNS, type InodeRow, isDir, isLnk } from './inode.js'
+import { INODE_COLUMNS, type InodeRow, inodeOf, isDir, isLnk } from './inode.js'
 import { keyOf, type PathCache, pathCacheOf } from './path-cache.js'
 
 /**
@@ -60,6 +59,9 @@ function chainSql(n: number, stamped = false): string {
   return sql
 }
 
+/** Where `depth` is in a chain's array row: after the inode's columns. */
+const HEAD_DEPTH = COLUMNS.length
+
 /**
  * The common case of reading a whole file: a path without `..` of at most 16 components that
  * resolves, without links, to a regular file — its inode row and first chunk in one statement,
@@ -84,17 +86,21 @@ export async function readRegularFile(
     parts.includes('..')
   )
     return undefined
-  const { rows } = await q.execute<WalkRow & { data: unknown; chunk_index: number | null }>({
+  // One array row: the inode's columns, depth, parent (the chain's), then the first chunk.
+  const { rows } = await q.execute<unknown[]>({
     sql: `SELECT r.*, d.chunk_index AS chunk_index, d.data AS data FROM (${chainSql(parts.length)}) r LEFT JOIN fs_data d ON d.ino = r.ino AND d.chunk_index = 0`,
     params: [ROOT_INO, ...parts],
+    arrays: true,
   })
   const head = rows[0]
-  if (!head || head.depth !== parts.length || (head.mode & 0o170000) !== 0o100000) return undefined
-  const { data: _data, depth: _depth, parent: _parent, chunk_index: _index, ...node } = head
+  if (!head || head[HEAD_DEPTH] !== parts.length) return undefined
+  const node = inodeOf(head)
+  if ((node.mode & 0o170000) !== 0o100000) return undefined
   // Huge or impossible sizes take the general path, which reports them precisely.
   if (!(node.size >= 0 && node.size <= MAX_READ_FILE)) return undefined
   // A LEFT JOIN row without a chunk means the file has no first chunk (empty, or a hole).
-  const first = head.chunk_index === null ? [] : [head]
+  const index = head[HEAD_DEPTH + 2] as number | null
+  const first = index === null ? [] : [{ chunk_index: index, data: head[HEAD_DEPTH + 3] }]
   if (node.size <= chunkSize)
     return { node, bytes: assembleWhole(first, chunkSize, node.size, node.ino, 'read', path) }
   // The other chunks as bare rows (a join would repeat the inode's columns on each), in the
@@ -149,13 +155,35 @@ async function chain(
   names: readonly string[],
   stamps: Stamps | undefined,
 ): Promise<WalkRow> {
-  const { rows } = await q.execute<WalkRow & SnapshotStamp>({
+  const { rows } = await q.execute<unknown[]>({
     sql: chainSql(names.length, stamps !== undefined),
     params: [start, ...names],
+    arrays: true,
   })
   const row = rows[0]!
   stamps?.add(row)
-  return row
+  return walkRowOf(row)
+}
+
+/** The {@link WalkRow} of a chain's array row (inode columns, depth, parent[, stamps]). */
+function walkRowOf(v: readonly unknown[]): WalkRow {
+  return {
+    ino: v[0] as number,
+    mode: v[1] as number,
+    nlink: v[2] as number,
+    uid: v[3] as number,
+    gid: v[4] as number,
+    size: v[5] as number,
+    atime: v[6] as number,
+    mtime: v[7] as number,
+    ctime: v[8] as number,
+    rdev: v[9] as number,
+    atime_nsec: v[10] as number,
+    mtime_nsec: v[11] as number,
+    ctime_nsec: v[12] as number,
+    depth: v[HEAD_DEPTH] as number,
+    parent: v[HEAD_DEPTH + 1] as number | null,
+  }
 }
 
 /**
@@ -168,8 +196,9 @@ class Stamps {
 
   constructor(readonly generation: number) {}
 
-  add(row: SnapshotStamp): void {
-    const token = tokenOf(row, this.generation)
+  /** Adds the stamps of a chain's array row (its last two values). */
+  add(row: readonly unknown[]): void {
+    const token = tokenOfValues(row, this.generation)
     if (this.token === undefined) this.token = token
     else if (!sameSnapshot(this.token, token)) this.consistent = false
   }

@@ -22,11 +22,15 @@ export function connectionOver(
     readonly file: string | undefined
     readonly readonly: boolean
     prepare(sql: string): SyncStatement
+    /** See `SyncConnection.prepareArrays`. */
+    prepareArrays?(sql: string): SyncStatement
     guard?<T>(fn: () => T): T
   },
 ): SyncConnection {
   const guard = parts.guard ?? (<T>(fn: () => T): T => fn())
+  const prepareArrays = parts.prepareArrays
   return {
+    ...(prepareArrays ? { prepareArrays: (sql: string) => prepareArrays(sql) } : {}),
     file: parts.file,
     readonly: parts.readonly,
     get isOpen() {

@@ -36,6 +36,11 @@ export interface SyncConnection {
   readonly isOpen: boolean
   readonly inTransaction: boolean
   prepare(sql: string): SyncStatement
+  /**
+   * Optional: prepares `sql` so that its readers return rows as arrays of the select list's
+   * values (see `Statement.arrays`). Without it the kit converts the object rows.
+   */
+  prepareArrays?(sql: string): SyncStatement
   exec(sql: string): void
   close(): void
 }
@@ -98,6 +103,10 @@ export interface SyncDriverSpec extends SyncDriverOptions {
   readonly snapshotTokens?: boolean
 }
 
+const same = (rows: unknown[]): unknown[] => rows
+const valuesOf = (rows: unknown[]): unknown[] =>
+  rows.map((row) => (Array.isArray(row) ? row : Object.values(row as object)))
+
 /**
  * Builds a {@link Driver} from a synchronous SQLite binding: lazy open, WAL and the pragmas, a
  * per-file lock shared by the connections of this process, asynchronous BUSY retry, a FIFO
@@ -127,6 +136,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     return pendingTurn
   }
   const cache = new Map<string, SyncStatement>()
+  const arrayCache = new Map<string, SyncStatement>()
   let db: SyncConnection | undefined
   let opening: Promise<SyncConnection> | undefined
   let closed = false
@@ -167,29 +177,37 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     return opening
   }
 
-  function prepare(handle: SyncConnection, sql: string): SyncStatement {
+  function prepare(handle: SyncConnection, sql: string, arrays: boolean): SyncStatement {
+    // Statements that return arrays are other prepared statements (a binding's row mode is a
+    // property of the statement), kept apart.
+    const own = arrays && handle.prepareArrays !== undefined
+    const map = own ? arrayCache : cache
     // First in, first out: refreshing an entry's place on every hit (delete + set) costs more
     // than preparing again the rare hot statement that reaches the front.
-    let statement = cache.get(sql)
+    let statement = map.get(sql)
     if (statement) return statement
-    statement = handle.prepare(sql)
-    cache.set(sql, statement)
-    if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string)
+    statement = own ? handle.prepareArrays!(sql) : handle.prepare(sql)
+    map.set(sql, statement)
+    if (map.size > cacheSize) map.delete(map.keys().next().value as string)
     return statement
   }
 
   function runRaw<Row>(handle: SyncConnection, statement: Statement): QueryResult<Row> {
-    const prepared = prepare(handle, statement.sql)
+    const arrays = statement.arrays === true
+    const prepared = prepare(handle, statement.sql, arrays)
     const params = bindIntegers(statement.params, blob)
     if (prepared.reader) {
       readsSinceTurn++
+      // Object rows where arrays were asked for: the binding has no array mode.
+      const shape = arrays && handle.prepareArrays === undefined ? valuesOf : same
       if (prepared.allNumbers !== undefined && prepared.readonly) {
         // Reading again is harmless: the statement cannot change anything, and inside a
         // transaction it sees the same snapshot.
         const rows = prepared.allNumbers(params)
-        if (rows !== undefined && exactNumberRows(rows)) return { rows: rows as Row[], changes: 0 }
+        if (rows !== undefined && exactNumberRows(rows))
+          return { rows: shape(rows) as Row[], changes: 0 }
       }
-      const rows = convertRows<Row>(prepared.all(params))
+      const rows = convertRows<Row>(shape(prepared.all(params)))
       return { rows, changes: prepared.readonly ? 0 : rows.length }
     }
     const info = prepared.run(params)
@@ -237,6 +255,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
       // One connection, replaced only after a failed ROLLBACK (inside a transaction, which
       // moves the guard's generation): SQLite's data_version and total_changes() hold.
       snapshotTokens: spec.snapshotTokens ?? true,
+      arrayRows: true,
       ...(spec.recursiveQueries === undefined ? {} : { recursiveQueries: spec.recursiveQueries }),
     },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {

@@ -24,6 +24,17 @@ export function bindIntegers(
 /** Rows read with bigint integers, narrowed: safe integers become numbers (in place). */
 export function convertRows<Row>(rows: unknown[]): Row[] {
   if (rows.length === 0) return rows as Row[]
+  if (Array.isArray(rows[0])) {
+    for (let r = 0; r < rows.length; r++) {
+      const row = rows[r] as unknown[]
+      for (let k = 0; k < row.length; k++) {
+        const value = row[k]
+        if (typeof value === 'bigint') row[k] = fromSqlInteger(value)
+        else if (value instanceof ArrayBuffer) row[k] = new Uint8Array(value)
+      }
+    }
+    return rows as Row[]
+  }
   // Every row of a statement has the same columns: list them once (a `for…in` per row costs
   // more than the statement's own row building on wide rows).
   const keys = Object.keys(rows[0] as object)
@@ -51,6 +62,18 @@ const EXACT_LIMIT = 9007199254740992
  */
 export function exactNumberRows(rows: unknown[]): boolean {
   if (rows.length === 0) return true
+  if (Array.isArray(rows[0])) {
+    for (let r = 0; r < rows.length; r++) {
+      const row = rows[r] as unknown[]
+      for (let k = 0; k < row.length; k++) {
+        const value = row[k]
+        if (typeof value === 'number') {
+          if (!(value < EXACT_LIMIT && value > -EXACT_LIMIT)) return false
+        } else if (value instanceof ArrayBuffer) row[k] = new Uint8Array(value)
+      }
+    }
+    return true
+  }
   const keys = Object.keys(rows[0] as object)
   for (let r = 0; r < rows.length; r++) {
     const row = rows[r] as Record<string, unknown>
