@@ -38,15 +38,12 @@ export async function listDirectory(
   const base = normalizePath(path)
   if (!options.recursive) {
     if (!options.withFileTypes) {
-      // Names only: an index-only scan of idx_fs_dentry_parent (parent_ino, name), handed over
-      // as one JSON array (a row per name costs twice as much). A name that is not text (a
-      // damaged database) becomes null, which checkedName reports.
-      const { rows } = await q.execute<{ names: string }>({
-        sql: "SELECT json_group_array(CASE WHEN typeof(name) = 'text' THEN name END) AS names FROM (SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name)",
+      const { rows } = await q.execute<unknown[]>({
+        sql: `SELECT ${NAMES_COLUMNS} ${NAMES_FROM}`,
         params: [node.ino],
+        arrays: true,
       })
-      const names = JSON.parse(rows[0]?.names ?? '[]') as unknown[]
-      return names.map((name) => checkedName(name, node.ino, path))
+      return namesOf(q, rows[0]!, node.ino, path)
     }
     const { rows } = await q.execute<{ name: string; mode: number }>({
       sql: 'SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name',
@@ -61,10 +58,37 @@ export async function listDirectory(
   )
 }
 
-const NAMES_SQL = stampedSql(
-  "SELECT json_group_array(CASE WHEN typeof(name) = 'text' THEN name END) AS names",
-  'FROM (SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name)',
-)
+/**
+ * A directory's names: an index-only scan of idx_fs_dentry_parent (parent_ino, name), handed
+ * over as one text joined by `/` (the one character no name holds; a row per name costs more,
+ * a JSON array a third more again), with how many names there are and how many are text.
+ */
+const NAMES_COLUMNS =
+  "group_concat(name, '/') AS names, COUNT(*) AS n, COUNT(CASE WHEN typeof(name) = 'text' THEN 1 END) AS texts"
+const NAMES_FROM = 'FROM (SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name)'
+const NAMES_SQL = stampedSql(`SELECT ${NAMES_COLUMNS}`, NAMES_FROM)
+
+/**
+ * The names of a {@link NAMES_COLUMNS} row, each checked. When a name is not text or holds `/`
+ * (a damaged database: the counts do not add up), the names are read one row each, so that
+ * `checkedName` reports the bad one.
+ */
+async function namesOf(
+  q: Queryable,
+  row: readonly unknown[],
+  dirIno: number,
+  path: string,
+): Promise<string[]> {
+  const [joined, n, texts] = row as [string | null, number, number]
+  const names = joined === null ? [] : joined.split('/')
+  if (texts === n && names.length === n) return names.map((name) => checkedName(name, dirIno, path))
+  const { rows } = await q.execute<unknown[]>({
+    sql: 'SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name',
+    params: [dirIno],
+    arrays: true,
+  })
+  return rows.map(([name]) => checkedName(name, dirIno, path))
+}
 
 /**
  * A directory's names in one statement when the path cache holds the directory; undefined when
@@ -79,7 +103,7 @@ async function cachedNames(q: Queryable, path: string): Promise<string[] | undef
   if (ino === undefined) return
   const row = await cache.stamped(NAMES_SQL, [ino])
   if (!row) return
-  return (JSON.parse(row[0] as string) as unknown[]).map((name) => checkedName(name, ino, path))
+  return namesOf(cache.source, row, ino, path)
 }
 
 /** `statfs`: used space from the sizes, a nominal 2^31 blocks and files free. */
