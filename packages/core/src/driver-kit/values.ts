@@ -21,69 +21,62 @@ export function bindIntegers(
   return out
 }
 
-/** Rows read with bigint integers, narrowed: safe integers become numbers (in place). */
-export function convertRows<Row>(rows: unknown[]): Row[] {
-  if (rows.length === 0) return rows as Row[]
-  if (Array.isArray(rows[0])) {
-    for (let r = 0; r < rows.length; r++) {
-      const row = rows[r] as unknown[]
-      for (let k = 0; k < row.length; k++) {
-        const value = row[k]
-        if (typeof value === 'bigint') row[k] = fromSqlInteger(value)
-        else if (value instanceof ArrayBuffer) row[k] = new Uint8Array(value)
-      }
-    }
-    return rows as Row[]
+/** `[0, 1, …, n - 1]` by `n`: the columns of array rows, built once per width. */
+const indices: number[][] = []
+
+/**
+ * The columns of a statement's rows, listed once from the first row (every row of a statement
+ * has the same ones; a `for…in` per row costs more than the statement's own row building on
+ * wide rows): the keys of object rows, the positions of array rows (`Statement.arrays`).
+ */
+function columnsOf(first: unknown): readonly (string | number)[] {
+  if (!Array.isArray(first)) return Object.keys(first as object)
+  const n = first.length
+  let columns = indices[n]
+  if (columns === undefined) {
+    columns = Array.from({ length: n }, (_, i) => i)
+    if (n <= 64) indices[n] = columns
   }
-  // Every row of a statement has the same columns: list them once (a `for…in` per row costs
-  // more than the statement's own row building on wide rows).
-  const keys = Object.keys(rows[0] as object)
-  for (let r = 0; r < rows.length; r++) {
-    const row = rows[r] as Record<string, unknown>
-    for (let k = 0; k < keys.length; k++) {
-      const key = keys[k]!
-      const value = row[key]
-      if (typeof value === 'bigint') row[key] = fromSqlInteger(value)
-      // Engines that hand blobs out as ArrayBuffer (libsql): a view, no copy.
-      else if (value instanceof ArrayBuffer) row[key] = new Uint8Array(value)
-    }
-  }
-  return rows as Row[]
+  return columns
 }
 
 /** 2^53: every int64 below it in magnitude is exact as a double; every one above reads as ≥ it. */
 const EXACT_LIMIT = 9007199254740992
 
 /**
- * Rows read with integers as JS numbers, checked: true when every number is below 2^53 in
- * magnitude, so no integer can have been rounded (a larger one, or NaN, returns false and the
- * caller reads the rows again with bigint integers). Blobs handed out as ArrayBuffer become
- * views, as in {@link convertRows}.
+ * One pass over rows, in place: bigints narrowed (safe ones become numbers), blobs handed out
+ * as ArrayBuffer (libsql) made views, no copy; with `checkNumbers`, false at the first number
+ * of 2^53 or more in magnitude (or NaN).
  */
-export function exactNumberRows(rows: unknown[]): boolean {
+function visitRows(rows: unknown[], checkNumbers: boolean): boolean {
   if (rows.length === 0) return true
-  if (Array.isArray(rows[0])) {
-    for (let r = 0; r < rows.length; r++) {
-      const row = rows[r] as unknown[]
-      for (let k = 0; k < row.length; k++) {
-        const value = row[k]
-        if (typeof value === 'number') {
-          if (!(value < EXACT_LIMIT && value > -EXACT_LIMIT)) return false
-        } else if (value instanceof ArrayBuffer) row[k] = new Uint8Array(value)
-      }
-    }
-    return true
-  }
-  const keys = Object.keys(rows[0] as object)
+  const columns = columnsOf(rows[0])
   for (let r = 0; r < rows.length; r++) {
-    const row = rows[r] as Record<string, unknown>
-    for (let k = 0; k < keys.length; k++) {
-      const key = keys[k]!
-      const value = row[key]
+    const row = rows[r] as Record<string | number, unknown>
+    for (let k = 0; k < columns.length; k++) {
+      const column = columns[k]!
+      const value = row[column]
       if (typeof value === 'number') {
-        if (!(value < EXACT_LIMIT && value > -EXACT_LIMIT)) return false
-      } else if (value instanceof ArrayBuffer) row[key] = new Uint8Array(value)
+        if (checkNumbers && !(value < EXACT_LIMIT && value > -EXACT_LIMIT)) return false
+      } else if (typeof value === 'bigint') row[column] = fromSqlInteger(value)
+      else if (value instanceof ArrayBuffer) row[column] = new Uint8Array(value)
     }
   }
   return true
+}
+
+/** Rows read with bigint integers, narrowed: safe integers become numbers (in place). */
+export function convertRows<Row>(rows: unknown[]): Row[] {
+  visitRows(rows, false)
+  return rows as Row[]
+}
+
+/**
+ * Rows read with integers as JS numbers, checked: true when every number is below 2^53 in
+ * magnitude, so no integer can have been rounded (a larger one, or NaN, returns false and the
+ * caller reads the rows again with bigint integers). Blobs become views, as in
+ * {@link convertRows}.
+ */
+export function exactNumberRows(rows: unknown[]): boolean {
+  return visitRows(rows, true)
 }
