@@ -30,6 +30,7 @@ describe('betterSqlite3Driver', () => {
       inMemory: false,
       remote: false,
       snapshotTokens: true,
+      arrayRows: true,
     })
     await db.close()
   })

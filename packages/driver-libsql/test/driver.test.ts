@@ -29,6 +29,7 @@ describe('libsqlDriver', () => {
       remote: false,
       // One connection of the engine: rows can be stamped for the path cache.
       snapshotTokens: true,
+      arrayRows: true,
     })
     await db.close()
   })

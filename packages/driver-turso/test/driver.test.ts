@@ -29,6 +29,8 @@ describe('tursoDriver', () => {
       remote: false,
       recursiveQueries: false,
       snapshotTokens: false,
+      // The kit builds array rows from the engine's objects.
+      arrayRows: true,
     })
     expect(recursiveQueries(db)).toBe(false)
     await db.close()
