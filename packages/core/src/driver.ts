@@ -15,6 +15,11 @@ export function fromSqlInteger(value: bigint): number | bigint {
   return value <= MAX_SAFE && value >= MIN_SAFE ? Number(value) : value
 }
 
+/** Rows as arrays of their values in column order (see `Statement.arrays`); arrays stay. */
+export function arrayRowsOf(rows: readonly unknown[]): unknown[] {
+  return rows.map((row) => (Array.isArray(row) ? row : Object.values(row as object)))
+}
+
 /** One SQL statement with positional (`?`) parameters. */
 export interface Statement {
   readonly sql: string

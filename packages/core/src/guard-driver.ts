@@ -7,6 +7,7 @@ import type {
   SqlValue,
   Statement,
 } from './driver.js'
+import { arrayRowsOf } from './driver.js'
 import { AgentFsError, isAgentFsError } from './errors.js'
 import { mapSqliteError } from './map-error.js'
 import { Mutex } from './mutex.js'
@@ -100,8 +101,7 @@ function checkParams(statement: Statement): void {
 
 /** A result's object rows as arrays of their values (for drivers without `arrayRows`). */
 function toArrayRows<Row>(result: QueryResult<Row>): QueryResult<Row> {
-  const rows = result.rows.map((row) => (Array.isArray(row) ? row : Object.values(row as object)))
-  return { ...result, rows: rows as Row[] }
+  return { ...result, rows: arrayRowsOf(result.rows) as Row[] }
 }
 
 /** `pending`, with array rows when the statement asks for them and the driver cannot. */

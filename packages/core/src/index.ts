@@ -94,13 +94,7 @@ export {
   SPEC_VERSION,
 } from './schema.js'
 export { MAX_SLOT, SLOT_SPAN, slotIds } from './slot-ids.js'
-export type { SnapshotSource, SnapshotStamp, SnapshotToken } from './snapshot.js'
-export {
-  SNAPSHOT_COLUMNS,
-  sameSnapshot,
-  snapshotSource,
-  tokenOf,
-  tokenOfValues,
-} from './snapshot.js'
+export type { SnapshotSource, SnapshotToken } from './snapshot.js'
+export { SNAPSHOT_COLUMNS, sameSnapshot, snapshotSource, tokenOf } from './snapshot.js'
 export type { VersionRetention } from './versions.js'
 export { captureVersion, VERSION_DEFAULTS, versionRetention } from './versions.js'

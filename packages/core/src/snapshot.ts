@@ -4,16 +4,11 @@ import type { Queryable } from './guard-driver.js'
 /**
  * Columns that stamp a statement's row with where the connection stood when it ran: another
  * connection's commit moves `data_version`, this connection's own row changes move
- * `total_changes()`. Append them to a SELECT whose answer a cache keeps.
+ * `total_changes()`. Append them, last, to a SELECT whose answer a cache keeps, and read its
+ * rows as arrays (`Statement.arrays`): {@link tokenOf} takes the last two values.
  */
 export const SNAPSHOT_COLUMNS =
   '(SELECT data_version FROM pragma_data_version) AS snapshot_dv, total_changes() AS snapshot_tc'
-
-/** What {@link SNAPSHOT_COLUMNS} add to a row. */
-export interface SnapshotStamp {
-  readonly snapshot_dv: number
-  readonly snapshot_tc: number
-}
 
 /**
  * Where the database stood for one cached answer: equal tokens mean nothing that statement
@@ -47,16 +42,11 @@ export function snapshotSource(executor: Executor): SnapshotSource | undefined {
     : undefined
 }
 
-/** The token of a row stamped with {@link SNAPSHOT_COLUMNS}, at `generation`. */
-export function tokenOf(row: SnapshotStamp, generation: number): SnapshotToken {
-  return { dv: Number(row.snapshot_dv), tc: Number(row.snapshot_tc), generation }
-}
-
 /**
  * The token of an array row (`Statement.arrays`) whose last two values are
  * {@link SNAPSHOT_COLUMNS}, at `generation`.
  */
-export function tokenOfValues(row: readonly unknown[], generation: number): SnapshotToken {
+export function tokenOf(row: readonly unknown[], generation: number): SnapshotToken {
   const n = row.length
   return { dv: Number(row[n - 2]), tc: Number(row[n - 1]), generation }
 }

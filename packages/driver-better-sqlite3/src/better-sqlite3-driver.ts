@@ -7,6 +7,7 @@ import {
   localSource,
   type SyncConnection,
   type SyncStatement,
+  statementOver,
 } from '@agentfs/core/driver-kit'
 
 /** The parts of a better-sqlite3 `Statement` this driver uses (structural: no type dependency). */
@@ -107,35 +108,17 @@ async function openFile(path: string, readonly: boolean): Promise<BetterSqlite3D
   }
 }
 
-/**
- * A prepared better-sqlite3 statement as the kit's {@link SyncStatement}: a read-only one reads
- * numbers by default (no bigint per integer) and bigints only when the kit asks again.
- */
+/** A prepared better-sqlite3 statement as the kit's {@link SyncStatement}. */
 function syncStatement(statement: BetterSqlite3Statement): SyncStatement {
-  const run = (params: readonly unknown[]) => statement.run(...params)
-  if (statement.reader && statement.readonly) {
-    return {
-      reader: true,
-      readonly: true,
-      allNumbers: (params) => statement.all(...params),
-      all: (params) => {
-        statement.safeIntegers(true)
-        try {
-          return statement.all(...params)
-        } finally {
-          statement.safeIntegers(false)
-        }
-      },
-      run,
-    }
-  }
-  if (statement.reader) statement.safeIntegers(true)
-  return {
-    reader: statement.reader,
-    readonly: statement.readonly,
-    all: (params) => statement.all(...params),
-    run,
-  }
+  return statementOver(
+    {
+      all: (params) => statement.all(...params),
+      run: (params) => statement.run(...params),
+      readBigInts: (on) => statement.safeIntegers(on),
+    },
+    statement.reader,
+    statement.readonly,
+  )
 }
 
 /** A better-sqlite3 database seen as the kit's {@link SyncConnection}. */

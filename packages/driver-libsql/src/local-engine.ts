@@ -6,6 +6,7 @@ import {
   type SyncConnection,
   type SyncDriverOptions,
   type SyncStatement,
+  statementOver,
 } from '@agentfs/core/driver-kit'
 
 /** The parts of the `libsql` engine's `Statement` this driver uses (structural). */
@@ -57,33 +58,20 @@ function openEngine(path: string): EngineDatabase {
 }
 
 /**
- * A prepared statement as the kit's {@link SyncStatement}: a read-only one reads numbers by
- * default (no bigint per integer) and bigints only when the kit asks again. Parameters always
- * go as one array: the engine takes a single object argument as named parameters, so a lone
- * null or Buffer parameter passed spread would be misread (or crash it).
+ * A prepared statement as the kit's {@link SyncStatement}. Parameters always go as one array:
+ * the engine takes a single object argument as named parameters, so a lone null or Buffer
+ * parameter passed spread would be misread (or crash it).
  */
 function syncStatement(statement: EngineStatement, sql: string): SyncStatement {
-  const reader = statement.reader
-  const readonly = reader && !RETURNING.test(sql)
-  const run = (params: readonly unknown[]) => statement.run(params)
-  if (readonly) {
-    return {
-      reader,
-      readonly,
-      allNumbers: (params) => statement.all(params),
-      all: (params) => {
-        statement.safeIntegers(true)
-        try {
-          return statement.all(params)
-        } finally {
-          statement.safeIntegers(false)
-        }
-      },
-      run,
-    }
-  }
-  if (reader) statement.safeIntegers(true)
-  return { reader, readonly, all: (params) => statement.all(params), run }
+  return statementOver(
+    {
+      all: (params) => statement.all(params),
+      run: (params) => statement.run(params),
+      readBigInts: (on) => statement.safeIntegers(on),
+    },
+    statement.reader,
+    statement.reader && !RETURNING.test(sql),
+  )
 }
 
 function connection(db: EngineDatabase, file: string | undefined): SyncConnection {

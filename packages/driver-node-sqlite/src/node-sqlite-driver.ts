@@ -5,6 +5,7 @@ import {
   localSource,
   type SyncConnection,
   type SyncStatement,
+  statementOver,
 } from '@agentfs/core/driver-kit'
 
 /** The parts of a `node:sqlite` `StatementSync` this driver uses (structural). */
@@ -71,40 +72,20 @@ async function openFile(path: string, readonly: boolean): Promise<NodeSqliteData
  */
 const RETURNING = /\bRETURNING\b/i
 
-/**
- * A prepared statement as the kit's {@link SyncStatement}: a read-only one reads numbers by
- * default (no bigint per integer) and bigints only when the kit asks again.
- */
+/** A prepared statement as the kit's {@link SyncStatement}. */
 function syncStatement(statement: NodeSqliteStatement, sql: string): SyncStatement {
   const reader = statement.columns().length > 0
-  const readonly = reader && !RETURNING.test(sql)
-  const run = (params: readonly unknown[]) => statement.run(...params)
-  if (readonly) {
-    return {
-      reader,
-      readonly,
-      allNumbers: (params) => {
-        try {
-          return statement.all(...params)
-        } catch (error) {
-          // node:sqlite refuses an integer beyond 2^53 rather than round it.
-          if ((error as { code?: unknown }).code === 'ERR_OUT_OF_RANGE') return undefined
-          throw error
-        }
-      },
-      all: (params) => {
-        statement.setReadBigInts(true)
-        try {
-          return statement.all(...params)
-        } finally {
-          statement.setReadBigInts(false)
-        }
-      },
-      run,
-    }
-  }
-  if (reader) statement.setReadBigInts(true)
-  return { reader, readonly, all: (params) => statement.all(...params), run }
+  return statementOver(
+    {
+      all: (params) => statement.all(...params),
+      run: (params) => statement.run(...params),
+      readBigInts: (on) => statement.setReadBigInts(on),
+      // node:sqlite refuses an integer beyond 2^53 as a number rather than round it.
+      refusesNumber: (error) => (error as { code?: unknown }).code === 'ERR_OUT_OF_RANGE',
+    },
+    reader,
+    reader && !RETURNING.test(sql),
+  )
 }
 
 function connection(db: NodeSqliteDatabase, file: string | undefined, readonly: boolean) {

@@ -6,7 +6,7 @@ import {
   type SnapshotToken,
   sameSnapshot,
   snapshotSource,
-  tokenOfValues,
+  tokenOf,
 } from '@agentfs/core'
 import { type InodeRow, inodeOf } from './inode.js'
 
@@ -86,10 +86,7 @@ export class PathCache {
     const before = this.source.generation
     const { rows } = await this.source.execute<unknown[]>({ sql, params, arrays: true })
     const row = rows[0]!
-    if (
-      this.source.generation !== before ||
-      !sameSnapshot(this.#token, tokenOfValues(row, before))
-    ) {
+    if (this.source.generation !== before || !sameSnapshot(this.#token, tokenOf(row, before))) {
       this.clear()
       return undefined
     }

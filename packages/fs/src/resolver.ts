@@ -10,7 +10,7 @@ import {
   SNAPSHOT_COLUMNS,
   type SnapshotToken,
   sameSnapshot,
-  tokenOfValues,
+  tokenOf,
 } from '@agentfs/core'
 import { assembleWhole, MAX_READ_FILE } from './chunks.js'
 import { INODE_COLUMNS, type InodeRow, inodeOf, isDir, isLnk } from './inode.js'
@@ -186,7 +186,7 @@ class Stamps {
 
   /** Adds the stamps of a chain's array row (its last two values). */
   add(row: readonly unknown[]): void {
-    const token = tokenOfValues(row, this.generation)
+    const token = tokenOf(row, this.generation)
     if (this.token === undefined) this.token = token
     else if (!sameSnapshot(this.token, token)) this.consistent = false
   }

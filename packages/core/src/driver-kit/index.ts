@@ -10,6 +10,8 @@ export type { BetterSqliteLikeDatabase } from './connection.js'
 export { connectionOver } from './connection.js'
 export type { LocalDriverConfig } from './lazy.js'
 export { FileLock, lazyConnection, localSource } from './lazy.js'
+export type { ModalStatement } from './statement.js'
+export { statementOver } from './statement.js'
 export type {
   SyncConnection,
   SyncDriverOptions,

@@ -1,5 +1,12 @@
 import { isBusyError, retryBusy } from '../busy-retry.js'
-import type { Driver, Executor, QueryResult, SqlValue, Statement } from '../driver.js'
+import {
+  arrayRowsOf,
+  type Driver,
+  type Executor,
+  type QueryResult,
+  type SqlValue,
+  type Statement,
+} from '../driver.js'
 import { AgentFsError } from '../errors.js'
 import { mapSqliteError } from '../map-error.js'
 import { FileLock } from './lazy.js'
@@ -104,8 +111,6 @@ export interface SyncDriverSpec extends SyncDriverOptions {
 }
 
 const same = (rows: unknown[]): unknown[] => rows
-const valuesOf = (rows: unknown[]): unknown[] =>
-  rows.map((row) => (Array.isArray(row) ? row : Object.values(row as object)))
 
 /**
  * Builds a {@link Driver} from a synchronous SQLite binding: lazy open, WAL and the pragmas, a
@@ -199,7 +204,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     if (prepared.reader) {
       readsSinceTurn++
       // Object rows where arrays were asked for: the binding has no array mode.
-      const shape = arrays && handle.prepareArrays === undefined ? valuesOf : same
+      const shape = arrays && handle.prepareArrays === undefined ? arrayRowsOf : same
       if (prepared.allNumbers !== undefined && prepared.readonly) {
         // Reading again is harmless: the statement cannot change anything, and inside a
         // transaction it sees the same snapshot.
