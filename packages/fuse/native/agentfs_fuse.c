@@ -1,0 +1,996 @@
+/*
+ * @agentfs/fuse: a Node-API binding of libfuse 3's low-level (inode-based) API.
+ *
+ * libfuse's session loop runs on a thread of its own. Each kernel request is copied into a
+ * `request_t` and queued to JavaScript through a thread-safe function without waiting, so the
+ * loop goes on reading requests while earlier ones are still being answered: JavaScript answers
+ * them in any order, from its own thread, with the reply functions below (libfuse's replies are
+ * safe from any thread). A request JavaScript drops unanswered is answered EIO when its handle is
+ * collected, so the kernel never waits forever. The session is freed only after the loop has
+ * ended and every request it handed out has been answered.
+ */
+#define FUSE_USE_VERSION 34
+#define NAPI_VERSION 8
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <node_api.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Operation numbers, in the order of OPERATIONS in src/native.ts. */
+enum {
+  OP_LOOKUP,
+  OP_FORGET,
+  OP_GETATTR,
+  OP_SETATTR,
+  OP_READLINK,
+  OP_MKNOD,
+  OP_MKDIR,
+  OP_UNLINK,
+  OP_RMDIR,
+  OP_SYMLINK,
+  OP_RENAME,
+  OP_LINK,
+  OP_OPEN,
+  OP_READ,
+  OP_WRITE,
+  OP_FLUSH,
+  OP_RELEASE,
+  OP_FSYNC,
+  OP_OPENDIR,
+  OP_READDIR,
+  OP_RELEASEDIR,
+  OP_FSYNCDIR,
+  OP_STATFS,
+  OP_CREATE,
+  OP_FALLOCATE,
+  OP_ENDED, /* not a request: the session loop has ended (unmounted, from here or outside) */
+};
+
+typedef struct session {
+  struct fuse_session *se;
+  pthread_t thread;
+  napi_threadsafe_function tsfn;
+  pthread_mutex_t lock;
+  int refs;         /* 1 for the loop, 1 per request handed out and not yet answered */
+  int loop_running; /* the thread has not finished */
+  int joined;
+  int loop_result;
+} session_t;
+
+typedef struct request {
+  int op;
+  session_t *session;
+  fuse_req_t req; /* NULL once answered */
+  fuse_ino_t ino, ino2;
+  char *name, *name2;
+  uint64_t fh;
+  int flags, to_set, datasync;
+  mode_t mode;
+  dev_t rdev;
+  size_t size;
+  off_t off, length;
+  char *data;
+  size_t data_len;
+  struct stat attr;
+  uint64_t nlookup;
+  uid_t uid;
+  gid_t gid;
+  pid_t pid;
+  mode_t umask;
+} request_t;
+
+static void session_unref(session_t *s) {
+  pthread_mutex_lock(&s->lock);
+  int left = --s->refs;
+  pthread_mutex_unlock(&s->lock);
+  if (left > 0) return;
+  if (!s->joined) pthread_join(s->thread, NULL);
+  fuse_session_destroy(s->se);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}
+
+static void request_free_fields(request_t *r) {
+  free(r->name);
+  free(r->name2);
+  free(r->data);
+  r->name = r->name2 = r->data = NULL;
+}
+
+/* Takes the request for answering: NULL when it was answered already. */
+static fuse_req_t take(request_t *r) {
+  fuse_req_t req = r->req;
+  r->req = NULL;
+  return req;
+}
+
+static void answered(request_t *r) { session_unref(r->session); }
+
+static void request_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  request_t *r = data;
+  fuse_req_t req = take(r);
+  if (req != NULL) {
+    fuse_reply_err(req, EIO);
+    answered(r);
+  }
+  request_free_fields(r);
+  free(r);
+}
+
+/* ---- from the loop thread to JavaScript ---- */
+
+static void post(session_t *s, request_t *r) {
+  r->session = s;
+  if (r->req != NULL) {
+    const struct fuse_ctx *ctx = fuse_req_ctx(r->req);
+    r->uid = ctx->uid;
+    r->gid = ctx->gid;
+    r->pid = ctx->pid;
+    r->umask = ctx->umask;
+    pthread_mutex_lock(&s->lock);
+    s->refs++;
+    pthread_mutex_unlock(&s->lock);
+  }
+  if (napi_call_threadsafe_function(s->tsfn, r, napi_tsfn_nonblocking) != napi_ok) {
+    /* The JavaScript side is gone (environment shutting down). */
+    fuse_req_t req = take(r);
+    if (req != NULL) {
+      fuse_reply_err(req, EIO);
+      answered(r);
+    }
+    request_free_fields(r);
+    free(r);
+  }
+}
+
+static request_t *new_request(fuse_req_t req, int op, fuse_ino_t ino) {
+  request_t *r = calloc(1, sizeof(request_t));
+  if (r == NULL) {
+    if (req != NULL) fuse_reply_err(req, ENOMEM);
+    return NULL;
+  }
+  r->req = req;
+  r->op = op;
+  r->ino = ino;
+  return r;
+}
+
+static char *copy_string(const char *text) { return text == NULL ? NULL : strdup(text); }
+
+#define SESSION(req) ((session_t *)fuse_req_userdata(req))
+#define BEGIN(op, ino)                                   \
+  request_t *r = new_request(req, op, ino);              \
+  if (r == NULL) return;
+#define SEND() post(SESSION(req), r)
+
+static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+  BEGIN(OP_LOOKUP, parent);
+  r->name = copy_string(name);
+  SEND();
+}
+
+static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  session_t *s = SESSION(req);
+  fuse_reply_none(req);
+  request_t *r = new_request(NULL, OP_FORGET, ino);
+  if (r == NULL) return;
+  r->nlookup = nlookup;
+  post(s, r);
+}
+
+static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets) {
+  session_t *s = SESSION(req);
+  fuse_reply_none(req);
+  for (size_t i = 0; i < count; i++) {
+    request_t *r = new_request(NULL, OP_FORGET, forgets[i].ino);
+    if (r == NULL) return;
+    r->nlookup = forgets[i].nlookup;
+    post(s, r);
+  }
+}
+
+static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+  BEGIN(OP_GETATTR, ino);
+  r->fh = fi != NULL ? fi->fh : 0;
+  SEND();
+}
+
+static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi) {
+  BEGIN(OP_SETATTR, ino);
+  r->attr = *attr;
+  r->to_set = to_set;
+  r->fh = fi != NULL ? fi->fh : 0;
+  SEND();
+}
+
+static void ll_readlink(fuse_req_t req, fuse_ino_t ino) {
+  BEGIN(OP_READLINK, ino);
+  SEND();
+}
+
+static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                     dev_t rdev) {
+  BEGIN(OP_MKNOD, parent);
+  r->name = copy_string(name);
+  r->mode = mode;
+  r->rdev = rdev;
+  SEND();
+}
+
+static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
+  BEGIN(OP_MKDIR, parent);
+  r->name = copy_string(name);
+  r->mode = mode;
+  SEND();
+}
+
+static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
+  BEGIN(OP_UNLINK, parent);
+  r->name = copy_string(name);
+  SEND();
+}
+
+static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
+  BEGIN(OP_RMDIR, parent);
+  r->name = copy_string(name);
+  SEND();
+}
+
+static void ll_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name) {
+  BEGIN(OP_SYMLINK, parent);
+  r->name = copy_string(name);
+  r->name2 = copy_string(link);
+  SEND();
+}
+
+static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags) {
+  BEGIN(OP_RENAME, parent);
+  r->name = copy_string(name);
+  r->ino2 = newparent;
+  r->name2 = copy_string(newname);
+  r->flags = (int)flags;
+  SEND();
+}
+
+static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
+  BEGIN(OP_LINK, ino);
+  r->ino2 = newparent;
+  r->name2 = copy_string(newname);
+  SEND();
+}
+
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+  BEGIN(OP_OPEN, ino);
+  r->flags = fi->flags;
+  SEND();
+}
+
+static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi) {
+  BEGIN(OP_READ, ino);
+  r->size = size;
+  r->off = off;
+  r->fh = fi->fh;
+  SEND();
+}
+
+static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi) {
+  BEGIN(OP_WRITE, ino);
+  r->data = malloc(size > 0 ? size : 1);
+  if (r->data == NULL) {
+    fuse_reply_err(req, ENOMEM);
+    free(r);
+    return;
+  }
+  memcpy(r->data, buf, size);
+  r->data_len = size;
+  r->off = off;
+  r->fh = fi->fh;
+  SEND();
+}
+
+static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+  BEGIN(OP_FLUSH, ino);
+  r->fh = fi->fh;
+  SEND();
+}
+
+static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+  BEGIN(OP_RELEASE, ino);
+  r->fh = fi->fh;
+  r->flags = fi->flags;
+  SEND();
+}
+
+static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+  BEGIN(OP_FSYNC, ino);
+  r->datasync = datasync;
+  r->fh = fi->fh;
+  SEND();
+}
+
+static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+  BEGIN(OP_OPENDIR, ino);
+  r->flags = fi->flags;
+  SEND();
+}
+
+static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi) {
+  BEGIN(OP_READDIR, ino);
+  r->size = size;
+  r->off = off;
+  r->fh = fi->fh;
+  SEND();
+}
+
+static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+  BEGIN(OP_RELEASEDIR, ino);
+  r->fh = fi->fh;
+  SEND();
+}
+
+static void ll_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+  BEGIN(OP_FSYNCDIR, ino);
+  r->datasync = datasync;
+  r->fh = fi->fh;
+  SEND();
+}
+
+static void ll_statfs(fuse_req_t req, fuse_ino_t ino) {
+  BEGIN(OP_STATFS, ino);
+  SEND();
+}
+
+static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi) {
+  BEGIN(OP_CREATE, parent);
+  r->name = copy_string(name);
+  r->mode = mode;
+  r->flags = fi->flags;
+  SEND();
+}
+
+static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                         struct fuse_file_info *fi) {
+  BEGIN(OP_FALLOCATE, ino);
+  r->flags = mode;
+  r->off = offset;
+  r->length = length;
+  r->fh = fi->fh;
+  SEND();
+}
+
+/*
+ * The kernel clears setuid/setgid bits itself on write, truncate and chown (sending the mode
+ * change as a setattr), so the filesystem does not have to.
+ */
+static void ll_init(void *userdata, struct fuse_conn_info *conn) {
+  (void)userdata;
+  conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+}
+
+static const struct fuse_lowlevel_ops OPERATIONS = {
+    .init = ll_init,
+    .lookup = ll_lookup,
+    .forget = ll_forget,
+    .forget_multi = ll_forget_multi,
+    .getattr = ll_getattr,
+    .setattr = ll_setattr,
+    .readlink = ll_readlink,
+    .mknod = ll_mknod,
+    .mkdir = ll_mkdir,
+    .unlink = ll_unlink,
+    .rmdir = ll_rmdir,
+    .symlink = ll_symlink,
+    .rename = ll_rename,
+    .link = ll_link,
+    .open = ll_open,
+    .read = ll_read,
+    .write = ll_write,
+    .flush = ll_flush,
+    .release = ll_release,
+    .fsync = ll_fsync,
+    .opendir = ll_opendir,
+    .readdir = ll_readdir,
+    .releasedir = ll_releasedir,
+    .fsyncdir = ll_fsyncdir,
+    .statfs = ll_statfs,
+    .create = ll_create,
+    .fallocate = ll_fallocate,
+};
+
+static void *loop_thread(void *data) {
+  session_t *s = data;
+  s->loop_result = fuse_session_loop(s->se);
+  request_t *r = new_request(NULL, OP_ENDED, 0);
+  if (r != NULL) {
+    r->flags = s->loop_result;
+    post(s, r);
+  }
+  return NULL;
+}
+
+/* ---- in JavaScript's thread ---- */
+
+#define CHECK(call)                                                        \
+  do {                                                                     \
+    if ((call) != napi_ok) {                                               \
+      napi_throw_error(env, NULL, "agentfs fuse: Node-API call failed"); \
+      return NULL;                                                         \
+    }                                                                      \
+  } while (0)
+
+static void set_number(napi_env env, napi_value object, const char *key, double value) {
+  napi_value v;
+  napi_create_double(env, value, &v);
+  napi_set_named_property(env, object, key, v);
+}
+
+static void set_string(napi_env env, napi_value object, const char *key, const char *value) {
+  if (value == NULL) return;
+  napi_value v;
+  napi_create_string_utf8(env, value, NAPI_AUTO_LENGTH, &v);
+  napi_set_named_property(env, object, key, v);
+}
+
+/* Calls dispatch(op, handle, fields) for a request. */
+static void call_js(napi_env env, napi_value dispatch, void *context, void *data) {
+  (void)context;
+  request_t *r = data;
+  if (env == NULL) {
+    fuse_req_t req = take(r);
+    if (req != NULL) {
+      fuse_reply_err(req, EIO);
+      answered(r);
+    }
+    request_free_fields(r);
+    free(r);
+    return;
+  }
+  napi_value fields, op, handle, undefined, argv[3];
+  napi_get_undefined(env, &undefined);
+  napi_create_object(env, &fields);
+  napi_create_int32(env, r->op, &op);
+  set_number(env, fields, "ino", (double)r->ino);
+  set_string(env, fields, "name", r->name);
+  set_string(env, fields, "name2", r->name2);
+  switch (r->op) {
+    case OP_FORGET:
+      set_number(env, fields, "nlookup", (double)r->nlookup);
+      break;
+    case OP_ENDED:
+      set_number(env, fields, "result", r->flags);
+      break;
+    default:
+      set_number(env, fields, "ino2", (double)r->ino2);
+      set_number(env, fields, "fh", (double)r->fh);
+      set_number(env, fields, "flags", r->flags);
+      set_number(env, fields, "mode", r->mode);
+      set_number(env, fields, "rdev", (double)r->rdev);
+      set_number(env, fields, "size", (double)r->size);
+      set_number(env, fields, "offset", (double)r->off);
+      set_number(env, fields, "length", (double)r->length);
+      set_number(env, fields, "datasync", r->datasync);
+      set_number(env, fields, "uid", r->uid);
+      set_number(env, fields, "gid", r->gid);
+      set_number(env, fields, "pid", r->pid);
+      set_number(env, fields, "umask", r->umask);
+      break;
+  }
+  if (r->op == OP_SETATTR) {
+    set_number(env, fields, "toSet", r->to_set);
+    set_number(env, fields, "mode", r->attr.st_mode);
+    set_number(env, fields, "uid", r->attr.st_uid);
+    set_number(env, fields, "gid", r->attr.st_gid);
+    set_number(env, fields, "size", (double)r->attr.st_size);
+    set_number(env, fields, "atimeSec", (double)r->attr.st_atim.tv_sec);
+    set_number(env, fields, "atimeNsec", (double)r->attr.st_atim.tv_nsec);
+    set_number(env, fields, "mtimeSec", (double)r->attr.st_mtim.tv_sec);
+    set_number(env, fields, "mtimeNsec", (double)r->attr.st_mtim.tv_nsec);
+  }
+  if (r->op == OP_WRITE) {
+    napi_value buffer;
+    void *bytes;
+    napi_create_buffer_copy(env, r->data_len, r->data, &bytes, &buffer);
+    napi_set_named_property(env, fields, "data", buffer);
+    free(r->data);
+    r->data = NULL;
+  }
+  if (r->req != NULL) {
+    napi_create_external(env, r, request_finalize, NULL, &handle);
+  } else {
+    /* Nothing to answer: the fields are all JavaScript needs. */
+    handle = undefined;
+    request_free_fields(r);
+    if (r->op == OP_ENDED) {
+      session_t *s = r->session;
+      pthread_join(s->thread, NULL);
+      s->joined = 1;
+      s->loop_running = 0;
+      napi_release_threadsafe_function(s->tsfn, napi_tsfn_release);
+      free(r);
+      argv[0] = op;
+      argv[1] = handle;
+      argv[2] = fields;
+      napi_call_function(env, undefined, dispatch, 3, argv, NULL);
+      session_unref(s);
+      return;
+    }
+    free(r);
+  }
+  argv[0] = op;
+  argv[1] = handle;
+  argv[2] = fields;
+  napi_call_function(env, undefined, dispatch, 3, argv, NULL);
+}
+
+/* The request behind a handle, to answer it: throws when it was answered already. */
+static request_t *request_of(napi_env env, napi_value handle, fuse_req_t *req) {
+  request_t *r = NULL;
+  if (napi_get_value_external(env, handle, (void **)&r) != napi_ok || r == NULL) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: not a request handle");
+    return NULL;
+  }
+  *req = take(r);
+  if (*req == NULL) {
+    napi_throw_error(env, NULL, "agentfs fuse: this request was answered already");
+    return NULL;
+  }
+  return r;
+}
+
+static int args_of(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+  size_t argc = want;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < want) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: missing arguments");
+    return 0;
+  }
+  return 1;
+}
+
+static double number_of(napi_env env, napi_value value) {
+  double d = 0;
+  napi_get_value_double(env, value, &d);
+  return d;
+}
+
+/* Attributes from a Float64Array laid out as ATTR_FIELDS in src/native.ts. */
+enum {
+  A_INO, A_MODE, A_NLINK, A_UID, A_GID, A_RDEV, A_SIZE, A_BLOCKS, A_BLKSIZE,
+  A_ATIME, A_ATIME_NS, A_MTIME, A_MTIME_NS, A_CTIME, A_CTIME_NS, A_COUNT
+};
+
+static int attr_of(napi_env env, napi_value value, struct stat *st) {
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  if (napi_get_typedarray_info(env, value, &type, &length, &data, NULL, NULL) != napi_ok ||
+      type != napi_float64_array || length < A_COUNT) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: attributes must be a Float64Array(15)");
+    return 0;
+  }
+  const double *a = data;
+  memset(st, 0, sizeof(*st));
+  st->st_ino = (ino_t)a[A_INO];
+  st->st_mode = (mode_t)a[A_MODE];
+  st->st_nlink = (nlink_t)a[A_NLINK];
+  st->st_uid = (uid_t)a[A_UID];
+  st->st_gid = (gid_t)a[A_GID];
+  st->st_rdev = (dev_t)a[A_RDEV];
+  st->st_size = (off_t)a[A_SIZE];
+  st->st_blocks = (blkcnt_t)a[A_BLOCKS];
+  st->st_blksize = (blksize_t)a[A_BLKSIZE];
+  st->st_atim.tv_sec = (time_t)a[A_ATIME];
+  st->st_atim.tv_nsec = (long)a[A_ATIME_NS];
+  st->st_mtim.tv_sec = (time_t)a[A_MTIME];
+  st->st_mtim.tv_nsec = (long)a[A_MTIME_NS];
+  st->st_ctim.tv_sec = (time_t)a[A_CTIME];
+  st->st_ctim.tv_nsec = (long)a[A_CTIME_NS];
+  return 1;
+}
+
+/* After a reply: a failed one means the kernel went away (unmounted), which the loop reports. */
+static napi_value done(napi_env env, request_t *r, int result) {
+  (void)result;
+  answered(r);
+  napi_value undefined;
+  napi_get_undefined(env, &undefined);
+  return undefined;
+}
+
+/* replyError(handle, errno): errno 0 answers success for requests with no data. */
+static napi_value reply_error(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  fuse_req_t req;
+  if (!args_of(env, info, 2, argv)) return NULL;
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) return NULL;
+  return done(env, r, fuse_reply_err(req, (int)number_of(env, argv[1])));
+}
+
+static void entry_of(napi_env env, napi_value *argv, struct fuse_entry_param *e, int *ok) {
+  memset(e, 0, sizeof(*e));
+  e->ino = (fuse_ino_t)number_of(env, argv[1]);
+  *ok = attr_of(env, argv[2], &e->attr);
+  e->attr_timeout = number_of(env, argv[3]);
+  e->entry_timeout = number_of(env, argv[4]);
+}
+
+/* replyEntry(handle, nodeid, attr, attrTimeout, entryTimeout) */
+static napi_value reply_entry(napi_env env, napi_callback_info info) {
+  napi_value argv[5];
+  fuse_req_t req;
+  struct fuse_entry_param e;
+  int ok;
+  if (!args_of(env, info, 5, argv)) return NULL;
+  entry_of(env, argv, &e, &ok);
+  if (!ok) return NULL;
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) return NULL;
+  return done(env, r, fuse_reply_entry(req, &e));
+}
+
+/* replyCreate(handle, nodeid, attr, attrTimeout, entryTimeout, fh, keepCache) */
+static napi_value reply_create(napi_env env, napi_callback_info info) {
+  napi_value argv[7];
+  fuse_req_t req;
+  struct fuse_entry_param e;
+  struct fuse_file_info fi;
+  int ok;
+  if (!args_of(env, info, 7, argv)) return NULL;
+  entry_of(env, argv, &e, &ok);
+  if (!ok) return NULL;
+  memset(&fi, 0, sizeof(fi));
+  fi.fh = (uint64_t)number_of(env, argv[5]);
+  fi.keep_cache = number_of(env, argv[6]) != 0;
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) return NULL;
+  return done(env, r, fuse_reply_create(req, &e, &fi));
+}
+
+/* replyAttr(handle, attr, attrTimeout) */
+static napi_value reply_attr(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  fuse_req_t req;
+  struct stat st;
+  if (!args_of(env, info, 3, argv)) return NULL;
+  if (!attr_of(env, argv[1], &st)) return NULL;
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) return NULL;
+  return done(env, r, fuse_reply_attr(req, &st, number_of(env, argv[2])));
+}
+
+/* replyReadlink(handle, target) */
+static napi_value reply_readlink(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  fuse_req_t req;
+  char *target;
+  size_t length;
+  if (!args_of(env, info, 2, argv)) return NULL;
+  if (napi_get_value_string_utf8(env, argv[1], NULL, 0, &length) != napi_ok) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: a link target must be a string");
+    return NULL;
+  }
+  target = malloc(length + 1);
+  if (target == NULL) {
+    napi_throw_error(env, NULL, "agentfs fuse: out of memory");
+    return NULL;
+  }
+  napi_get_value_string_utf8(env, argv[1], target, length + 1, &length);
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) {
+    free(target);
+    return NULL;
+  }
+  int result = fuse_reply_readlink(req, target);
+  free(target);
+  return done(env, r, result);
+}
+
+/* replyOpen(handle, fh, keepCache) */
+static napi_value reply_open(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  fuse_req_t req;
+  struct fuse_file_info fi;
+  if (!args_of(env, info, 3, argv)) return NULL;
+  memset(&fi, 0, sizeof(fi));
+  fi.fh = (uint64_t)number_of(env, argv[1]);
+  fi.keep_cache = number_of(env, argv[2]) != 0;
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) return NULL;
+  return done(env, r, fuse_reply_open(req, &fi));
+}
+
+/* replyWrite(handle, count) */
+static napi_value reply_write(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  fuse_req_t req;
+  if (!args_of(env, info, 2, argv)) return NULL;
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) return NULL;
+  return done(env, r, fuse_reply_write(req, (size_t)number_of(env, argv[1])));
+}
+
+/* replyBuffer(handle, buffer, length) */
+static napi_value reply_buffer(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  fuse_req_t req;
+  void *data;
+  size_t length;
+  if (!args_of(env, info, 3, argv)) return NULL;
+  if (napi_get_buffer_info(env, argv[1], &data, &length) != napi_ok) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: data must be a Buffer");
+    return NULL;
+  }
+  double want = number_of(env, argv[2]);
+  if (want >= 0 && want < (double)length) length = (size_t)want;
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) return NULL;
+  return done(env, r, fuse_reply_buf(req, data, length));
+}
+
+/* replyStatfs(handle, Float64Array[bsize, frsize, blocks, bfree, bavail, files, ffree, namemax]) */
+static napi_value reply_statfs(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  fuse_req_t req;
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  if (!args_of(env, info, 2, argv)) return NULL;
+  if (napi_get_typedarray_info(env, argv[1], &type, &length, &data, NULL, NULL) != napi_ok ||
+      type != napi_float64_array || length < 8) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: statfs must be a Float64Array(8)");
+    return NULL;
+  }
+  const double *a = data;
+  struct statvfs st;
+  memset(&st, 0, sizeof(st));
+  st.f_bsize = (unsigned long)a[0];
+  st.f_frsize = (unsigned long)a[1];
+  st.f_blocks = (fsblkcnt_t)a[2];
+  st.f_bfree = (fsblkcnt_t)a[3];
+  st.f_bavail = (fsblkcnt_t)a[4];
+  st.f_files = (fsfilcnt_t)a[5];
+  st.f_ffree = (fsfilcnt_t)a[6];
+  st.f_favail = (fsfilcnt_t)a[6];
+  st.f_namemax = (unsigned long)a[7];
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) return NULL;
+  return done(env, r, fuse_reply_statfs(req, &st));
+}
+
+/*
+ * replyDirectory(handle, names, modes, start, size): the entries from index `start` of `names`
+ * (their types from `modes`, a Float64Array), each with the offset of the next, as many as fit
+ * in `size` bytes.
+ */
+static napi_value reply_directory(napi_env env, napi_callback_info info) {
+  napi_value argv[5];
+  fuse_req_t req;
+  uint32_t count;
+  napi_typedarray_type type;
+  size_t modes_length;
+  void *modes_data;
+  if (!args_of(env, info, 5, argv)) return NULL;
+  if (napi_get_array_length(env, argv[1], &count) != napi_ok ||
+      napi_get_typedarray_info(env, argv[2], &type, &modes_length, &modes_data, NULL, NULL) !=
+          napi_ok ||
+      type != napi_float64_array || modes_length < count) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: names must be an array, modes a Float64Array");
+    return NULL;
+  }
+  const double *modes = modes_data;
+  size_t start = (size_t)number_of(env, argv[3]);
+  size_t size = (size_t)number_of(env, argv[4]);
+  if (size > 1 << 20) size = 1 << 20;
+  char *buffer = malloc(size > 0 ? size : 1);
+  if (buffer == NULL) {
+    napi_throw_error(env, NULL, "agentfs fuse: out of memory");
+    return NULL;
+  }
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) {
+    free(buffer);
+    return NULL;
+  }
+  size_t used = 0;
+  char name[1024];
+  for (size_t i = start; i < count; i++) {
+    napi_value item;
+    size_t length;
+    if (napi_get_element(env, argv[1], (uint32_t)i, &item) != napi_ok ||
+        napi_get_value_string_utf8(env, item, name, sizeof(name), &length) != napi_ok ||
+        length >= sizeof(name) - 1)
+      break;
+    struct stat st;
+    memset(&st, 0, sizeof(st));
+    st.st_ino = 0xffffffff; /* as libfuse says an unknown inode; lookup gives the real one */
+    st.st_mode = (mode_t)modes[i];
+    size_t need = fuse_add_direntry(req, buffer + used, size - used, name, &st, (off_t)(i + 1));
+    if (need > size - used) break;
+    used += need;
+  }
+  int result = fuse_reply_buf(req, buffer, used);
+  free(buffer);
+  return done(env, r, result);
+}
+
+/* ---- mounting ---- */
+
+static void session_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)data;
+  (void)hint;
+  /* The session frees itself once its loop has ended and its requests are answered. */
+}
+
+/*
+ * mount(mountpoint, options, dispatch): mounts and starts the session loop. `options` is the
+ * comma-separated -o list. Returns the session handle.
+ */
+static napi_value mount(napi_env env, napi_callback_info info) {
+  napi_value argv[3], handle, name;
+  char mountpoint[4096], options[4096];
+  size_t length;
+  if (!args_of(env, info, 3, argv)) return NULL;
+  if (napi_get_value_string_utf8(env, argv[0], mountpoint, sizeof(mountpoint), &length) !=
+          napi_ok ||
+      length >= sizeof(mountpoint) - 1 ||
+      napi_get_value_string_utf8(env, argv[1], options, sizeof(options), &length) != napi_ok ||
+      length >= sizeof(options) - 1) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: mountpoint and options must be short strings");
+    return NULL;
+  }
+  char *args_v[] = {"agentfs", "-o", options, NULL};
+  struct fuse_args args = FUSE_ARGS_INIT(options[0] != '\0' ? 3 : 1, args_v);
+  session_t *s = calloc(1, sizeof(session_t));
+  if (s == NULL) {
+    napi_throw_error(env, NULL, "agentfs fuse: out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&s->lock, NULL);
+  s->refs = 1;
+  s->se = fuse_session_new(&args, &OPERATIONS, sizeof(OPERATIONS), s);
+  if (s->se == NULL) {
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    napi_throw_error(env, "EINVAL", "agentfs fuse: libfuse refused the mount options");
+    return NULL;
+  }
+  if (fuse_session_mount(s->se, mountpoint) != 0) {
+    int saved = errno;
+    fuse_session_destroy(s->se);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    char message[4400];
+    snprintf(message, sizeof(message), "agentfs fuse: cannot mount at %s (%s)", mountpoint,
+             saved != 0 ? strerror(saved) : "see the message above");
+    napi_throw_error(env, "EMOUNT", message);
+    return NULL;
+  }
+  napi_create_string_utf8(env, "agentfs fuse", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, argv[2], NULL, name, 0, 1, NULL, NULL, NULL, call_js,
+                                      &s->tsfn) != napi_ok) {
+    fuse_session_unmount(s->se);
+    fuse_session_destroy(s->se);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    napi_throw_error(env, NULL, "agentfs fuse: cannot create the request queue");
+    return NULL;
+  }
+  s->loop_running = 1;
+  if (pthread_create(&s->thread, NULL, loop_thread, s) != 0) {
+    napi_release_threadsafe_function(s->tsfn, napi_tsfn_abort);
+    fuse_session_unmount(s->se);
+    fuse_session_destroy(s->se);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    napi_throw_error(env, NULL, "agentfs fuse: cannot start the session thread");
+    return NULL;
+  }
+  CHECK(napi_create_external(env, s, session_finalize, NULL, &handle));
+  return handle;
+}
+
+/*
+ * unmount(session): ends the loop and takes the mount away (lazily, as `umount -l`: a busy
+ * mountpoint does not keep it). The loop's end is reported to dispatch as OP_ENDED.
+ */
+static napi_value unmount(napi_env env, napi_callback_info info) {
+  napi_value argv[1], undefined;
+  session_t *s = NULL;
+  if (!args_of(env, info, 1, argv)) return NULL;
+  if (napi_get_value_external(env, argv[0], (void **)&s) != napi_ok || s == NULL) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: not a session");
+    return NULL;
+  }
+  napi_get_undefined(env, &undefined);
+  if (!s->loop_running) return undefined;
+  fuse_session_exit(s->se);
+  /* Unmounting makes the loop's read of /dev/fuse fail, which ends it. */
+  fuse_session_unmount(s->se);
+  return undefined;
+}
+
+/* notifyInvalidate(session, nodeid): drops the kernel's cached attributes and data of nodeid. */
+static napi_value notify_invalidate(napi_env env, napi_callback_info info) {
+  napi_value argv[2], result;
+  session_t *s = NULL;
+  if (!args_of(env, info, 2, argv)) return NULL;
+  if (napi_get_value_external(env, argv[0], (void **)&s) != napi_ok || s == NULL) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: not a session");
+    return NULL;
+  }
+  int status = s->loop_running
+                   ? fuse_lowlevel_notify_inval_inode(s->se, (fuse_ino_t)number_of(env, argv[1]),
+                                                      0, 0)
+                   : -ENOTCONN;
+  napi_create_int32(env, status, &result);
+  return result;
+}
+
+/* notifyInvalidateEntry(session, parent, name): drops the kernel's cached name. */
+static napi_value notify_invalidate_entry(napi_env env, napi_callback_info info) {
+  napi_value argv[3], result;
+  session_t *s = NULL;
+  char name[1024];
+  size_t length;
+  if (!args_of(env, info, 3, argv)) return NULL;
+  if (napi_get_value_external(env, argv[0], (void **)&s) != napi_ok || s == NULL ||
+      napi_get_value_string_utf8(env, argv[2], name, sizeof(name), &length) != napi_ok) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: a session and a name are needed");
+    return NULL;
+  }
+  int status = s->loop_running
+                   ? fuse_lowlevel_notify_inval_entry(
+                         s->se, (fuse_ino_t)number_of(env, argv[1]), name, length)
+                   : -ENOTCONN;
+  napi_create_int32(env, status, &result);
+  return result;
+}
+
+static napi_value version(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value result;
+  napi_create_int32(env, fuse_version(), &result);
+  return result;
+}
+
+#define EXPORT(name, fn)                                                     \
+  do {                                                                       \
+    napi_value f;                                                            \
+    CHECK(napi_create_function(env, name, NAPI_AUTO_LENGTH, fn, NULL, &f)); \
+    CHECK(napi_set_named_property(env, exports, name, f));                   \
+  } while (0)
+
+static napi_value init(napi_env env, napi_value exports) {
+  EXPORT("mount", mount);
+  EXPORT("unmount", unmount);
+  EXPORT("notifyInvalidate", notify_invalidate);
+  EXPORT("notifyInvalidateEntry", notify_invalidate_entry);
+  EXPORT("replyError", reply_error);
+  EXPORT("replyEntry", reply_entry);
+  EXPORT("replyCreate", reply_create);
+  EXPORT("replyAttr", reply_attr);
+  EXPORT("replyReadlink", reply_readlink);
+  EXPORT("replyOpen", reply_open);
+  EXPORT("replyWrite", reply_write);
+  EXPORT("replyBuffer", reply_buffer);
+  EXPORT("replyStatfs", reply_statfs);
+  EXPORT("replyDirectory", reply_directory);
+  EXPORT("version", version);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)
