@@ -2,6 +2,10 @@ import { constants, existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { FileSystem, FsFileHandle, Stats } from '@agentfs/fs'
+import { kernelBindingProblem, type Mount, type MountOptions, mountKernel } from './fuse-mount.js'
+
+export type { Mount, MountOptions } from './fuse-mount.js'
+export { activeMounts } from './fuse-mount.js'
 
 /**
  * The FUSE side of `agentfs mount` and `agentfs run`: every kernel request becomes one call on a
@@ -24,20 +28,37 @@ interface FuseModule {
   unmount(mountpoint: string, cb: (error: Error | null) => void): void
 }
 
+const onPath = (command: string) =>
+  (process.env.PATH ?? '').split(':').some((dir) => dir !== '' && existsSync(`${dir}/${command}`))
+
+/**
+ * Which binding mounts here: `libfuse3` (`@agentfs/fuse`, built from source on install) or,
+ * when it could not be built, `fuse-native` (libfuse 2) if that is installed.
+ */
+export function fuseBinding(): 'libfuse3' | 'fuse-native' | undefined {
+  if (kernelBindingProblem() === undefined) return 'libfuse3'
+  try {
+    loadFuse()
+    return 'fuse-native'
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * Why FUSE mounts cannot work on this machine, or undefined when they can: the kernel device,
- * the `fusermount` helper and the fuse-native binding (which needs libfuse.so.2).
+ * the `fusermount3` helper and a binding.
  */
 export function fuseProblem(): string | undefined {
   if (!existsSync('/dev/fuse')) return '/dev/fuse is missing (Linux with the fuse module)'
-  const onPath = (process.env.PATH ?? '')
-    .split(':')
-    .some((dir) => dir !== '' && existsSync(`${dir}/fusermount`))
-  if (!onPath) return 'fusermount is not installed (apt-get install fuse3)'
+  if (!onPath('fusermount3') && !onPath('fusermount'))
+    return 'fusermount3 is not installed (apt-get install fuse3)'
+  const problem = kernelBindingProblem()
+  if (problem === undefined) return undefined
   try {
     loadFuse()
-  } catch (error) {
-    return (error as Error).message
+  } catch {
+    return problem
   }
   return undefined
 }
@@ -274,19 +295,16 @@ export function fuseOperations(fs: FileSystem, options: FuseOperationsOptions = 
   }
 }
 
-/** A mounted filesystem. */
-export interface Mount {
-  readonly mountpoint: string
-  /** Unmounts (lazily, so a busy mountpoint cannot block exit) and closes open handles. */
-  unmount(): Promise<void>
-}
-
-/** Mounts `fs` at `mountpoint` through FUSE; resolves once the kernel has the mount. */
+/**
+ * Mounts `fs` at `mountpoint` through FUSE; resolves once the kernel has the mount. The libfuse 3
+ * binding serves it; fuse-native only when that binding could not be built (`Mount.binding`).
+ */
 export async function mount(
   fs: FileSystem,
   mountpoint: string,
-  options: FuseOperationsOptions = {},
+  options: MountOptions = {},
 ): Promise<Mount> {
+  if (kernelBindingProblem() === undefined) return mountKernel(fs, mountpoint, options)
   const Fuse = loadFuse()
   const ops = fuseOperations(fs, options)
   const fuse = new Fuse(mountpoint, ops, {
@@ -296,13 +314,19 @@ export async function mount(
     // instead of 4 KiB ones (one transaction each).
     fsname: 'agentfs,big_writes,max_write=131072',
     subtype: 'agentfs',
+    ...(options.allowOther ? { allowOther: true } : {}),
   })
   await new Promise<void>((resolve, reject) =>
     fuse.mount((error) => (error ? reject(mountError(error, mountpoint)) : resolve())),
   )
   let done: Promise<void> | undefined
+  let ended!: () => void
   return {
     mountpoint,
+    binding: 'fuse-native',
+    ended: new Promise<void>((resolve) => {
+      ended = resolve
+    }),
     unmount: () => {
       done ??= new Promise<void>((resolve, reject) =>
         fuse.unmount((error) => (error ? reject(error) : resolve())),
@@ -310,6 +334,7 @@ export async function mount(
         const open = [...ops.handles.values()]
         ops.handles.clear()
         await Promise.allSettled(open.map((h) => h.close()))
+        ended()
       })
       return done
     },

@@ -30,6 +30,7 @@ export async function bundleCli(): Promise<{ cli: string; dispose(): Promise<voi
       '@agentfs/just-bash',
       'just-bash',
       'fuse-native',
+      '@agentfs/fuse',
       '@tursodatabase/sync',
       '@tursodatabase/database',
     ],

@@ -1,0 +1,389 @@
+import { constants } from 'node:fs'
+import type { FileSystem, FsFileHandle, Stats } from '@agentfs/fs'
+import { MAX_TREE_DEPTH } from '@agentfs/fs'
+import type { Attributes, Entry, Listing, Operations, Request } from '@agentfs/fuse'
+import { SET_ATTR } from '@agentfs/fuse'
+
+/**
+ * A {@link FileSystem} as libfuse's low-level operations: the kernel names files by node id, and
+ * one node stands for one inode however many names reach it (hard links are one file to the
+ * kernel, with one nlink and one ctime). A node remembers the names it was found under; a call
+ * on a node runs on the first name that still leads to the same inode (another process may have
+ * renamed or removed it), so every mutation stays one call, and one transaction, on the
+ * filesystem. New inodes belong to the caller (and to a setgid directory's group); directories
+ * report 2 + their subdirectories as nlink, as Linux does. The kernel checks permissions
+ * (`default_permissions`), against these owners and modes.
+ */
+
+const ROOT = 1
+/** Names a node remembers (later hard links beyond this are found again by lookup). */
+const MAX_NAMES = 8
+const S_IFMT = 0o170000
+const S_IFDIR = 0o040000
+const S_ISGID = 0o2000
+const RENAME_NOREPLACE = 1
+const RENAME_EXCHANGE = 2
+
+interface Node {
+  readonly nodeid: number
+  readonly key: string
+  /** Names it was found under, most recent first: [parent node id, name]. */
+  names: [number, string][]
+  /** The kernel's references (lookups not yet forgotten). */
+  lookups: number
+  mode: number
+  gid: number
+}
+
+const fail = (code: string, message: string): never => {
+  throw Object.assign(new Error(message), { code })
+}
+
+export interface KernelOptions {
+  /** The owner new inodes get when the caller is the same (the filesystem's own default). */
+  readonly uid: number
+  readonly gid: number
+  /** Report every inode as owned by this user / group (`agentfs mount --uid/--gid`). */
+  readonly reportUid?: number
+  readonly reportGid?: number
+}
+
+export interface KernelOperations extends Operations {
+  /** Open files and directories, for closing at unmount. */
+  readonly open: NonNullable<Operations['open']>
+  closeAll(): Promise<void>
+}
+
+export function kernelOperations(fs: FileSystem, options: KernelOptions): KernelOperations {
+  const nodes = new Map<number, Node>()
+  const byKey = new Map<string, number>()
+  const files = new Map<number, FsFileHandle>()
+  const dirs = new Map<number, Listing>()
+  let nextHandle = 1
+  let nextSpareId = 2 ** 40
+
+  const keyOf = (s: Stats) => `${s.dev}:${s.ino}`
+  const root: Node = { nodeid: ROOT, key: '', names: [], lookups: 1, mode: S_IFDIR, gid: 0 }
+  nodes.set(ROOT, root)
+  let rootKnown = false
+
+  const nodeOf = (nodeid: number): Node =>
+    nodes.get(nodeid) ?? fail('ESTALE', `node ${nodeid} is not known (forgotten)`)
+
+  /** The path of a name under a node, following the node's first name up to the root. */
+  const pathOf = (nodeid: number, name?: string): string => {
+    const parts: string[] = name === undefined ? [] : [name]
+    let id = nodeid
+    for (let depth = 0; id !== ROOT; depth++) {
+      if (depth > MAX_TREE_DEPTH) fail('ELOOP', 'the path is deeper than any tree allows')
+      const first = nodeOf(id).names[0] ?? fail('ESTALE', `node ${id} has no name left`)
+      parts.push(first[1])
+      id = first[0]
+    }
+    return `/${parts.reverse().join('/')}`
+  }
+
+  /** Remembers that `s` is named `name` under `parent`; the node the kernel will use for it. */
+  const remember = (s: Stats, parent: number, name: string, counted: boolean): Node => {
+    const key = keyOf(s)
+    const nodeid = byKey.get(key)
+    if (nodeid === ROOT) return root
+    let node = nodeid === undefined ? undefined : nodes.get(nodeid)
+    if (node === undefined) {
+      let id = s.ino
+      if (!Number.isSafeInteger(id) || id <= ROOT || nodes.has(id)) id = nextSpareId++
+      node = { nodeid: id, key, names: [], lookups: 0, mode: s.mode, gid: s.gid }
+      nodes.set(id, node)
+      byKey.set(key, id)
+    }
+    node.mode = s.mode
+    node.gid = s.gid
+    node.names = [[parent, name], ...node.names.filter(([p, n]) => p !== parent || n !== name)]
+    if (node.names.length > MAX_NAMES) node.names.length = MAX_NAMES
+    if (counted) node.lookups++
+    return node
+  }
+  const forgetName = (parent: number, name: string) => {
+    for (const node of nodes.values())
+      node.names = node.names.filter(([p, n]) => p !== parent || n !== name)
+  }
+
+  /** The node's current path and stats: its first name that still names the same inode. */
+  const resolve = async (nodeid: number): Promise<{ path: string; stats: Stats }> => {
+    const node = nodeOf(nodeid)
+    if (nodeid === ROOT) {
+      const stats = await fs.lstat('/')
+      if (byKey.get(keyOf(stats)) !== ROOT) byKey.set(keyOf(stats), ROOT)
+      return { path: '/', stats }
+    }
+    while (node.names.length > 0) {
+      const path = pathOf(nodeid)
+      const stats = await fs.lstat(path).catch((error: { code?: string }) => {
+        if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return undefined
+        throw error
+      })
+      if (stats !== undefined && keyOf(stats) === node.key) {
+        node.mode = stats.mode
+        node.gid = stats.gid
+        return { path, stats }
+      }
+      node.names.shift()
+    }
+    return fail('ENOENT', `node ${nodeid}: no name leads to it any more`)
+  }
+
+  /** Attributes as the kernel shows them: directory nlink counted, owners as asked. */
+  const attributes = async (path: string, s: Stats): Promise<Attributes> => {
+    let nlink = s.nlink
+    if ((s.mode & S_IFMT) === S_IFDIR) {
+      const entries = await fs.readdir(path, { withFileTypes: true })
+      nlink = 2
+      for (const entry of entries) if (entry.isDirectory()) nlink++
+    }
+    return {
+      ino: s.ino,
+      mode: s.mode,
+      nlink,
+      uid: options.reportUid ?? s.uid,
+      gid: options.reportGid ?? s.gid,
+      rdev: s.rdev,
+      size: s.size,
+      blocks: s.blocks,
+      blksize: s.blksize,
+      atimeNs: s.atimeNs,
+      mtimeNs: s.mtimeNs,
+      ctimeNs: s.ctimeNs,
+    }
+  }
+
+  /** The entry of a name just found or made: its node counted as a kernel reference. */
+  const entryOf = async (parent: number, name: string, path: string): Promise<Entry> => {
+    const stats = await fs.lstat(path)
+    const node = remember(stats, parent, name, true)
+    return { nodeid: node.nodeid, attr: await attributes(path, stats) }
+  }
+
+  /** Makes the caller (and a setgid parent's group) own a new inode; its mode for a directory. */
+  const owner = (r: Request) => {
+    const parent = nodeOf(r.ino)
+    const gid = parent.mode & S_ISGID ? parent.gid : r.gid
+    return { uid: r.uid, gid, inherit: (parent.mode & S_ISGID) !== 0 }
+  }
+  const chownNew = async (path: string, r: Request) => {
+    const { uid, gid } = owner(r)
+    if (uid !== options.uid || gid !== options.gid) await fs.lchown(path, uid, gid)
+  }
+  const newPath = async (r: Request) => {
+    const parent = await resolve(r.ino)
+    if ((parent.stats.mode & S_IFMT) !== S_IFDIR) fail('ENOTDIR', 'not a directory')
+    return parent.path === '/' ? `/${r.name}` : `${parent.path}/${r.name}`
+  }
+  const handleOf = (fh: number) => files.get(fh) ?? fail('EBADF', `file handle ${fh} is not open`)
+  const track = (handle: FsFileHandle) => {
+    const fh = nextHandle++
+    files.set(fh, handle)
+    return fh
+  }
+
+  return {
+    lookup: async (r) => {
+      if (!rootKnown) {
+        await resolve(ROOT)
+        rootKnown = true
+      }
+      const path = pathOf(r.ino, r.name)
+      const stats = await fs.lstat(path)
+      const known = byKey.get(keyOf(stats))
+      // A directory reached through a second name (a cycle or a directory hard link in a
+      // damaged database): refused, so cp -r, find and du cannot loop.
+      if ((stats.mode & S_IFMT) === S_IFDIR && known !== undefined) {
+        if (known === ROOT) fail('ELOOP', `directory cycle at ${path}; run agentfs fsck`)
+        const first = nodes.get(known)?.names[0]
+        if (first && (first[0] !== r.ino || first[1] !== r.name)) {
+          const other = await resolve(known).catch(() => undefined)
+          if (other && other.path !== path)
+            fail('ELOOP', `directory cycle at ${path}; run agentfs fsck`)
+        }
+      }
+      const node = remember(stats, r.ino, r.name as string, true)
+      return { nodeid: node.nodeid, attr: await attributes(path, stats) }
+    },
+    forget: (ino, nlookup) => {
+      const node = nodes.get(ino)
+      if (node === undefined || ino === ROOT) return
+      node.lookups -= nlookup
+      if (node.lookups <= 0) {
+        nodes.delete(ino)
+        if (byKey.get(node.key) === ino) byKey.delete(node.key)
+      }
+    },
+    getattr: async (r) => {
+      if (r.fh !== 0 && files.has(r.fh)) {
+        const stats = await handleOf(r.fh).stat()
+        return attributes(r.ino === ROOT ? '/' : pathOf(r.ino), stats)
+      }
+      const { path, stats } = await resolve(r.ino)
+      return attributes(path, stats)
+    },
+    setattr: async (r) => {
+      const set = r.toSet ?? 0
+      let { path, stats } = await resolve(r.ino)
+      if (set & (SET_ATTR.UID | SET_ATTR.GID))
+        await fs.lchown(
+          path,
+          set & SET_ATTR.UID ? r.uid : stats.uid,
+          set & SET_ATTR.GID ? r.gid : stats.gid,
+        )
+      if (set & SET_ATTR.MODE) await fs.chmod(path, r.mode & 0o7777)
+      if (set & SET_ATTR.SIZE) {
+        const open = r.fh !== 0 ? files.get(r.fh) : undefined
+        if (open) await open.truncate(r.size)
+        else await fs.truncate(path, r.size)
+      }
+      if (set & (SET_ATTR.ATIME | SET_ATTR.MTIME)) {
+        const now = Date.now() / 1000
+        const time = (given: number, isNow: number, sec = 0, nsec = 0, current = 0n) =>
+          set & isNow ? now : set & given ? sec + nsec / 1e9 : Number(current) / 1e9
+        await fs.lutimes(
+          path,
+          time(SET_ATTR.ATIME, SET_ATTR.ATIME_NOW, r.atimeSec, r.atimeNsec, stats.atimeNs),
+          time(SET_ATTR.MTIME, SET_ATTR.MTIME_NOW, r.mtimeSec, r.mtimeNsec, stats.mtimeNs),
+        )
+      }
+      ;({ path, stats } = await resolve(r.ino))
+      return attributes(path, stats)
+    },
+    readlink: async (r) => fs.readlink((await resolve(r.ino)).path),
+    mknod: async (r) => {
+      const path = await newPath(r)
+      await fs.mknod(path, r.mode, r.rdev)
+      await chownNew(path, r)
+      return entryOf(r.ino, r.name as string, path)
+    },
+    mkdir: async (r) => {
+      const path = await newPath(r)
+      await fs.mkdir(path, { mode: (r.mode & 0o7777) | (owner(r).inherit ? S_ISGID : 0) })
+      await chownNew(path, r)
+      return entryOf(r.ino, r.name as string, path)
+    },
+    symlink: async (r) => {
+      const path = await newPath(r)
+      await fs.symlink(r.name2 as string, path)
+      await chownNew(path, r)
+      return entryOf(r.ino, r.name as string, path)
+    },
+    link: async (r) => {
+      const { path: existing } = await resolve(r.ino)
+      const target = pathOf(r.ino2, r.name2)
+      await fs.link(existing, target)
+      return entryOf(r.ino2, r.name2 as string, target)
+    },
+    unlink: async (r) => {
+      await fs.unlink(pathOf(r.ino, r.name))
+      forgetName(r.ino, r.name as string)
+    },
+    rmdir: async (r) => {
+      await fs.rmdir(pathOf(r.ino, r.name))
+      forgetName(r.ino, r.name as string)
+    },
+    rename: async (r) => {
+      if (r.flags & RENAME_EXCHANGE) fail('EINVAL', 'RENAME_EXCHANGE is not supported')
+      const from = pathOf(r.ino, r.name)
+      const to = pathOf(r.ino2, r.name2)
+      if (r.flags & RENAME_NOREPLACE && (await fs.exists(to))) fail('EEXIST', `${to} exists`)
+      await fs.rename(from, to)
+      forgetName(r.ino2, r.name2 as string)
+      for (const node of nodes.values())
+        for (const name of node.names)
+          if (name[0] === r.ino && name[1] === r.name) {
+            name[0] = r.ino2
+            name[1] = r.name2 as string
+          }
+    },
+    open: async (r) => {
+      const { path } = await resolve(r.ino)
+      const flags = r.flags & ~(constants.O_CREAT | constants.O_EXCL)
+      return { fh: track(await fs.open(path, flags)) }
+    },
+    create: async (r) => {
+      const path = await newPath(r)
+      const handle = await fs.open(
+        path,
+        (r.flags & ~constants.O_TRUNC) | constants.O_CREAT,
+        r.mode & 0o7777,
+      )
+      const fh = track(handle)
+      await chownNew(path, r)
+      const stats = await handle.stat()
+      const node = remember(stats, r.ino, r.name as string, true)
+      return { nodeid: node.nodeid, attr: await attributes(path, stats), fh }
+    },
+    read: async (r) => {
+      const buffer = Buffer.allocUnsafe(r.size)
+      const { bytesRead } = await handleOf(r.fh).read(buffer, 0, r.size, r.offset)
+      return buffer.subarray(0, bytesRead)
+    },
+    write: async (r) => {
+      const data = r.data as Buffer
+      const { bytesWritten } = await handleOf(r.fh).write(data, 0, data.length, r.offset)
+      return bytesWritten
+    },
+    flush: async () => {},
+    fsync: async (r) => handleOf(r.fh).sync(),
+    release: async (r) => {
+      const handle = files.get(r.fh)
+      files.delete(r.fh)
+      await handle?.close()
+    },
+    opendir: async (r) => {
+      const { path } = await resolve(r.ino)
+      const entries = await fs.readdir(path, { withFileTypes: true })
+      const modes = new Float64Array(entries.length + 2)
+      modes[0] = S_IFDIR
+      modes[1] = S_IFDIR
+      entries.forEach((entry, i) => {
+        modes[i + 2] = entry.isDirectory()
+          ? S_IFDIR
+          : entry.isSymbolicLink()
+            ? 0o120000
+            : entry.isFile()
+              ? 0o100000
+              : entry.isFIFO()
+                ? 0o010000
+                : entry.isSocket()
+                  ? 0o140000
+                  : entry.isCharacterDevice()
+                    ? 0o020000
+                    : entry.isBlockDevice()
+                      ? 0o060000
+                      : 0
+      })
+      const fh = nextHandle++
+      dirs.set(fh, { names: ['.', '..', ...entries.map((e) => e.name)], modes })
+      return { fh }
+    },
+    readdir: async (r) => dirs.get(r.fh) ?? fail('EBADF', `directory handle ${r.fh} is not open`),
+    releasedir: async (r) => {
+      dirs.delete(r.fh)
+    },
+    fsyncdir: async () => {},
+    statfs: async () => {
+      const s = await fs.statfs('/')
+      return {
+        bsize: s.bsize,
+        blocks: s.blocks,
+        bfree: s.bfree,
+        bavail: s.bavail,
+        files: s.files,
+        ffree: s.ffree,
+        namemax: 255,
+      }
+    },
+    closeAll: async () => {
+      const open = [...files.values()]
+      files.clear()
+      dirs.clear()
+      await Promise.allSettled(open.map((h) => h.close()))
+    },
+  }
+}

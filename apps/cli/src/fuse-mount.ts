@@ -1,0 +1,151 @@
+import { constants, readFileSync, statSync } from 'node:fs'
+import type { FileSystem } from '@agentfs/fs'
+import * as binding from '@agentfs/fuse'
+import { kernelOperations } from './fuse-kernel.js'
+
+/** How `agentfs mount` and `agentfs run` mount a filesystem. */
+export interface MountOptions {
+  /** Refuse every change with EROFS (the kernel's `ro`, and the operations as well). */
+  readonly readOnly?: boolean
+  /** Called with errors that have no POSIX code (they reach the caller as EIO). */
+  readonly report?: (error: unknown) => void
+  /** Let other users reach the mount (default: when running as root). */
+  readonly allowOther?: boolean
+  /** Unmount when this process dies, however it dies (libfuse's `auto_unmount`). */
+  readonly autoUnmount?: boolean
+  /** Show every inode as owned by this user / group. */
+  readonly uid?: number
+  readonly gid?: number
+  /** What `mount` lists as the source (the database). */
+  readonly source?: string
+}
+
+/** A mounted filesystem. */
+export interface Mount {
+  readonly mountpoint: string
+  /** Which binding serves it. */
+  readonly binding: 'libfuse3' | 'fuse-native'
+  /** Resolves when the mount has gone, also when it was unmounted from outside. */
+  readonly ended: Promise<void>
+  /** Unmounts (lazily, so a busy mountpoint cannot block exit) and closes open handles. */
+  unmount(): Promise<void>
+}
+
+/** A mount the kernel lists: what it shows, where, and its fuse type. */
+export interface ActiveMount {
+  readonly source: string
+  readonly mountpoint: string
+  readonly type: string
+}
+
+/** Unescapes a /proc/self/mountinfo field (`\040` for a space, and so on). */
+const unescapeField = (field: string) =>
+  field.replace(/\\([0-7]{3})/g, (_, octal: string) =>
+    String.fromCharCode(Number.parseInt(octal, 8)),
+  )
+
+/** The AgentFS mounts the kernel has (type fuse.agentfs), from `/proc/self/mountinfo`. */
+export function activeMounts(mountinfo = '/proc/self/mountinfo'): ActiveMount[] {
+  let text: string
+  try {
+    text = readFileSync(mountinfo, 'utf8')
+  } catch {
+    return []
+  }
+  const found: ActiveMount[] = []
+  for (const line of text.split('\n')) {
+    const [left, right] = line.split(' - ')
+    if (left === undefined || right === undefined) continue
+    const [type, source] = right.split(' ')
+    const mountpoint = left.split(' ')[4]
+    if (type === 'fuse.agentfs' && mountpoint !== undefined)
+      found.push({
+        type,
+        source: unescapeField(source ?? ''),
+        mountpoint: unescapeField(mountpoint),
+      })
+  }
+  return found
+}
+
+/** Escapes a value for libfuse's comma-separated -o list. */
+const optionValue = (value: string) => value.replace(/[\\,]/g, (c) => `\\${c}`)
+
+const MUTATIONS = [
+  'setattr',
+  'mknod',
+  'mkdir',
+  'unlink',
+  'rmdir',
+  'symlink',
+  'rename',
+  'link',
+  'create',
+  'write',
+  'fallocate',
+] as const
+
+/** Checks the mountpoint before libfuse does, for an error that says what to do. */
+function checkMountpoint(mountpoint: string): void {
+  let isDir: boolean
+  try {
+    isDir = statSync(mountpoint).isDirectory()
+  } catch {
+    throw new Error(`mountpoint ${mountpoint} does not exist; create it with mkdir first`)
+  }
+  if (!isDir) throw new Error(`mountpoint ${mountpoint} is not a directory`)
+  if (activeMounts().some((m) => m.mountpoint === mountpoint))
+    throw new Error(
+      `${mountpoint} is already an AgentFS mountpoint; unmount it first (umount ${mountpoint})`,
+    )
+}
+
+/** Mounts `fs` through the libfuse 3 binding (`@agentfs/fuse`). */
+export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOptions): Mount {
+  checkMountpoint(mountpoint)
+  const ops = kernelOperations(fs, {
+    uid: process.getuid?.() ?? 0,
+    gid: process.getgid?.() ?? 0,
+    ...(options.uid !== undefined ? { reportUid: options.uid } : {}),
+    ...(options.gid !== undefined ? { reportGid: options.gid } : {}),
+  })
+  if (options.readOnly) {
+    const refuse = async () => {
+      throw Object.assign(new Error('read-only mount'), { code: 'EROFS' })
+    }
+    const table = ops as unknown as Record<string, unknown>
+    for (const name of MUTATIONS) table[name] = refuse
+    const open = ops.open
+    table.open = (r: binding.Request) =>
+      (r.flags & 3) !== constants.O_RDONLY || r.flags & constants.O_TRUNC ? refuse() : open(r)
+  }
+  const root = process.getuid?.() === 0
+  const list = [
+    `fsname=${optionValue(options.source ?? 'agentfs')}`,
+    'subtype=agentfs',
+    'default_permissions',
+  ]
+  if (options.allowOther ?? root) list.push('allow_other')
+  if (options.autoUnmount) list.push('auto_unmount')
+  if (options.readOnly) list.push('ro')
+  const report = options.report
+  const session = binding.mount(mountpoint, ops, {
+    options: list,
+    onError: (error, op) =>
+      report ? report(error) : process.stderr.write(`agentfs mount: ${op}: ${String(error)}\n`),
+  })
+  let done: Promise<void> | undefined
+  const ended = session.ended.then(() => ops.closeAll())
+  return {
+    mountpoint,
+    binding: 'libfuse3',
+    ended,
+    unmount: () => {
+      done ??= session.unmount().then(() => ended)
+      return done
+    },
+  }
+}
+
+/** Why the libfuse 3 binding cannot mount here, or undefined when it can. */
+export const kernelBindingProblem = (): string | undefined => binding.unavailable()
