@@ -35,6 +35,12 @@ interface Node {
   gid: number
 }
 
+const NS = 1_000_000_000n
+
+/** Nanoseconds since the epoch as decimal seconds, which the filesystem takes exactly. */
+const decimal = (ns: bigint): string =>
+  ns < 0n ? `-${decimal(-ns)}` : `${ns / NS}.${String(ns % NS).padStart(9, '0')}`
+
 const fail = (code: string, message: string): never => {
   throw Object.assign(new Error(message), { code })
 }
@@ -241,9 +247,11 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         else await fs.truncate(path, r.size)
       }
       if (set & (SET_ATTR.ATIME | SET_ATTR.MTIME)) {
-        const now = Date.now() / 1000
+        const now = BigInt(Date.now()) * 1_000_000n
         const time = (given: number, isNow: number, sec = 0, nsec = 0, current = 0n) =>
-          set & isNow ? now : set & given ? sec + nsec / 1e9 : Number(current) / 1e9
+          decimal(
+            set & isNow ? now : set & given ? BigInt(sec) * NS + BigInt(nsec) : current,
+          )
         await fs.lutimes(
           path,
           time(SET_ATTR.ATIME, SET_ATTR.ATIME_NOW, r.atimeSec, r.atimeNsec, stats.atimeNs),

@@ -154,9 +154,11 @@ Example:
         process.on('SIGINT', ignore)
         process.on('SIGTERM', ignore)
         try {
-          const [command, ...args] = argv as [string, ...string[]]
-          const child = spawn(command, args, {
-            cwd: target,
+          const [command] = argv as [string, ...string[]]
+          // The shell enters the mount after it has started: a child started with its working
+          // directory on the mount would wait for this process to answer FUSE while this
+          // process waits for it to start.
+          const child = spawn('sh', ['-c', 'cd "$AGENTFS_MOUNT" && exec "$@"', 'sh', ...argv], {
             stdio: 'inherit',
             env: { ...process.env, AGENTFS_MOUNT: target },
           })

@@ -6,7 +6,7 @@ import { AgentFS } from '@agentfs/sdk'
 import { HOSTILE_BASE, HOSTILE_CASES } from '@agentfs/test-kit'
 import { describe, expect, test } from 'vitest'
 import { fuseLimitation } from '../src/fuse.js'
-import { fuseTests, runCli, sh, snapshot, useCliSandbox } from './helpers.js'
+import { fuseTests, runCli, sh, snapshot, startMountIn, useCliSandbox } from './helpers.js'
 
 const fuse = fuseTests('FUSE mount tests')
 
@@ -17,45 +17,8 @@ useCliSandbox('agentfs-fuse-', (sandbox) => {
 })
 
 /** Starts `agentfs mount` and resolves once it reports the mount. */
-async function startMount(db: string, mountpoint: string, ...flags: string[]) {
-  await mkdir(mountpoint, { recursive: true })
-  const child = spawn(process.execPath, [cli, 'mount', ...flags, db, mountpoint], {
-    cwd,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  let err = ''
-  child.stdout.on('data', (d) => {
-    out += d
-  })
-  child.stderr.on('data', (d) => {
-    err += d
-  })
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`mount did not start: ${err}`)), 20_000)
-    child.stdout.on('data', () => {
-      if (out.includes('mounted')) {
-        clearTimeout(timer)
-        resolve()
-      }
-    })
-    child.on('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`mount exited with ${code}: ${err}`))
-    })
-  })
-  return {
-    child,
-    output: () => ({ out, err }),
-    /** SIGTERM, then the exit code. */
-    stop: (signal: NodeJS.Signals = 'SIGTERM') =>
-      new Promise<number | null>((resolve) => {
-        child.removeAllListeners('exit')
-        child.on('exit', (code) => resolve(code))
-        child.kill(signal)
-      }),
-  }
-}
+const startMount = (db: string, mountpoint: string, ...flags: string[]) =>
+  startMountIn({ cli, cwd }, db, mountpoint, ...flags)
 
 const mounted = (mountpoint: string) =>
   readFileSync('/proc/mounts', 'utf8')

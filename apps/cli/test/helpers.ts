@@ -1,4 +1,4 @@
-import { type SpawnSyncOptions, spawnSync } from 'node:child_process'
+import { type SpawnSyncOptions, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -141,3 +141,50 @@ export function fuseTests(name: string): boolean {
   )
   return false
 }
+
+/** Starts `agentfs mount` (the bundled CLI in `cwd`) and resolves once it reports the mount. */
+export async function startMountIn(
+  { cli, cwd }: { cli: string; cwd: string },
+  db: string,
+  mountpoint: string,
+  ...flags: string[]
+) {
+  await mkdir(mountpoint, { recursive: true })
+  const child = spawn(process.execPath, [cli, 'mount', ...flags, db, mountpoint], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (d) => {
+    out += d
+  })
+  child.stderr.on('data', (d) => {
+    err += d
+  })
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`mount did not start: ${err}`)), 20_000)
+    child.stdout.on('data', () => {
+      if (out.includes('mounted')) {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`mount exited with ${code}: ${err}`))
+    })
+  })
+  return {
+    child,
+    output: () => ({ out, err }),
+    /** SIGTERM, then the exit code. */
+    stop: (signal: NodeJS.Signals = 'SIGTERM') =>
+      new Promise<number | null>((resolve) => {
+        child.removeAllListeners('exit')
+        child.on('exit', (code) => resolve(code))
+        child.kill(signal)
+      }),
+  }
+}
+

@@ -89,7 +89,28 @@ export function toBytes(
   throw new FsError({ code: 'EINVAL', syscall, hint: 'data must be a string or a Uint8Array' })
 }
 
+const DECIMAL = /^(-?)(\d+)(?:\.(\d*))?$/
+
+/**
+ * A time written in decimal seconds, to the nanosecond as written ("1900000000.123456789"):
+ * undefined for other forms (exponents, out of range), which go through floating point.
+ */
+function decimalTimestamp(text: string): Timestamp | undefined {
+  const match = DECIMAL.exec(text)
+  if (match === null) return undefined
+  const whole = Number(match[2])
+  if (!Number.isSafeInteger(whole)) return undefined
+  const nsec = Number(`${match[3] ?? ''}000000000`.slice(0, 9))
+  if (match[1] !== '-') return { sec: whole, nsec }
+  return nsec === 0 ? { sec: -whole, nsec: 0 } : { sec: -whole - 1, nsec: 1_000_000_000 - nsec }
+}
+
 export function toTimestamp(value: TimeLike, syscall: string): Timestamp {
+  // Numbers and strings to the nanosecond they show (a float sum would be off by hundreds).
+  if (typeof value === 'number' || typeof value === 'string') {
+    const exact = decimalTimestamp(typeof value === 'number' ? String(value) : value.trim())
+    if (exact !== undefined) return exact
+  }
   let seconds: number
   if (value instanceof Date) {
     // Whole milliseconds: split exactly instead of through a float of seconds.

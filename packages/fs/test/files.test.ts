@@ -116,6 +116,21 @@ for (const driver of Object.keys(DRIVERS)) {
       expect(await code(fs.utimes('/t', Number.NaN, 0))).toBe('EINVAL')
     })
 
+    test('utimes keeps the nanoseconds a decimal time names: numbers as written, strings exactly', async () => {
+      const { fs } = await freshFs(driver)
+      await fs.writeFile('/t', 'x')
+      await fs.utimes('/t', 1_900_000_000.1, '1900000000.123456789')
+      let stats = await fs.stat('/t')
+      expect(stats.atimeNs).toBe(1_900_000_000_100_000_000n)
+      expect(stats.mtimeNs).toBe(1_900_000_000_123_456_789n)
+      await fs.utimes('/t', -1.25, '-0.000000001')
+      stats = await fs.stat('/t')
+      expect(stats.atimeNs).toBe(-1_250_000_000n)
+      expect(stats.mtimeNs).toBe(-1n)
+      await fs.utimes('/t', 0, 5e-7)
+      expect((await fs.stat('/t')).mtimeNs).toBe(500n)
+    })
+
     test('transaction groups operations atomically', async () => {
       const { fs } = await freshFs(driver)
       await fs.writeFile('/keep', 'v1')

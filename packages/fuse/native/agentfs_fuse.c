@@ -19,7 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
 
 /* Operation numbers, in the order of OPERATIONS in src/native.ts. */
 enum {
@@ -60,6 +66,7 @@ typedef struct session {
   int loop_running; /* the thread has not finished */
   int joined;
   int loop_result;
+  char *mountpoint;
 } session_t;
 
 typedef struct request {
@@ -92,6 +99,7 @@ static void session_unref(session_t *s) {
   if (!s->joined) pthread_join(s->thread, NULL);
   fuse_session_destroy(s->se);
   pthread_mutex_destroy(&s->lock);
+  free(s->mountpoint);
   free(s);
 }
 
@@ -839,7 +847,7 @@ static void session_finalize(napi_env env, void *data, void *hint) {
  * mount(mountpoint, options, dispatch): mounts and starts the session loop. `options` is the
  * comma-separated -o list. Returns the session handle.
  */
-static napi_value mount(napi_env env, napi_callback_info info) {
+static napi_value js_mount(napi_env env, napi_callback_info info) {
   napi_value argv[3], handle, name;
   char mountpoint[4096], options[4096];
   size_t length;
@@ -889,6 +897,7 @@ static napi_value mount(napi_env env, napi_callback_info info) {
     napi_throw_error(env, NULL, "agentfs fuse: cannot create the request queue");
     return NULL;
   }
+  s->mountpoint = strdup(mountpoint);
   s->loop_running = 1;
   if (pthread_create(&s->thread, NULL, loop_thread, s) != 0) {
     napi_release_threadsafe_function(s->tsfn, napi_tsfn_abort);
@@ -907,7 +916,7 @@ static napi_value mount(napi_env env, napi_callback_info info) {
  * unmount(session): ends the loop and takes the mount away (lazily, as `umount -l`: a busy
  * mountpoint does not keep it). The loop's end is reported to dispatch as OP_ENDED.
  */
-static napi_value unmount(napi_env env, napi_callback_info info) {
+static napi_value js_unmount(napi_env env, napi_callback_info info) {
   napi_value argv[1], undefined;
   session_t *s = NULL;
   if (!args_of(env, info, 1, argv)) return NULL;
@@ -916,10 +925,26 @@ static napi_value unmount(napi_env env, napi_callback_info info) {
     return NULL;
   }
   napi_get_undefined(env, &undefined);
-  if (!s->loop_running) return undefined;
+  if (!s->loop_running || s->mountpoint == NULL) return undefined;
   fuse_session_exit(s->se);
-  /* Unmounting makes the loop's read of /dev/fuse fail, which ends it. */
-  fuse_session_unmount(s->se);
+  /*
+   * Detached here, with the device still open: once nothing uses the mount the kernel ends the
+   * connection, the loop's read fails and the loop ends (libfuse's own unmount closes the device
+   * first, which leaves a loop blocked in read). Root detaches it itself; others ask fusermount3.
+   */
+  if (geteuid() == 0) {
+    if (umount2(s->mountpoint, MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
+      napi_throw_error(env, NULL, "agentfs fuse: umount2 failed");
+      return NULL;
+    }
+  } else {
+    pid_t pid;
+    char *argv_u[] = {"fusermount3", "-u", "-q", "-z", "--", s->mountpoint, NULL};
+    if (posix_spawnp(&pid, "fusermount3", NULL, NULL, argv_u, environ) == 0) {
+      int status;
+      waitpid(pid, &status, 0);
+    }
+  }
   return undefined;
 }
 
@@ -975,8 +1000,8 @@ static napi_value version(napi_env env, napi_callback_info info) {
   } while (0)
 
 static napi_value init(napi_env env, napi_value exports) {
-  EXPORT("mount", mount);
-  EXPORT("unmount", unmount);
+  EXPORT("mount", js_mount);
+  EXPORT("unmount", js_unmount);
   EXPORT("notifyInvalidate", notify_invalidate);
   EXPORT("notifyInvalidateEntry", notify_invalidate_entry);
   EXPORT("replyError", reply_error);
