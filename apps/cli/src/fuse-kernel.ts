@@ -249,9 +249,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       if (set & (SET_ATTR.ATIME | SET_ATTR.MTIME)) {
         const now = BigInt(Date.now()) * 1_000_000n
         const time = (given: number, isNow: number, sec = 0, nsec = 0, current = 0n) =>
-          decimal(
-            set & isNow ? now : set & given ? BigInt(sec) * NS + BigInt(nsec) : current,
-          )
+          decimal(set & isNow ? now : set & given ? BigInt(sec) * NS + BigInt(nsec) : current)
         await fs.lutimes(
           path,
           time(SET_ATTR.ATIME, SET_ATTR.ATIME_NOW, r.atimeSec, r.atimeNsec, stats.atimeNs),

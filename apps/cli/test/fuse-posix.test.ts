@@ -147,7 +147,14 @@ describe.skipIf(!fuse || !root)('POSIX on the mount, for every user', () => {
     runCli(cli, ['init', 'exec.db'], { cwd })
     const result = runCli(
       cli,
-      ['exec', 'exec.db', '--', 'sh', '-c', 'echo hi > made && test "$PWD" = "$AGENTFS_MOUNT"; exit 7'],
+      [
+        'exec',
+        'exec.db',
+        '--',
+        'sh',
+        '-c',
+        'echo hi > made && test "$PWD" = "$AGENTFS_MOUNT"; exit 7',
+      ],
       { cwd, timeout: 30_000 },
     )
     expect(result.err).toBe('')

@@ -381,11 +381,13 @@ static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 
 /*
  * The kernel clears setuid/setgid bits itself on write, truncate and chown (sending the mode
- * change as a setattr), so the filesystem does not have to.
+ * change as a setattr), so the filesystem does not have to. Lookups and listings in one
+ * directory run in parallel (the kernel serialises them per directory otherwise).
  */
 static void ll_init(void *userdata, struct fuse_conn_info *conn) {
   (void)userdata;
   conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+  if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 }
 
 static const struct fuse_lowlevel_ops OPERATIONS = {

@@ -1,0 +1,167 @@
+import { execFile } from 'node:child_process'
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterEach, describe, expect, test } from 'vitest'
+import { type Attributes, mount, type Operations, type Session, unavailable } from '../src/index.js'
+
+const problem = unavailable()
+if (problem !== undefined && process.env.CI === 'true' && process.getuid?.() === 0)
+  throw new Error(`the libfuse 3 binding is required under CI=true as root: ${problem}`)
+const usable = problem === undefined && process.getuid?.() === 0
+if (!usable) console.log(`@agentfs/fuse tests skipped: ${problem ?? 'they mount as root'}`)
+
+/** Runs a command without blocking this process, which answers the mount's requests. */
+const run = (command: string, ...args: string[]) =>
+  promisify(execFile)(command, args, { timeout: 10_000 }).then(
+    () => ({ status: 0, stderr: '' }),
+    (error: { code?: number; stderr?: string }) => ({
+      status: error.code ?? 1,
+      stderr: error.stderr ?? '',
+    }),
+  )
+
+const now = BigInt(Date.now()) * 1_000_000n
+const dir: Attributes = {
+  ino: 1,
+  mode: 0o40755,
+  nlink: 2,
+  uid: 0,
+  gid: 0,
+  rdev: 0,
+  size: 0,
+  blocks: 0,
+  blksize: 4096,
+  atimeNs: now,
+  mtimeNs: now,
+  ctimeNs: 1_234_567_890_123_456_789n,
+}
+const file = (ino: number, size: number): Attributes => ({
+  ...dir,
+  ino,
+  mode: 0o100644,
+  nlink: 1,
+  size,
+})
+const enoent = () => Object.assign(new Error('no such name'), { code: 'ENOENT' })
+
+let session: Session | undefined
+let where: string | undefined
+afterEach(async () => {
+  await session?.unmount()
+  session = undefined
+  if (where) await rm(where, { recursive: true, force: true })
+})
+
+async function mounted(ops: Operations): Promise<string> {
+  where = await mkdtemp(join(tmpdir(), 'agentfs-fuse-binding-'))
+  session = mount(where, ops, { options: ['fsname=binding-test', 'subtype=agentfs-test'] })
+  return where
+}
+
+describe.skipIf(!usable)('@agentfs/fuse', () => {
+  test('requests reach the handlers and answers reach the kernel: entries, reads, writes, listings', async () => {
+    const content = new Map<number, Buffer>([[2, Buffer.from('hello\n')]])
+    const names = new Map<string, number>([['hello', 2]])
+    const mp = await mounted({
+      lookup: async (r) => {
+        const ino = names.get(r.name as string)
+        if (r.ino !== 1 || ino === undefined) throw enoent()
+        return { nodeid: ino, attr: file(ino, content.get(ino)?.length ?? 0) }
+      },
+      getattr: async (r) => (r.ino === 1 ? dir : file(r.ino, content.get(r.ino)?.length ?? 0)),
+      opendir: async () => ({ fh: 1 }),
+      readdir: async () => ({
+        names: ['.', '..', ...names.keys()],
+        modes: new Float64Array([0o40000, 0o40000, ...[...names.keys()].map(() => 0o100000)]),
+      }),
+      open: async (r) => ({ fh: r.ino }),
+      create: async (r) => {
+        const ino = 10 + names.size
+        names.set(r.name as string, ino)
+        content.set(ino, Buffer.alloc(0))
+        return { nodeid: ino, attr: file(ino, 0), fh: ino }
+      },
+      read: async (r) =>
+        (content.get(r.fh) ?? Buffer.alloc(0)).subarray(r.offset, r.offset + r.size),
+      write: async (r) => {
+        const old = content.get(r.fh) ?? Buffer.alloc(0)
+        const data = r.data as Buffer
+        const next = Buffer.alloc(Math.max(old.length, r.offset + data.length))
+        old.copy(next)
+        data.copy(next, r.offset)
+        content.set(r.fh, next)
+        return data.length
+      },
+      setattr: async (r) => file(r.ino, content.get(r.ino)?.length ?? 0),
+      release: async () => {},
+      flush: async () => {},
+    })
+    expect(await readFile(join(mp, 'hello'), 'utf8')).toBe('hello\n')
+    const s = await stat(join(mp, 'hello'), { bigint: true })
+    expect(s.ino).toBe(2n)
+    expect(s.ctimeNs).toBe(1_234_567_890_123_456_789n)
+    await writeFile(join(mp, 'new'), 'written through FUSE')
+    expect(content.get(11)?.toString()).toBe('written through FUSE')
+    expect((await readdir(mp)).sort()).toEqual(['hello', 'new'])
+    await expect(stat(join(mp, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+
+  test('a missing handler is ENOSYS, a coded error its errno, any other error EIO and reported', async () => {
+    const reported: string[] = []
+    where = await mkdtemp(join(tmpdir(), 'agentfs-fuse-binding-'))
+    session = mount(
+      where,
+      {
+        getattr: async () => dir,
+        lookup: async (r) => {
+          if (r.name === 'denied') throw Object.assign(new Error('no'), { errno: -13 })
+          if (r.name === 'x') throw enoent()
+          throw new Error('a bug')
+        },
+      },
+      { onError: (error, op) => reported.push(`${op}: ${(error as Error).message}`) },
+    )
+    await expect(stat(join(where, 'denied'))).rejects.toMatchObject({ code: 'EACCES' })
+    await expect(stat(join(where, 'other'))).rejects.toMatchObject({ code: 'EIO' })
+    expect(reported).toEqual(['lookup: a bug'])
+    // No mkdir handler.
+    const made = await run('mkdir', join(where, 'x'))
+    expect(made.stderr).toMatch(/Function not implemented/)
+  })
+
+  test('slow requests do not hold up others; unmounting from outside ends the session', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const mp = await mounted({
+      getattr: async (r) => (r.ino === 1 ? dir : file(r.ino, 4)),
+      lookup: async (r) => {
+        if (r.name === 'slow') return { nodeid: 5, attr: file(5, 4) }
+        if (r.name === 'fast') return { nodeid: 6, attr: file(6, 4) }
+        throw enoent()
+      },
+      open: async (r) => ({ fh: r.ino }),
+      read: async (r) => {
+        if (r.fh === 5) await gate
+        return Buffer.from(r.fh === 5 ? 'slow' : 'fast').subarray(r.offset)
+      },
+      release: async () => {},
+      flush: async () => {},
+    })
+    const slow = readFile(join(mp, 'slow'), 'utf8')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const fast = await Promise.race([
+      readFile(join(mp, 'fast'), 'utf8'),
+      new Promise<undefined>((resolve) => setTimeout(resolve, 5000, undefined)),
+    ])
+    release()
+    expect(fast).toBe('fast')
+    expect(await slow).toBe('slow')
+    expect((await run('umount', mp)).status).toBe(0)
+    await session?.ended
+    expect(session?.mounted).toBe(false)
+  })
+})
