@@ -44,7 +44,8 @@ const time = (cmd: string, cwd: string) => {
 
 /**
  * W12: shell tools on the FUSE mount against a plain directory — `cp -r` of a source tree in,
- * `ls -lR`, `grep -r`, `rm -r` — with the same tree and commands on both.
+ * `ls -lR`, `grep -r`, git add + commit of the tree, `rm -r` — with the same tree and commands on
+ * both.
  */
 export async function runFuseWorkload(cli: string, files: number): Promise<FuseRow[]> {
   const dir = await mkdtemp(join(tmpdir(), 'agentfs-bench-fuse-'))
@@ -63,6 +64,10 @@ export async function runFuseWorkload(cli: string, files: number): Promise<FuseR
       ['cp -r', 'cp -r ../src tree'],
       ['ls -lR', 'ls -lR tree > /dev/null'],
       ['grep -r', 'grep -r token_7_ tree > /dev/null'],
+      [
+        'git add+commit',
+        'cd tree && git init -q && git add -A && git -c user.name=bench -c user.email=bench@example.com commit -qm import',
+      ],
       ['rm -r', 'rm -r tree'],
     ] as const
     const plain = join(dir, 'plain')

@@ -27,6 +27,8 @@ const RENAME_EXCHANGE = 2
 interface Node {
   readonly nodeid: number
   readonly key: string
+  /** The inode number stat shows (kept when a copy-on-write view copies the file up). */
+  readonly ino: number
   /** Names it was found under, most recent first: [parent node id, name]. */
   names: [number, string][]
   /** The kernel's references (lookups not yet forgotten). */
@@ -63,13 +65,23 @@ export interface KernelOperations extends Operations {
 export function kernelOperations(fs: FileSystem, options: KernelOptions): KernelOperations {
   const nodes = new Map<number, Node>()
   const byKey = new Map<string, number>()
+  /** Which node each remembered name leads to: `parent/name` → node id. */
+  const named = new Map<string, number>()
+  const nameKey = (parent: number, name: string) => `${parent}/${name}`
+  /** Drops names from a node, and from the index when they still lead to it. */
+  const dropNames = (node: Node, dropped: [number, string][]) => {
+    for (const [p, n] of dropped) {
+      const key = nameKey(p, n)
+      if (named.get(key) === node.nodeid) named.delete(key)
+    }
+  }
   const files = new Map<number, FsFileHandle>()
   const dirs = new Map<number, Listing>()
   let nextHandle = 1
   let nextSpareId = 2 ** 40
 
   const keyOf = (s: Stats) => `${s.dev}:${s.ino}`
-  const root: Node = { nodeid: ROOT, key: '', names: [], lookups: 1, mode: S_IFDIR, gid: 0 }
+  const root: Node = { nodeid: ROOT, key: '', ino: 0, names: [], lookups: 1, mode: S_IFDIR, gid: 0 }
   nodes.set(ROOT, root)
   let rootKnown = false
 
@@ -98,20 +110,25 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     if (node === undefined) {
       let id = s.ino
       if (!Number.isSafeInteger(id) || id <= ROOT || nodes.has(id)) id = nextSpareId++
-      node = { nodeid: id, key, names: [], lookups: 0, mode: s.mode, gid: s.gid }
+      node = { nodeid: id, key, ino: s.ino, names: [], lookups: 0, mode: s.mode, gid: s.gid }
       nodes.set(id, node)
       byKey.set(key, id)
     }
     node.mode = s.mode
     node.gid = s.gid
+    const previous = named.get(nameKey(parent, name))
+    if (previous !== undefined && previous !== node.nodeid) forgetName(parent, name)
     node.names = [[parent, name], ...node.names.filter(([p, n]) => p !== parent || n !== name)]
-    if (node.names.length > MAX_NAMES) node.names.length = MAX_NAMES
+    named.set(nameKey(parent, name), node.nodeid)
+    if (node.names.length > MAX_NAMES) dropNames(node, node.names.splice(MAX_NAMES))
     if (counted) node.lookups++
     return node
   }
-  const forgetName = (parent: number, name: string) => {
-    for (const node of nodes.values())
-      node.names = node.names.filter(([p, n]) => p !== parent || n !== name)
+  function forgetName(parent: number, name: string) {
+    const key = nameKey(parent, name)
+    const node = nodes.get(named.get(key) ?? -1)
+    named.delete(key)
+    if (node) node.names = node.names.filter(([p, n]) => p !== parent || n !== name)
   }
 
   /** The node's current path and stats: its first name that still names the same inode. */
@@ -128,12 +145,12 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return undefined
         throw error
       })
-      if (stats !== undefined && keyOf(stats) === node.key) {
+      if (stats !== undefined && stats.ino === node.ino) {
         node.mode = stats.mode
         node.gid = stats.gid
         return { path, stats }
       }
-      node.names.shift()
+      dropNames(node, node.names.splice(0, 1))
     }
     return fail('ENOENT', `node ${nodeid}: no name leads to it any more`)
   }
@@ -219,6 +236,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       if (node === undefined || ino === ROOT) return
       node.lookups -= nlookup
       if (node.lookups <= 0) {
+        dropNames(node, node.names)
         nodes.delete(ino)
         if (byKey.get(node.key) === ino) byKey.delete(node.key)
       }
@@ -299,12 +317,12 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       if (r.flags & RENAME_NOREPLACE && (await fs.exists(to))) fail('EEXIST', `${to} exists`)
       await fs.rename(from, to)
       forgetName(r.ino2, r.name2 as string)
-      for (const node of nodes.values())
-        for (const name of node.names)
-          if (name[0] === r.ino && name[1] === r.name) {
-            name[0] = r.ino2
-            name[1] = r.name2 as string
-          }
+      const moved = nodes.get(named.get(nameKey(r.ino, r.name as string)) ?? -1)
+      if (moved) {
+        forgetName(r.ino, r.name as string)
+        moved.names.unshift([r.ino2, r.name2 as string])
+        named.set(nameKey(r.ino2, r.name2 as string), moved.nodeid)
+      }
     },
     open: async (r) => {
       const { path } = await resolve(r.ino)

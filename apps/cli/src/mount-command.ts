@@ -138,8 +138,8 @@ Examples:
 The command runs with the mount as its working directory and AGENTFS_MOUNT set to it; its exit
 code is agentfs exec's. Changes land in the database as they are made.
 
-Example:
-  $ agentfs exec my-agent -- sh -c 'ls -l && make'`,
+Examples:
+  $ agentfs exec my-agent -- sh -c 'ls -lR notes && cat notes/todo.md'`,
     )
     .action(async (db: string, argv: string[], o: MountFlags) => {
       const agent = await openExisting(db)

@@ -69,7 +69,7 @@ describe('agentfs', () => {
       if (help.includes('Commands:')) for (const sub of commandsOf(help)) paths.push([name, sub])
       else paths.push([name])
     }
-    expect(paths.length).toBe(39)
+    expect(paths.length).toBe(40)
     for (const path of paths) {
       const help = agentfs([...path, '--help'])
       expect(help.code, path.join(' ')).toBe(0)

@@ -56,7 +56,7 @@ agentfs init --sync-url ${SYNC_URL} agent-b
 `
 
 /** Commands whose examples start long-running processes or need FUSE. */
-const needsFuse = (line: string) => /agentfs (mount|run)\b/.test(line)
+const needsFuse = (line: string) => /agentfs (mount|run|exec)\b/.test(line)
 
 function helpTexts(): string[] {
   const texts = [runCli(cli, ['--help'], { cwd }).out]
@@ -152,7 +152,7 @@ describe('CLI help examples', () => {
     await mkdir(world)
     sh(WORLD.replaceAll(SYNC_URL, server.url), world, { PATH: `${bin}:${process.env.PATH}` })
     groups = examples()
-    expect(groups.length).toBe(40)
+    expect(groups.length).toBe(41)
     expect(groups.flat().length).toBeGreaterThanOrEqual(50)
   })
 
@@ -176,7 +176,8 @@ describe('CLI help examples', () => {
         if (!lines.some(needsFuse)) continue
         const dir = await fresh(`fuse-${i}`, lines)
         for (const line of lines) {
-          if (/agentfs mount\b/.test(line)) await runMount(line, dir)
+          // A mount runs until signalled; `agentfs mount` alone lists mounts and returns.
+          if (/agentfs mount\s+[^\s#]/.test(line)) await runMount(line, dir)
           else runLine(line, dir)
           n++
         }

@@ -46,6 +46,7 @@ export const README_PACKAGES = [
 /** Every published package's folder: the libraries, the CLI and the conformance kit. */
 export const PACKAGE_DIRS = [
   ...README_PACKAGES.map((p) => `packages/${p}`),
+  'packages/fuse',
   'apps/cli',
   'conformance',
 ]
