@@ -3,6 +3,19 @@ import type { FileSystem, FsFileHandle, Stats } from '@agentfs/fs'
 import { MAX_TREE_DEPTH } from '@agentfs/fs'
 import type { Attributes, Entry, Listing, Operations, Request } from '@agentfs/fuse'
 import { SET_ATTR } from '@agentfs/fuse'
+import {
+  decimal,
+  direntMode,
+  fail,
+  NS,
+  RENAME_EXCHANGE,
+  RENAME_NOREPLACE,
+  S_IFDIR,
+  S_IFMT,
+  S_ISGID,
+  SubdirCounts,
+  statfsOf,
+} from './fuse-dirs.js'
 
 /**
  * A {@link FileSystem} as libfuse's low-level operations: the kernel names files by node id, and
@@ -16,13 +29,7 @@ import { SET_ATTR } from '@agentfs/fuse'
  */
 
 const ROOT = 1
-/** Names a node remembers (later hard links beyond this are found again by lookup). */
-const MAX_NAMES = 8
-const S_IFMT = 0o170000
-const S_IFDIR = 0o040000
-const S_ISGID = 0o2000
-const RENAME_NOREPLACE = 1
-const RENAME_EXCHANGE = 2
+const MAX_NAMES = 8 // names a node remembers; further hard links are found again by lookup
 
 interface Node {
   readonly nodeid: number
@@ -37,16 +44,6 @@ interface Node {
   gid: number
 }
 
-const NS = 1_000_000_000n
-
-/** Nanoseconds since the epoch as decimal seconds, which the filesystem takes exactly. */
-const decimal = (ns: bigint): string =>
-  ns < 0n ? `-${decimal(-ns)}` : `${ns / NS}.${String(ns % NS).padStart(9, '0')}`
-
-const fail = (code: string, message: string): never => {
-  throw Object.assign(new Error(message), { code })
-}
-
 export interface KernelOptions {
   /** The owner new inodes get when the caller is the same (the filesystem's own default). */
   readonly uid: number
@@ -57,8 +54,8 @@ export interface KernelOptions {
 }
 
 export interface KernelOperations extends Operations {
-  /** Open files and directories, for closing at unmount. */
   readonly open: NonNullable<Operations['open']>
+  /** Closes the open files and directories (at unmount). */
   closeAll(): Promise<void>
 }
 
@@ -155,14 +152,12 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     return fail('ENOENT', `node ${nodeid}: no name leads to it any more`)
   }
 
+  const subdirs = new SubdirCounts(fs)
+  const changed = (parent: number, delta = 0) => subdirs.changed(parent, delta)
+
   /** Attributes as the kernel shows them: directory nlink counted, owners as asked. */
-  const attributes = async (path: string, s: Stats): Promise<Attributes> => {
-    let nlink = s.nlink
-    if ((s.mode & S_IFMT) === S_IFDIR) {
-      const entries = await fs.readdir(path, { withFileTypes: true })
-      nlink = 2
-      for (const entry of entries) if (entry.isDirectory()) nlink++
-    }
+  const attributes = async (nodeid: number, path: string, s: Stats): Promise<Attributes> => {
+    const nlink = (s.mode & S_IFMT) === S_IFDIR ? await subdirs.nlink(nodeid, path, s) : s.nlink
     return {
       ino: s.ino,
       mode: s.mode,
@@ -183,7 +178,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   const entryOf = async (parent: number, name: string, path: string): Promise<Entry> => {
     const stats = await fs.lstat(path)
     const node = remember(stats, parent, name, true)
-    return { nodeid: node.nodeid, attr: await attributes(path, stats) }
+    return { nodeid: node.nodeid, attr: await attributes(node.nodeid, path, stats) }
   }
 
   /** Makes the caller (and a setgid parent's group) own a new inode; its mode for a directory. */
@@ -229,13 +224,14 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         }
       }
       const node = remember(stats, r.ino, r.name as string, true)
-      return { nodeid: node.nodeid, attr: await attributes(path, stats) }
+      return { nodeid: node.nodeid, attr: await attributes(node.nodeid, path, stats) }
     },
     forget: (ino, nlookup) => {
       const node = nodes.get(ino)
       if (node === undefined || ino === ROOT) return
       node.lookups -= nlookup
       if (node.lookups <= 0) {
+        subdirs.delete(ino)
         dropNames(node, node.names)
         nodes.delete(ino)
         if (byKey.get(node.key) === ino) byKey.delete(node.key)
@@ -244,10 +240,10 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     getattr: async (r) => {
       if (r.fh !== 0 && files.has(r.fh)) {
         const stats = await handleOf(r.fh).stat()
-        return attributes(r.ino === ROOT ? '/' : pathOf(r.ino), stats)
+        return attributes(r.ino, r.ino === ROOT ? '/' : pathOf(r.ino), stats)
       }
       const { path, stats } = await resolve(r.ino)
-      return attributes(path, stats)
+      return attributes(r.ino, path, stats)
     },
     setattr: async (r) => {
       const set = r.toSet ?? 0
@@ -275,24 +271,27 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         )
       }
       ;({ path, stats } = await resolve(r.ino))
-      return attributes(path, stats)
+      return attributes(r.ino, path, stats)
     },
     readlink: async (r) => fs.readlink((await resolve(r.ino)).path),
     mknod: async (r) => {
       const path = await newPath(r)
       await fs.mknod(path, r.mode, r.rdev)
+      changed(r.ino)
       await chownNew(path, r)
       return entryOf(r.ino, r.name as string, path)
     },
     mkdir: async (r) => {
       const path = await newPath(r)
       await fs.mkdir(path, { mode: (r.mode & 0o7777) | (owner(r).inherit ? S_ISGID : 0) })
+      changed(r.ino, 1)
       await chownNew(path, r)
       return entryOf(r.ino, r.name as string, path)
     },
     symlink: async (r) => {
       const path = await newPath(r)
       await fs.symlink(r.name2 as string, path)
+      changed(r.ino)
       await chownNew(path, r)
       return entryOf(r.ino, r.name as string, path)
     },
@@ -300,14 +299,17 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       const { path: existing } = await resolve(r.ino)
       const target = pathOf(r.ino2, r.name2)
       await fs.link(existing, target)
+      changed(r.ino2)
       return entryOf(r.ino2, r.name2 as string, target)
     },
     unlink: async (r) => {
       await fs.unlink(pathOf(r.ino, r.name))
+      changed(r.ino)
       forgetName(r.ino, r.name as string)
     },
     rmdir: async (r) => {
       await fs.rmdir(pathOf(r.ino, r.name))
+      changed(r.ino, -1)
       forgetName(r.ino, r.name as string)
     },
     rename: async (r) => {
@@ -316,6 +318,15 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       const to = pathOf(r.ino2, r.name2)
       if (r.flags & RENAME_NOREPLACE && (await fs.exists(to))) fail('EEXIST', `${to} exists`)
       await fs.rename(from, to)
+      // A directory moved (maybe over another): both parents are counted again.
+      const mode = nodes.get(named.get(nameKey(r.ino, r.name as string)) ?? -1)?.mode ?? S_IFDIR
+      if ((mode & S_IFMT) === S_IFDIR) {
+        subdirs.delete(r.ino)
+        subdirs.delete(r.ino2)
+      } else {
+        changed(r.ino)
+        changed(r.ino2)
+      }
       forgetName(r.ino2, r.name2 as string)
       const moved = nodes.get(named.get(nameKey(r.ino, r.name as string)) ?? -1)
       if (moved) {
@@ -337,10 +348,11 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         r.mode & 0o7777,
       )
       const fh = track(handle)
+      changed(r.ino)
       await chownNew(path, r)
       const stats = await handle.stat()
       const node = remember(stats, r.ino, r.name as string, true)
-      return { nodeid: node.nodeid, attr: await attributes(path, stats), fh }
+      return { nodeid: node.nodeid, attr: await attributes(node.nodeid, path, stats), fh }
     },
     read: async (r) => {
       const buffer = Buffer.allocUnsafe(r.size)
@@ -366,21 +378,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       modes[0] = S_IFDIR
       modes[1] = S_IFDIR
       entries.forEach((entry, i) => {
-        modes[i + 2] = entry.isDirectory()
-          ? S_IFDIR
-          : entry.isSymbolicLink()
-            ? 0o120000
-            : entry.isFile()
-              ? 0o100000
-              : entry.isFIFO()
-                ? 0o010000
-                : entry.isSocket()
-                  ? 0o140000
-                  : entry.isCharacterDevice()
-                    ? 0o020000
-                    : entry.isBlockDevice()
-                      ? 0o060000
-                      : 0
+        modes[i + 2] = direntMode(entry)
       })
       const fh = nextHandle++
       dirs.set(fh, { names: ['.', '..', ...entries.map((e) => e.name)], modes })
@@ -391,18 +389,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       dirs.delete(r.fh)
     },
     fsyncdir: async () => {},
-    statfs: async () => {
-      const s = await fs.statfs('/')
-      return {
-        bsize: s.bsize,
-        blocks: s.blocks,
-        bfree: s.bfree,
-        bavail: s.bavail,
-        files: s.files,
-        ffree: s.ffree,
-        namemax: 255,
-      }
-    },
+    statfs: () => statfsOf(fs),
     closeAll: async () => {
       const open = [...files.values()]
       files.clear()

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs'
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import ts from 'typescript'
@@ -150,6 +150,14 @@ export async function project(
       pnpm: { overrides },
     }),
   )
+  // As the CLI README says for pnpm 10: the FUSE binding's build script is allowed (a tarball
+  // dependency is named with its spec, relative to the project).
+  const fuse = tarballs.get('@agentfs/fuse')
+  if (fuse !== undefined)
+    await writeFile(
+      join(dir, 'pnpm-workspace.yaml'),
+      `onlyBuiltDependencies:\n  - ${JSON.stringify(`@agentfs/fuse@file:${relative(dir, fuse)}`)}\n`,
+    )
   await sh('pnpm', ['install', '--config.confirmModulesPurge=false'], {
     cwd: dir,
     env: { ...process.env, CI: 'true' },
