@@ -137,7 +137,7 @@ export function fuseTests(name: string): boolean {
   if (process.env.CI === 'true')
     throw new Error(`${name}: FUSE is required under CI=true but ${problem}`)
   console.log(
-    `${name} skipped: ${problem}. Enable them with: apt-get install fuse3 libfuse2 (as root), then run the tests again.`,
+    `${name} skipped: ${problem}. Enable them with: apt-get install fuse3 libfuse3-dev pkg-config (as root), then pnpm install and run the tests again.`,
   )
   return false
 }
