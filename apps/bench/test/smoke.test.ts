@@ -88,7 +88,13 @@ test('pnpm bench --scale small runs every workload on each implementation and wr
     for (const r of report.reports) expect(r.peakRssMiB).toBeGreaterThan(0)
     // W12 runs where FUSE and a built CLI are available, and says why not elsewhere.
     if (Array.isArray(report.w12))
-      expect(report.w12.map((r) => r.command)).toEqual(['cp -r', 'ls -lR', 'grep -r', 'rm -r'])
+      expect(report.w12.map((r) => r.command)).toEqual([
+        'cp -r',
+        'ls -lR',
+        'grep -r',
+        'git add+commit',
+        'rm -r',
+      ])
     else expect(report.w12?.skipped).toMatch(/.+/)
   } finally {
     await rm(outdir, { recursive: true, force: true })
