@@ -2,6 +2,7 @@ import { constants, existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { FileSystem, FsFileHandle, Stats } from '@agentfs/fs'
+import { errnoOf as posixErrno } from '@agentfs/fuse'
 import { kernelBindingProblem, type Mount, type MountOptions, mountKernel } from './fuse-mount.js'
 
 export type { Mount, MountOptions } from './fuse-mount.js'
@@ -100,7 +101,6 @@ function loadFuse(): FuseModule {
   }
 }
 
-const ERRNO = constants as unknown as Record<string, number>
 const EIO = -5
 const EBADF = -9
 const EROFS = -30
@@ -108,9 +108,8 @@ const ELOOP = -40
 
 /** A negative errno for FUSE: POSIX codes pass through; anything else is reported and is EIO. */
 function errnoOf(error: unknown, report: (error: unknown) => void): number {
-  const { code, errno } = (error ?? {}) as { code?: unknown; errno?: unknown }
-  if (typeof errno === 'number' && errno < 0) return errno
-  if (typeof code === 'string' && typeof ERRNO[code] === 'number') return -(ERRNO[code] as number)
+  const errno = posixErrno(error)
+  if (errno !== undefined) return -errno
   report(error)
   return EIO
 }
