@@ -3,6 +3,7 @@ import type { StatfsResult } from '@agentfs/fuse'
 
 export const S_IFMT = 0o170000
 export const S_IFDIR = 0o040000
+export const S_IFREG = 0o100000
 export const S_ISGID = 0o2000
 export const RENAME_NOREPLACE = 1
 export const RENAME_EXCHANGE = 2

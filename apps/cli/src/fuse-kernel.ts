@@ -1,7 +1,7 @@
 import { constants } from 'node:fs'
 import type { FileSystem, FsFileHandle, Stats } from '@agentfs/fs'
 import { MAX_TREE_DEPTH } from '@agentfs/fs'
-import type { Attributes, Entry, Listing, Operations, Request } from '@agentfs/fuse'
+import type { Attributes, Entry, Operations, PlusListing, Request } from '@agentfs/fuse'
 import { SET_ATTR } from '@agentfs/fuse'
 import {
   decimal,
@@ -12,6 +12,7 @@ import {
   RENAME_NOREPLACE,
   S_IFDIR,
   S_IFMT,
+  S_IFREG,
   S_ISGID,
   SubdirCounts,
   statfsOf,
@@ -26,6 +27,14 @@ import {
  * filesystem. New inodes belong to the caller (and to a setgid directory's group); directories
  * report 2 + their subdirectories as nlink, as Linux does. The kernel checks permissions
  * (`default_permissions`), against these owners and modes.
+ *
+ * Files are read and written by node, not per open: there is no `open`, `create`, `flush` or
+ * `release` handler, so the kernel opens and closes files without asking (libfuse's "no open"
+ * mode: it keeps file data cached across opens, checks permissions itself, and sends O_TRUNC as
+ * a truncate). A node opens a handle of the filesystem when it is first read (and another when
+ * first written: a copy-on-write view copies a file up only then), and closes them when the
+ * kernel forgets the node. Listings carry their entries' attributes (readdirplus), so a walk
+ * needs no lookup per name.
  */
 
 const ROOT = 1
@@ -42,6 +51,17 @@ interface Node {
   lookups: number
   mode: number
   gid: number
+  /** Handles of the filesystem this node reads and writes through, opened on first use. */
+  reader?: Promise<FsFileHandle> | undefined
+  writer?: Promise<FsFileHandle> | undefined
+}
+
+/** An open directory: its names and types, and (readdirplus) each entry's node. */
+interface OpenDir {
+  names: string[]
+  modes: Float64Array
+  entries?: (Entry | undefined)[]
+  sent?: (start: number, end: number) => void
 }
 
 export interface KernelOptions {
@@ -54,7 +74,6 @@ export interface KernelOptions {
 }
 
 export interface KernelOperations extends Operations {
-  readonly open: NonNullable<Operations['open']>
   /** Closes the open files and directories (at unmount). */
   closeAll(): Promise<void>
 }
@@ -72,12 +91,12 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       if (named.get(key) === node.nodeid) named.delete(key)
     }
   }
-  const files = new Map<number, FsFileHandle>()
-  const dirs = new Map<number, Listing>()
+  const dirs = new Map<number, OpenDir>()
   let nextHandle = 1
   let nextSpareId = 2 ** 40
 
   const keyOf = (s: Stats) => `${s.dev}:${s.ino}`
+  const isDirectory = (s: Stats) => (s.mode & S_IFMT) === S_IFDIR
   const root: Node = { nodeid: ROOT, key: '', ino: 0, names: [], lookups: 1, mode: S_IFDIR, gid: 0 }
   nodes.set(ROOT, root)
   let rootKnown = false
@@ -152,6 +171,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     return fail('ENOENT', `node ${nodeid}: no name leads to it any more`)
   }
 
+  const dirOf = (fh: number) => dirs.get(fh) ?? fail('EBADF', `directory handle ${fh} is not open`)
   const subdirs = new SubdirCounts(fs)
   const changed = (parent: number, delta = 0) => subdirs.changed(parent, delta)
 
@@ -196,11 +216,86 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     if ((parent.stats.mode & S_IFMT) !== S_IFDIR) fail('ENOTDIR', 'not a directory')
     return parent.path === '/' ? `/${r.name}` : `${parent.path}/${r.name}`
   }
-  const handleOf = (fh: number) => files.get(fh) ?? fail('EBADF', `file handle ${fh} is not open`)
-  const track = (handle: FsFileHandle) => {
-    const fh = nextHandle++
-    files.set(fh, handle)
-    return fh
+  /** Forgets a node the kernel holds no reference to, closing its handles. */
+  const drop = (node: Node) => {
+    subdirs.delete(node.nodeid)
+    dropNames(node, node.names)
+    nodes.delete(node.nodeid)
+    if (byKey.get(node.key) === node.nodeid) byKey.delete(node.key)
+    closeHandles(node)
+  }
+  const closeHandles = (node: Node) => {
+    const open = [node.reader, node.writer]
+    node.reader = node.writer = undefined
+    for (const handle of open) handle?.then((h) => h.close()).catch(() => {})
+  }
+  /** The node's handle for reading (or writing), opened on first use. */
+  const handleFor = async (nodeid: number, write: boolean): Promise<FsFileHandle> => {
+    const node = nodeOf(nodeid)
+    let pending = write ? node.writer : node.reader
+    if (pending === undefined) {
+      pending = resolve(nodeid).then(({ path, stats }) => {
+        if ((stats.mode & S_IFMT) !== S_IFREG) fail('EISDIR', `${path} is not a regular file`)
+        return fs.open(path, write ? constants.O_WRONLY : constants.O_RDONLY)
+      })
+      if (write) node.writer = pending
+      else node.reader = pending
+      // A handle that could not open is not kept: the next call tries again.
+      pending.catch(() => {
+        if (node.writer === pending) node.writer = undefined
+        if (node.reader === pending) node.reader = undefined
+      })
+    }
+    return pending
+  }
+  /** Runs `call` on the node's handle; once more on a new handle when the file went away. */
+  const withHandle = async <T>(
+    nodeid: number,
+    write: boolean,
+    call: (h: FsFileHandle) => Promise<T>,
+  ): Promise<T> => {
+    try {
+      return await call(await handleFor(nodeid, write))
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'EBADF') throw error
+      const node = nodeOf(nodeid)
+      closeHandles(node)
+      return call(await handleFor(nodeid, write))
+    }
+  }
+
+  /** Whether a directory is known to the kernel under a name other than `parent`/`name`. */
+  const knownElsewhere = (stats: Stats, parent: number, name: string) => {
+    const known = byKey.get(keyOf(stats))
+    if (known === undefined) return false
+    const first = nodes.get(known)?.names[0]
+    return known === ROOT || first === undefined || first[0] !== parent || first[1] !== name
+  }
+
+  /** Each entry of a listing of directory `parent` (at `path`) with its node and attributes. */
+  const plusEntries = async (
+    parent: number,
+    path: string,
+    names: readonly string[],
+  ): Promise<(Entry | undefined)[]> => {
+    const entries: (Entry | undefined)[] = []
+    for (const name of names) {
+      if (name === '.' || name === '..') {
+        entries.push(undefined)
+        continue
+      }
+      const child = path === '/' ? `/${name}` : `${path}/${name}`
+      const stats = await fs.lstat(child).catch(() => undefined)
+      // Gone since listed, or a directory the kernel knows under another name (a cycle in a
+      // damaged database): the name only, and lookup decides.
+      if (stats === undefined || (isDirectory(stats) && knownElsewhere(stats, parent, name))) {
+        entries.push(undefined)
+        continue
+      }
+      const node = remember(stats, parent, name, false)
+      entries.push({ nodeid: node.nodeid, attr: await attributes(node.nodeid, child, stats) })
+    }
+    return entries
   }
 
   return {
@@ -230,18 +325,9 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       const node = nodes.get(ino)
       if (node === undefined || ino === ROOT) return
       node.lookups -= nlookup
-      if (node.lookups <= 0) {
-        subdirs.delete(ino)
-        dropNames(node, node.names)
-        nodes.delete(ino)
-        if (byKey.get(node.key) === ino) byKey.delete(node.key)
-      }
+      if (node.lookups <= 0) drop(node)
     },
     getattr: async (r) => {
-      if (r.fh !== 0 && files.has(r.fh)) {
-        const stats = await handleOf(r.fh).stat()
-        return attributes(r.ino, r.ino === ROOT ? '/' : pathOf(r.ino), stats)
-      }
       const { path, stats } = await resolve(r.ino)
       return attributes(r.ino, path, stats)
     },
@@ -255,11 +341,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
           set & SET_ATTR.GID ? r.gid : stats.gid,
         )
       if (set & SET_ATTR.MODE) await fs.chmod(path, r.mode & 0o7777)
-      if (set & SET_ATTR.SIZE) {
-        const open = r.fh !== 0 ? files.get(r.fh) : undefined
-        if (open) await open.truncate(r.size)
-        else await fs.truncate(path, r.size)
-      }
+      if (set & SET_ATTR.SIZE) await fs.truncate(path, r.size)
       if (set & (SET_ATTR.ATIME | SET_ATTR.MTIME)) {
         const now = BigInt(Date.now()) * 1_000_000n
         const time = (given: number, isNow: number, sec = 0, nsec = 0, current = 0n) =>
@@ -335,41 +417,21 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         named.set(nameKey(r.ino2, r.name2 as string), moved.nodeid)
       }
     },
-    open: async (r) => {
-      const { path } = await resolve(r.ino)
-      const flags = r.flags & ~(constants.O_CREAT | constants.O_EXCL)
-      return { fh: track(await fs.open(path, flags)) }
-    },
-    create: async (r) => {
-      const path = await newPath(r)
-      const handle = await fs.open(
-        path,
-        (r.flags & ~constants.O_TRUNC) | constants.O_CREAT,
-        r.mode & 0o7777,
-      )
-      const fh = track(handle)
-      changed(r.ino)
-      await chownNew(path, r)
-      const stats = await handle.stat()
-      const node = remember(stats, r.ino, r.name as string, true)
-      return { nodeid: node.nodeid, attr: await attributes(node.nodeid, path, stats), fh }
-    },
-    read: async (r) => {
-      const buffer = Buffer.allocUnsafe(r.size)
-      const { bytesRead } = await handleOf(r.fh).read(buffer, 0, r.size, r.offset)
-      return buffer.subarray(0, bytesRead)
-    },
-    write: async (r) => {
-      const data = r.data as Buffer
-      const { bytesWritten } = await handleOf(r.fh).write(data, 0, data.length, r.offset)
-      return bytesWritten
-    },
-    flush: async () => {},
-    fsync: async (r) => handleOf(r.fh).sync(),
-    release: async (r) => {
-      const handle = files.get(r.fh)
-      files.delete(r.fh)
-      await handle?.close()
+    read: async (r) =>
+      withHandle(r.ino, false, async (h) => {
+        const buffer = Buffer.allocUnsafe(r.size)
+        const { bytesRead } = await h.read(buffer, 0, r.size, r.offset)
+        return buffer.subarray(0, bytesRead)
+      }),
+    write: async (r) =>
+      withHandle(r.ino, true, async (h) => {
+        const data = r.data as Buffer
+        const { bytesWritten } = await h.write(data, 0, data.length, r.offset)
+        return bytesWritten
+      }),
+    fsync: async (r) => {
+      const writer = nodes.get(r.ino)?.writer
+      if (writer) await (await writer).sync()
     },
     opendir: async (r) => {
       const { path } = await resolve(r.ino)
@@ -384,17 +446,38 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       dirs.set(fh, { names: ['.', '..', ...entries.map((e) => e.name)], modes })
       return { fh }
     },
-    readdir: async (r) => dirs.get(r.fh) ?? fail('EBADF', `directory handle ${r.fh} is not open`),
+    readdir: async (r) => dirOf(r.fh),
+    readdirplus: async (r): Promise<PlusListing> => {
+      const dir = dirOf(r.fh)
+      if (dir.entries === undefined) {
+        const { path } = await resolve(r.ino)
+        const entries = await plusEntries(r.ino, path, dir.names)
+        dir.entries = entries
+        dir.sent = (start, end) => {
+          for (let i = start; i < end; i++) {
+            const node = nodes.get(entries[i]?.nodeid ?? -1)
+            if (node) node.lookups++
+          }
+        }
+      }
+      return dir as PlusListing
+    },
     releasedir: async (r) => {
+      const dir = dirs.get(r.fh)
       dirs.delete(r.fh)
+      // Nodes a listing made that the kernel was never given (or has forgotten since).
+      for (const entry of dir?.entries ?? []) {
+        const node = entry && nodes.get(entry.nodeid)
+        if (node && node.lookups <= 0 && node.nodeid !== ROOT) drop(node)
+      }
     },
     fsyncdir: async () => {},
     statfs: () => statfsOf(fs),
     closeAll: async () => {
-      const open = [...files.values()]
-      files.clear()
+      const open = [...nodes.values()].flatMap((n) => [n.reader, n.writer])
+      for (const node of nodes.values()) node.reader = node.writer = undefined
       dirs.clear()
-      await Promise.allSettled(open.map((h) => h.close()))
+      await Promise.allSettled(open.map(async (h) => (await h)?.close()))
     },
   }
 }

@@ -1,4 +1,4 @@
-import { constants, readFileSync, statSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import type { FileSystem } from '@agentfs/fs'
 import * as binding from '@agentfs/fuse'
 import { kernelOperations } from './fuse-kernel.js'
@@ -80,7 +80,6 @@ const MUTATIONS = [
   'symlink',
   'rename',
   'link',
-  'create',
   'write',
   'fallocate',
 ] as const
@@ -114,10 +113,7 @@ export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOp
       throw Object.assign(new Error('read-only mount'), { code: 'EROFS' })
     }
     const table = ops as unknown as Record<string, unknown>
-    for (const name of MUTATIONS) table[name] = refuse
-    const open = ops.open
-    table.open = (r: binding.Request) =>
-      (r.flags & 3) !== constants.O_RDONLY || r.flags & constants.O_TRUNC ? refuse() : open(r)
+    for (const name of MUTATIONS) if (table[name] !== undefined) table[name] = refuse
   }
   const root = process.getuid?.() === 0
   const list = [

@@ -1,29 +1,34 @@
 /*
  * @agentfs/fuse: a Node-API binding of libfuse 3's low-level (inode-based) API.
  *
- * libfuse's session loop runs on a thread of its own. Each kernel request is copied into a
- * `request_t` and queued to JavaScript through a thread-safe function without waiting, so the
- * loop goes on reading requests while earlier ones are still being answered: JavaScript answers
- * them in any order, from its own thread, with the reply functions below (libfuse's replies are
- * safe from any thread). A request JavaScript drops unanswered is answered EIO when its handle is
- * collected, so the kernel never waits forever. The session is freed only after the loop has
- * ended and every request it handed out has been answered.
+ * The FUSE device is read on Node's own event loop: libuv polls it, and when the kernel has
+ * requests they are read (nonblocking) and decoded by libfuse on the JavaScript thread, which
+ * calls the request handlers below, which call JavaScript at once. A request costs one wake-up
+ * of the JavaScript thread and no hand-off between threads. Handlers in JavaScript are
+ * asynchronous: a request is answered whenever its handler is done, in any order, and the loop
+ * goes on reading requests meanwhile (a slow read holds up no other request). Promise
+ * continuations run when a batch of requests has been handed over, so a handler that needs no
+ * waiting answers within the same wake-up. A request JavaScript drops unanswered is answered EIO
+ * when its handle is collected, so the kernel never waits forever. The session is freed only
+ * after polling has stopped and every request it handed out has been answered.
  */
 #define FUSE_USE_VERSION 34
 #define NAPI_VERSION 8
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <node_api.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <spawn.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <uv.h>
 
 extern char **environ;
 
@@ -54,18 +59,30 @@ enum {
   OP_STATFS,
   OP_CREATE,
   OP_FALLOCATE,
+  OP_READDIRPLUS,
   OP_ENDED, /* not a request: the session loop has ended (unmounted, from here or outside) */
 };
 
+/* What the filesystem supports beyond the basic calls (mount's fourth argument). */
+#define FEATURE_READDIRPLUS 1
+#define FEATURE_WRITEBACK_CACHE 2
+#define FEATURE_NO_OPEN 4 /* no open handler: O_TRUNC must reach the filesystem as a truncate */
+
+/* Requests read from the device per wake-up before their continuations run. */
+#define BATCH 64
+
 typedef struct session {
   struct fuse_session *se;
-  pthread_t thread;
-  napi_threadsafe_function tsfn;
-  pthread_mutex_t lock;
-  int refs;         /* 1 for the loop, 1 per request handed out and not yet answered */
-  int loop_running; /* the thread has not finished */
-  int joined;
-  int loop_result;
+  napi_env env;
+  napi_ref dispatch;
+  napi_ref resource; /* the async resource the callbacks run in */
+  napi_async_context context;
+  uv_poll_t poll;
+  struct fuse_buf buf; /* libfuse reads each request into it */
+  int refs;         /* 1 until the poll handle is closed, 1 per request not yet answered */
+  int loop_running; /* requests are being read */
+  int features;     /* FEATURE_* bits JavaScript asked for */
+  uint64_t spin_ns; /* how long to keep reading the device after a batch */
   char *mountpoint;
 } session_t;
 
@@ -74,14 +91,14 @@ typedef struct request {
   session_t *session;
   fuse_req_t req; /* NULL once answered */
   fuse_ino_t ino, ino2;
-  char *name, *name2;
+  const char *name, *name2; /* libfuse's buffer: valid while the request is being handed over */
   uint64_t fh;
   int flags, to_set, datasync;
   mode_t mode;
   dev_t rdev;
   size_t size;
   off_t off, length;
-  char *data;
+  const char *data;
   size_t data_len;
   struct stat attr;
   uint64_t nlookup;
@@ -91,23 +108,17 @@ typedef struct request {
   mode_t umask;
 } request_t;
 
+static void call_js(session_t *s, request_t *r);
+
 static void session_unref(session_t *s) {
-  pthread_mutex_lock(&s->lock);
-  int left = --s->refs;
-  pthread_mutex_unlock(&s->lock);
-  if (left > 0) return;
-  if (!s->joined) pthread_join(s->thread, NULL);
+  if (--s->refs > 0) return;
   fuse_session_destroy(s->se);
-  pthread_mutex_destroy(&s->lock);
+  free(s->buf.mem);
+  napi_delete_reference(s->env, s->dispatch);
+  napi_delete_reference(s->env, s->resource);
+  napi_async_destroy(s->env, s->context);
   free(s->mountpoint);
   free(s);
-}
-
-static void request_free_fields(request_t *r) {
-  free(r->name);
-  free(r->name2);
-  free(r->data);
-  r->name = r->name2 = r->data = NULL;
 }
 
 /* Takes the request for answering: NULL when it was answered already. */
@@ -128,12 +139,10 @@ static void request_finalize(napi_env env, void *data, void *hint) {
     fuse_reply_err(req, EIO);
     answered(r);
   }
-  request_free_fields(r);
   free(r);
 }
 
-/* ---- from the loop thread to JavaScript ---- */
-
+/* Hands a request to JavaScript; the request struct lives on as its handle's data. */
 static void post(session_t *s, request_t *r) {
   r->session = s;
   if (r->req != NULL) {
@@ -142,20 +151,9 @@ static void post(session_t *s, request_t *r) {
     r->gid = ctx->gid;
     r->pid = ctx->pid;
     r->umask = ctx->umask;
-    pthread_mutex_lock(&s->lock);
     s->refs++;
-    pthread_mutex_unlock(&s->lock);
   }
-  if (napi_call_threadsafe_function(s->tsfn, r, napi_tsfn_nonblocking) != napi_ok) {
-    /* The JavaScript side is gone (environment shutting down). */
-    fuse_req_t req = take(r);
-    if (req != NULL) {
-      fuse_reply_err(req, EIO);
-      answered(r);
-    }
-    request_free_fields(r);
-    free(r);
-  }
+  call_js(s, r);
 }
 
 static request_t *new_request(fuse_req_t req, int op, fuse_ino_t ino) {
@@ -170,8 +168,6 @@ static request_t *new_request(fuse_req_t req, int op, fuse_ino_t ino) {
   return r;
 }
 
-static char *copy_string(const char *text) { return text == NULL ? NULL : strdup(text); }
-
 #define SESSION(req) ((session_t *)fuse_req_userdata(req))
 #define BEGIN(op, ino)                                   \
   request_t *r = new_request(req, op, ino);              \
@@ -180,7 +176,7 @@ static char *copy_string(const char *text) { return text == NULL ? NULL : strdup
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
   BEGIN(OP_LOOKUP, parent);
-  r->name = copy_string(name);
+  r->name = (name);
   SEND();
 }
 
@@ -227,7 +223,7 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino) {
 static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                      dev_t rdev) {
   BEGIN(OP_MKNOD, parent);
-  r->name = copy_string(name);
+  r->name = (name);
   r->mode = mode;
   r->rdev = rdev;
   SEND();
@@ -235,36 +231,36 @@ static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
   BEGIN(OP_MKDIR, parent);
-  r->name = copy_string(name);
+  r->name = (name);
   r->mode = mode;
   SEND();
 }
 
 static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
   BEGIN(OP_UNLINK, parent);
-  r->name = copy_string(name);
+  r->name = (name);
   SEND();
 }
 
 static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
   BEGIN(OP_RMDIR, parent);
-  r->name = copy_string(name);
+  r->name = (name);
   SEND();
 }
 
 static void ll_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name) {
   BEGIN(OP_SYMLINK, parent);
-  r->name = copy_string(name);
-  r->name2 = copy_string(link);
+  r->name = (name);
+  r->name2 = (link);
   SEND();
 }
 
 static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                       const char *newname, unsigned int flags) {
   BEGIN(OP_RENAME, parent);
-  r->name = copy_string(name);
+  r->name = (name);
   r->ino2 = newparent;
-  r->name2 = copy_string(newname);
+  r->name2 = (newname);
   r->flags = (int)flags;
   SEND();
 }
@@ -272,7 +268,7 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
   BEGIN(OP_LINK, ino);
   r->ino2 = newparent;
-  r->name2 = copy_string(newname);
+  r->name2 = (newname);
   SEND();
 }
 
@@ -294,13 +290,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                      struct fuse_file_info *fi) {
   BEGIN(OP_WRITE, ino);
-  r->data = malloc(size > 0 ? size : 1);
-  if (r->data == NULL) {
-    fuse_reply_err(req, ENOMEM);
-    free(r);
-    return;
-  }
-  memcpy(r->data, buf, size);
+  r->data = buf;
   r->data_len = size;
   r->off = off;
   r->fh = fi->fh;
@@ -342,6 +332,15 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   SEND();
 }
 
+static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi) {
+  BEGIN(OP_READDIRPLUS, ino);
+  r->size = size;
+  r->off = off;
+  r->fh = fi->fh;
+  SEND();
+}
+
 static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   BEGIN(OP_RELEASEDIR, ino);
   r->fh = fi->fh;
@@ -363,7 +362,7 @@ static void ll_statfs(fuse_req_t req, fuse_ino_t ino) {
 static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                       struct fuse_file_info *fi) {
   BEGIN(OP_CREATE, parent);
-  r->name = copy_string(name);
+  r->name = (name);
   r->mode = mode;
   r->flags = fi->flags;
   SEND();
@@ -382,12 +381,19 @@ static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 /*
  * The kernel clears setuid/setgid bits itself on write, truncate and chown (sending the mode
  * change as a setattr), so the filesystem does not have to. Lookups and listings in one
- * directory run in parallel (the kernel serialises them per directory otherwise).
+ * directory run in parallel (the kernel serialises them per directory otherwise). Listings carry
+ * their entries' attributes (readdirplus) when JavaScript answers them; the kernel keeps written
+ * data in its cache and writes it back later (writeback cache) only when asked.
  */
 static void ll_init(void *userdata, struct fuse_conn_info *conn) {
-  (void)userdata;
+  session_t *s = userdata;
   conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
   if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+  if (!(s->features & FEATURE_READDIRPLUS))
+    conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+  if (s->features & FEATURE_NO_OPEN) conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+  if ((s->features & FEATURE_WRITEBACK_CACHE) && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+    conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 }
 
 static const struct fuse_lowlevel_ops OPERATIONS = {
@@ -413,23 +419,13 @@ static const struct fuse_lowlevel_ops OPERATIONS = {
     .fsync = ll_fsync,
     .opendir = ll_opendir,
     .readdir = ll_readdir,
+    .readdirplus = ll_readdirplus,
     .releasedir = ll_releasedir,
     .fsyncdir = ll_fsyncdir,
     .statfs = ll_statfs,
     .create = ll_create,
     .fallocate = ll_fallocate,
 };
-
-static void *loop_thread(void *data) {
-  session_t *s = data;
-  s->loop_result = fuse_session_loop(s->se);
-  request_t *r = new_request(NULL, OP_ENDED, 0);
-  if (r != NULL) {
-    r->flags = s->loop_result;
-    post(s, r);
-  }
-  return NULL;
-}
 
 /* ---- in JavaScript's thread ---- */
 
@@ -454,22 +450,22 @@ static void set_string(napi_env env, napi_value object, const char *key, const c
   napi_set_named_property(env, object, key, v);
 }
 
-/* Calls dispatch(op, handle, fields) for a request. */
-static void call_js(napi_env env, napi_value dispatch, void *context, void *data) {
-  (void)context;
-  request_t *r = data;
-  if (env == NULL) {
+/* Calls dispatch(op, handle, fields) for a request, in a handle scope of its own. */
+static void call_js(session_t *s, request_t *r) {
+  napi_env env = s->env;
+  napi_handle_scope scope;
+  napi_value fields, op, handle, undefined, dispatch, argv[3];
+  if (napi_open_handle_scope(env, &scope) != napi_ok) {
     fuse_req_t req = take(r);
     if (req != NULL) {
       fuse_reply_err(req, EIO);
       answered(r);
     }
-    request_free_fields(r);
     free(r);
     return;
   }
-  napi_value fields, op, handle, undefined, argv[3];
   napi_get_undefined(env, &undefined);
+  napi_get_reference_value(env, s->dispatch, &dispatch);
   napi_create_object(env, &fields);
   napi_create_int32(env, r->op, &op);
   set_number(env, fields, "ino", (double)r->ino);
@@ -514,35 +510,120 @@ static void call_js(napi_env env, napi_value dispatch, void *context, void *data
     void *bytes;
     napi_create_buffer_copy(env, r->data_len, r->data, &bytes, &buffer);
     napi_set_named_property(env, fields, "data", buffer);
-    free(r->data);
-    r->data = NULL;
   }
+  /* libfuse's buffer is read again for the next request: nothing may point into it. */
+  r->name = r->name2 = r->data = NULL;
   if (r->req != NULL) {
-    napi_create_external(env, r, request_finalize, NULL, &handle);
-  } else {
-    /* Nothing to answer: the fields are all JavaScript needs. */
-    handle = undefined;
-    request_free_fields(r);
-    if (r->op == OP_ENDED) {
-      session_t *s = r->session;
-      pthread_join(s->thread, NULL);
-      s->joined = 1;
-      s->loop_running = 0;
-      napi_release_threadsafe_function(s->tsfn, napi_tsfn_release);
+    if (napi_create_external(env, r, request_finalize, NULL, &handle) != napi_ok) {
+      fuse_req_t req = take(r);
+      fuse_reply_err(req, EIO);
+      answered(r);
       free(r);
-      argv[0] = op;
-      argv[1] = handle;
-      argv[2] = fields;
-      napi_call_function(env, undefined, dispatch, 3, argv, NULL);
-      session_unref(s);
+      napi_close_handle_scope(env, scope);
       return;
     }
+  } else {
+    handle = undefined; /* nothing to answer: the fields are all JavaScript needs */
     free(r);
   }
   argv[0] = op;
   argv[1] = handle;
   argv[2] = fields;
-  napi_call_function(env, undefined, dispatch, 3, argv, NULL);
+  if (napi_call_function(env, undefined, dispatch, 3, argv, NULL) == napi_pending_exception) {
+    napi_value error;
+    napi_get_and_clear_last_exception(env, &error);
+    napi_fatal_exception(env, error);
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+static void poll_closed(uv_handle_t *handle) { session_unref(handle->data); }
+
+/* Stops reading requests and tells JavaScript the session has ended (once). */
+static void end_session(session_t *s, int result) {
+  if (!s->loop_running) return;
+  s->loop_running = 0;
+  uv_poll_stop(&s->poll);
+  uv_close((uv_handle_t *)&s->poll, poll_closed);
+  request_t *r = new_request(NULL, OP_ENDED, 0);
+  if (r != NULL) {
+    r->flags = result;
+    post(s, r);
+  }
+}
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * Handles the requests waiting on the device, up to BATCH, in one callback scope: closing it
+ * runs the promise continuations of their handlers (microtasks and ticks), which answer the ones
+ * that needed no waiting. Returns how many were handled, or -1 when the session ended.
+ */
+static int handle_waiting(session_t *s) {
+  napi_env env = s->env;
+  napi_handle_scope scope;
+  napi_callback_scope callbacks;
+  napi_value resource;
+  int handled = 0;
+  int res = fuse_session_receive_buf(s->se, &s->buf);
+  if (res == -EAGAIN || res == -EINTR) return 0;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return 0;
+  napi_get_reference_value(env, s->resource, &resource);
+  if (napi_open_callback_scope(env, resource, s->context, &callbacks) != napi_ok) {
+    napi_close_handle_scope(env, scope);
+    return 0;
+  }
+  for (;;) {
+    if (res <= 0 || fuse_session_exited(s->se)) {
+      if (res != -EAGAIN && res != -EINTR) {
+        end_session(s, res < 0 ? res : 0);
+        handled = -1;
+      }
+      break;
+    }
+    fuse_session_process_buf(s->se, &s->buf);
+    if (++handled >= BATCH || !s->loop_running) break;
+    res = fuse_session_receive_buf(s->se, &s->buf);
+  }
+  napi_close_callback_scope(env, callbacks);
+  napi_close_handle_scope(env, scope);
+  return handled;
+}
+
+/*
+ * The device is readable. Requests are handled in batches (handle_waiting); after a batch the
+ * device is read again for a short while (s->spin_ns) before going back to the event loop: the
+ * program that sent the request usually sends its next one within microseconds of its answer,
+ * and catching it here spares the wake-up of this thread, which costs more than the request on
+ * a virtual machine. One callback returns to the event loop after at most SLICE_NS, so timers
+ * and other I/O are not held up.
+ */
+#define SLICE_NS 2000000u
+static void on_readable(uv_poll_t *poll, int status, int events) {
+  (void)events;
+  session_t *s = poll->data;
+  s->refs++; /* the session outlives this callback whatever its requests do */
+  if (status < 0) {
+    napi_handle_scope scope;
+    if (napi_open_handle_scope(s->env, &scope) == napi_ok) {
+      end_session(s, 0);
+      napi_close_handle_scope(s->env, scope);
+    }
+  } else {
+    uint64_t start = now_ns(), deadline = start + s->spin_ns;
+    while (s->loop_running) {
+      int handled = handle_waiting(s);
+      if (handled < 0) break;
+      uint64_t t = now_ns();
+      if (handled > 0) deadline = t + s->spin_ns;
+      if (t >= deadline || t - start >= SLICE_NS) break;
+    }
+  }
+  session_unref(s);
 }
 
 /* The request behind a handle, to answer it: throws when it was answered already. */
@@ -581,6 +662,8 @@ enum {
   A_ATIME, A_ATIME_NS, A_MTIME, A_MTIME_NS, A_CTIME, A_CTIME_NS, A_COUNT
 };
 
+static void attr_from(const double *a, struct stat *st);
+
 static int attr_of(napi_env env, napi_value value, struct stat *st) {
   napi_typedarray_type type;
   size_t length;
@@ -590,7 +673,11 @@ static int attr_of(napi_env env, napi_value value, struct stat *st) {
     napi_throw_type_error(env, NULL, "agentfs fuse: attributes must be a Float64Array(15)");
     return 0;
   }
-  const double *a = data;
+  attr_from(data, st);
+  return 1;
+}
+
+static void attr_from(const double *a, struct stat *st) {
   memset(st, 0, sizeof(*st));
   st->st_ino = (ino_t)a[A_INO];
   st->st_mode = (mode_t)a[A_MODE];
@@ -607,7 +694,6 @@ static int attr_of(napi_env env, napi_value value, struct stat *st) {
   st->st_mtim.tv_nsec = (long)a[A_MTIME_NS];
   st->st_ctim.tv_sec = (time_t)a[A_CTIME];
   st->st_ctim.tv_nsec = (long)a[A_CTIME_NS];
-  return 1;
 }
 
 /* After a reply: a failed one means the kernel went away (unmounted), which the loop reports. */
@@ -820,9 +906,9 @@ static napi_value reply_directory(napi_env env, napi_callback_info info) {
     napi_value item;
     size_t length;
     if (napi_get_element(env, argv[1], (uint32_t)i, &item) != napi_ok ||
-        napi_get_value_string_utf8(env, item, name, sizeof(name), &length) != napi_ok ||
-        length >= sizeof(name) - 1)
+        napi_get_value_string_utf8(env, item, name, sizeof(name), &length) != napi_ok)
       break;
+    if (length > 255 || length == 0) continue; /* no name the kernel takes: left out */
     struct stat st;
     memset(&st, 0, sizeof(st));
     st.st_ino = 0xffffffff; /* as libfuse says an unknown inode; lookup gives the real one */
@@ -836,24 +922,93 @@ static napi_value reply_directory(napi_env env, napi_callback_info info) {
   return done(env, r, result);
 }
 
-/* ---- mounting ---- */
-
-static void session_finalize(napi_env env, void *data, void *hint) {
-  (void)env;
-  (void)data;
-  (void)hint;
-  /* The session frees itself once its loop has ended and its requests are answered. */
+/*
+ * replyDirectoryPlus(handle, names, nodeids, attrs, first, size, attrTimeout, entryTimeout): the
+ * entries of `names` (a window of a listing whose first entry is the listing's entry `first`), as
+ * many as fit in `size` bytes, each with its node id and attributes (`attrs` holds A_COUNT
+ * numbers per entry) and the offset of the next. An entry with node id 0 gives the kernel its
+ * name and type only. Returns how many entries were sent: the kernel counts one lookup for each
+ * sent entry with a node id, but `.` and `..`.
+ */
+static napi_value reply_directory_plus(napi_env env, napi_callback_info info) {
+  napi_value argv[8], result;
+  fuse_req_t req;
+  uint32_t count;
+  napi_typedarray_type type;
+  size_t ids_length, attrs_length;
+  void *ids_data, *attrs_data;
+  if (!args_of(env, info, 8, argv)) return NULL;
+  if (napi_get_array_length(env, argv[1], &count) != napi_ok ||
+      napi_get_typedarray_info(env, argv[2], &type, &ids_length, &ids_data, NULL, NULL) !=
+          napi_ok ||
+      type != napi_float64_array || ids_length < count ||
+      napi_get_typedarray_info(env, argv[3], &type, &attrs_length, &attrs_data, NULL, NULL) !=
+          napi_ok ||
+      type != napi_float64_array || attrs_length < (size_t)count * A_COUNT) {
+    napi_throw_type_error(env, NULL,
+                          "agentfs fuse: names must be an array, nodeids and attrs Float64Arrays");
+    return NULL;
+  }
+  const double *ids = ids_data;
+  const double *attrs = attrs_data;
+  size_t first = (size_t)number_of(env, argv[4]);
+  size_t size = (size_t)number_of(env, argv[5]);
+  double attr_timeout = number_of(env, argv[6]);
+  double entry_timeout = number_of(env, argv[7]);
+  if (size > 1 << 20) size = 1 << 20;
+  char *buffer = malloc(size > 0 ? size : 1);
+  if (buffer == NULL) {
+    napi_throw_error(env, NULL, "agentfs fuse: out of memory");
+    return NULL;
+  }
+  request_t *r = request_of(env, argv[0], &req);
+  if (r == NULL) {
+    free(buffer);
+    return NULL;
+  }
+  size_t used = 0, i;
+  char name[1024];
+  for (i = 0; i < count; i++) {
+    napi_value item;
+    size_t length;
+    if (napi_get_element(env, argv[1], (uint32_t)i, &item) != napi_ok ||
+        napi_get_value_string_utf8(env, item, name, sizeof(name), &length) != napi_ok)
+      break;
+    struct fuse_entry_param e;
+    memset(&e, 0, sizeof(e));
+    attr_from(attrs + (size_t)i * A_COUNT, &e.attr);
+    e.ino = (fuse_ino_t)ids[i];
+    if (length > 255 || length == 0) {
+      if (e.ino != 0) break; /* a counted entry cannot be skipped: JavaScript sends none */
+      continue;
+    }
+    e.attr_timeout = attr_timeout;
+    e.entry_timeout = entry_timeout;
+    size_t need =
+        fuse_add_direntry_plus(req, buffer + used, size - used, name, &e, (off_t)(first + i + 1));
+    if (need > size - used) break;
+    used += need;
+  }
+  fuse_reply_buf(req, buffer, used);
+  free(buffer);
+  answered(r);
+  napi_create_double(env, (double)i, &result);
+  return result;
 }
 
+/* ---- mounting ---- */
+
 /*
- * mount(mountpoint, options, dispatch): mounts and starts the session loop. `options` is the
- * comma-separated -o list. Returns the session handle.
+ * mount(mountpoint, options, dispatch, features): mounts and starts reading requests on this
+ * thread's event loop. `options` is the comma-separated -o list, `features` FEATURE_* bits.
+ * Returns the session handle.
  */
 static napi_value js_mount(napi_env env, napi_callback_info info) {
-  napi_value argv[3], handle, name;
+  napi_value argv[4], handle, name, resource;
   char mountpoint[4096], options[4096];
   size_t length;
-  if (!args_of(env, info, 3, argv)) return NULL;
+  uv_loop_t *loop;
+  if (!args_of(env, info, 4, argv)) return NULL;
   if (napi_get_value_string_utf8(env, argv[0], mountpoint, sizeof(mountpoint), &length) !=
           napi_ok ||
       length >= sizeof(mountpoint) - 1 ||
@@ -862,6 +1017,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "agentfs fuse: mountpoint and options must be short strings");
     return NULL;
   }
+  CHECK(napi_get_uv_event_loop(env, &loop));
   char *args_v[] = {"agentfs", "-o", options, NULL};
   struct fuse_args args = FUSE_ARGS_INIT(options[0] != '\0' ? 3 : 1, args_v);
   session_t *s = calloc(1, sizeof(session_t));
@@ -869,11 +1025,13 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     napi_throw_error(env, NULL, "agentfs fuse: out of memory");
     return NULL;
   }
-  pthread_mutex_init(&s->lock, NULL);
+  s->env = env;
   s->refs = 1;
+  s->features = (int)number_of(env, argv[3]);
+  const char *spin = getenv("AGENTFS_FUSE_SPIN_US");
+  s->spin_ns = (spin != NULL ? strtoull(spin, NULL, 10) : 50) * 1000u;
   s->se = fuse_session_new(&args, &OPERATIONS, sizeof(OPERATIONS), s);
   if (s->se == NULL) {
-    pthread_mutex_destroy(&s->lock);
     free(s);
     napi_throw_error(env, "EINVAL", "agentfs fuse: libfuse refused the mount options");
     return NULL;
@@ -881,7 +1039,6 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   if (fuse_session_mount(s->se, mountpoint) != 0) {
     int saved = errno;
     fuse_session_destroy(s->se);
-    pthread_mutex_destroy(&s->lock);
     free(s);
     char message[4400];
     snprintf(message, sizeof(message), "agentfs fuse: cannot mount at %s (%s)", mountpoint,
@@ -889,34 +1046,32 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     napi_throw_error(env, "EMOUNT", message);
     return NULL;
   }
+  int fd = fuse_session_fd(s->se);
   napi_create_string_utf8(env, "agentfs fuse", NAPI_AUTO_LENGTH, &name);
-  if (napi_create_threadsafe_function(env, argv[2], NULL, name, 0, 1, NULL, NULL, NULL, call_js,
-                                      &s->tsfn) != napi_ok) {
+  napi_create_object(env, &resource);
+  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0 ||
+      napi_create_reference(env, argv[2], 1, &s->dispatch) != napi_ok ||
+      napi_create_reference(env, resource, 1, &s->resource) != napi_ok ||
+      napi_async_init(env, resource, name, &s->context) != napi_ok ||
+      uv_poll_init(loop, &s->poll, fd) != 0) {
     fuse_session_unmount(s->se);
     fuse_session_destroy(s->se);
-    pthread_mutex_destroy(&s->lock);
     free(s);
-    napi_throw_error(env, NULL, "agentfs fuse: cannot create the request queue");
+    napi_throw_error(env, NULL, "agentfs fuse: cannot poll the FUSE device");
     return NULL;
   }
+  s->poll.data = s;
   s->mountpoint = strdup(mountpoint);
   s->loop_running = 1;
-  if (pthread_create(&s->thread, NULL, loop_thread, s) != 0) {
-    napi_release_threadsafe_function(s->tsfn, napi_tsfn_abort);
-    fuse_session_unmount(s->se);
-    fuse_session_destroy(s->se);
-    pthread_mutex_destroy(&s->lock);
-    free(s);
-    napi_throw_error(env, NULL, "agentfs fuse: cannot start the session thread");
-    return NULL;
-  }
-  CHECK(napi_create_external(env, s, session_finalize, NULL, &handle));
+  uv_poll_start(&s->poll, UV_READABLE, on_readable);
+  CHECK(napi_create_external(env, s, NULL, NULL, &handle));
   return handle;
 }
 
 /*
- * unmount(session): ends the loop and takes the mount away (lazily, as `umount -l`: a busy
- * mountpoint does not keep it). The loop's end is reported to dispatch as OP_ENDED.
+ * unmount(session): takes the mount away (lazily, as `umount -l`: a busy mountpoint does not keep
+ * it) and ends the session, which is reported to dispatch as OP_ENDED. The device is closed once
+ * every request handed out has been answered; calls still in the mount then fail (ENOTCONN).
  */
 static napi_value js_unmount(napi_env env, napi_callback_info info) {
   napi_value argv[1], undefined;
@@ -929,11 +1084,7 @@ static napi_value js_unmount(napi_env env, napi_callback_info info) {
   napi_get_undefined(env, &undefined);
   if (!s->loop_running || s->mountpoint == NULL) return undefined;
   fuse_session_exit(s->se);
-  /*
-   * Detached here, with the device still open: once nothing uses the mount the kernel ends the
-   * connection, the loop's read fails and the loop ends (libfuse's own unmount closes the device
-   * first, which leaves a loop blocked in read). Root detaches it itself; others ask fusermount3.
-   */
+  /* Root detaches it itself; others ask fusermount3. */
   if (geteuid() == 0) {
     if (umount2(s->mountpoint, MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
       napi_throw_error(env, NULL, "agentfs fuse: umount2 failed");
@@ -947,6 +1098,7 @@ static napi_value js_unmount(napi_env env, napi_callback_info info) {
       waitpid(pid, &status, 0);
     }
   }
+  end_session(s, 0);
   return undefined;
 }
 
@@ -1016,6 +1168,7 @@ static napi_value init(napi_env env, napi_value exports) {
   EXPORT("replyBuffer", reply_buffer);
   EXPORT("replyStatfs", reply_statfs);
   EXPORT("replyDirectory", reply_directory);
+  EXPORT("replyDirectoryPlus", reply_directory_plus);
   EXPORT("version", version);
   return exports;
 }

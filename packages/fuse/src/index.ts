@@ -9,6 +9,7 @@ import type {
   MountOptions,
   Opened,
   Operations,
+  PlusListing,
   Request,
   Session,
   StatfsResult,
@@ -21,6 +22,7 @@ export type {
   MountOptions,
   Opened,
   Operations,
+  PlusListing,
   Request,
   Session,
   StatfsResult,
@@ -30,14 +32,14 @@ export { SET_ATTR } from './types.js'
 /**
  * libfuse 3's low-level API for Node.js. The kernel names files by node id (`ino` here), which
  * the filesystem chooses in `lookup` and the other calls that answer an entry; the root is 1.
- * Every handler is asynchronous and requests are dispatched as they come: a slow one does not
- * hold up the rest. A handler answers by resolving (the value the kernel needs) or by throwing an
+ * Requests are read from the FUSE device on this thread's event loop and dispatched as they
+ * come; every handler is asynchronous, so a slow one does not hold up the rest. A handler answers by resolving (the value the kernel needs) or by throwing an
  * error carrying a POSIX code (`code: 'ENOENT'` or a negative `errno`); anything else is
  * reported through `onError` and answered EIO. A missing handler answers ENOSYS.
  */
 
 interface Native {
-  mount(mountpoint: string, options: string, dispatch: Dispatch): object
+  mount(mountpoint: string, options: string, dispatch: Dispatch, features: number): object
   unmount(session: object): void
   notifyInvalidate(session: object, ino: number): number
   notifyInvalidateEntry(session: object, parent: number, name: string): number
@@ -65,6 +67,16 @@ interface Native {
     start: number,
     size: number,
   ): void
+  replyDirectoryPlus(
+    handle: object,
+    names: readonly string[],
+    nodeids: Float64Array,
+    attrs: Float64Array,
+    start: number,
+    size: number,
+    attrTimeout: number,
+    entryTimeout: number,
+  ): number
   version(): number
 }
 
@@ -97,6 +109,7 @@ const OPERATIONS = [
   'statfs',
   'create',
   'fallocate',
+  'readdirplus',
   'ended',
 ] as const
 const ENDED = OPERATIONS.length - 1
@@ -145,28 +158,73 @@ export function errnoOf(error: unknown): number | undefined {
 }
 
 const NS = 1_000_000_000n
-const attrBuffer = new Float64Array(15)
+/** Numbers per attributes as the binding reads them (A_COUNT in native/agentfs_fuse.c). */
+const ATTR_COUNT = 15
+const attrBuffer = new Float64Array(ATTR_COUNT)
 const statfsBuffer = new Float64Array(8)
+const FEATURE_READDIRPLUS = 1
+const FEATURE_WRITEBACK_CACHE = 2
+const FEATURE_NO_OPEN = 4
 
-/** Packs attributes as the binding reads them (one buffer: replies copy it at once). */
-function packed(a: Attributes): Float64Array {
-  const b = attrBuffer
-  b[0] = a.ino
-  b[1] = a.mode
-  b[2] = a.nlink
-  b[3] = a.uid
-  b[4] = a.gid
-  b[5] = a.rdev
-  b[6] = a.size
-  b[7] = a.blocks
-  b[8] = a.blksize
-  b[9] = Number(a.atimeNs / NS)
-  b[10] = Number(a.atimeNs % NS)
-  b[11] = Number(a.mtimeNs / NS)
-  b[12] = Number(a.mtimeNs % NS)
-  b[13] = Number(a.ctimeNs / NS)
-  b[14] = Number(a.ctimeNs % NS)
+/** Packs attributes as the binding reads them, into `b` at `at` (one buffer: replies copy it). */
+function packed(a: Attributes, b = attrBuffer, at = 0): Float64Array {
+  b[at] = a.ino
+  b[at + 1] = a.mode
+  b[at + 2] = a.nlink
+  b[at + 3] = a.uid
+  b[at + 4] = a.gid
+  b[at + 5] = a.rdev
+  b[at + 6] = a.size
+  b[at + 7] = a.blocks
+  b[at + 8] = a.blksize
+  b[at + 9] = Number(a.atimeNs / NS)
+  b[at + 10] = Number(a.atimeNs % NS)
+  b[at + 11] = Number(a.mtimeNs / NS)
+  b[at + 12] = Number(a.mtimeNs % NS)
+  b[at + 13] = Number(a.ctimeNs / NS)
+  b[at + 14] = Number(a.ctimeNs % NS)
   return b
+}
+
+/** How many entries of a listing go in one packed reply at most (a reply is at most 1 MiB). */
+const PLUS_WINDOW = 4096
+
+/** Answers a readdirplus: the entries from `start`, packed, and which of them were sent. */
+function replyPlus(
+  binding: Native,
+  handle: object,
+  listing: PlusListing,
+  start: number,
+  size: number,
+  attrTimeout: number,
+  entryTimeout: number,
+): void {
+  const names = listing.names.slice(start, start + PLUS_WINDOW)
+  const nodeids = new Float64Array(names.length)
+  const attrs = new Float64Array(names.length * ATTR_COUNT)
+  for (let i = 0; i < names.length; i++) {
+    const entry = listing.entries[start + i]
+    if (entry === undefined) {
+      // The name and type only, with the inode number libfuse uses for "unknown" (a dirent
+      // numbered 0 is skipped by readdir(3)).
+      attrs[i * ATTR_COUNT] = 0xffffffff
+      attrs[i * ATTR_COUNT + 1] = listing.modes[start + i] ?? 0
+      continue
+    }
+    nodeids[i] = entry.nodeid
+    packed(entry.attr, attrs, i * ATTR_COUNT)
+  }
+  const sent = binding.replyDirectoryPlus(
+    handle,
+    names,
+    nodeids,
+    attrs,
+    start,
+    size,
+    attrTimeout,
+    entryTimeout,
+  )
+  listing.sent?.(start, start + sent)
 }
 
 /** Mounts `operations` at `mountpoint`. Throws when the kernel or libfuse refuses. */
@@ -224,6 +282,8 @@ export function mount(
       ),
     write: (h, count: number) => binding.replyWrite(h, count),
     readdir: (h, l: Listing, r) => binding.replyDirectory(h, l.names, l.modes, r.offset, r.size),
+    readdirplus: (h, l: PlusListing, r) =>
+      replyPlus(binding, h, l, r.offset, r.size, attrTimeout, entryTimeout),
     statfs: (h, s: StatfsResult) => {
       const b = statfsBuffer
       b[0] = s.bsize
@@ -287,7 +347,11 @@ export function mount(
     )
   }
 
-  const session = binding.mount(mountpoint, (options.options ?? []).join(','), dispatch)
+  const features =
+    (operations.readdirplus ? FEATURE_READDIRPLUS : 0) |
+    (options.writebackCache ? FEATURE_WRITEBACK_CACHE : 0) |
+    (operations.open ? 0 : FEATURE_NO_OPEN)
+  const session = binding.mount(mountpoint, (options.options ?? []).join(','), dispatch, features)
   return {
     mountpoint,
     ended,

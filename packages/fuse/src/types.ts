@@ -74,6 +74,20 @@ export interface Listing {
   readonly modes: Float64Array
 }
 
+/**
+ * A listing with each entry's node and attributes (readdirplus): the kernel caches them as if
+ * each name had been looked up, so `ls -l` and walks need no lookup per name.
+ */
+export interface PlusListing extends Listing {
+  /** Per entry: its node and attributes, or undefined to give the kernel the name only. */
+  readonly entries: readonly (Entry | undefined)[]
+  /**
+   * Entries `start` to `end - 1` were sent: the kernel counts one lookup of each sent entry's
+   * node (but `.` and `..`), which a later `forget` gives back.
+   */
+  sent?(start: number, end: number): void
+}
+
 export interface StatfsResult {
   readonly bsize: number
   readonly blocks: number
@@ -101,6 +115,12 @@ export interface Operations {
   symlink?: Handler<Entry>
   rename?: Handler<void>
   link?: Handler<Entry>
+  /**
+   * Without it the kernel opens files itself ("no open": no `open` or `release` is sent, reads
+   * and writes come with `fh` 0, cached data is kept across opens, and O_TRUNC comes as a
+   * setattr of the size). Likewise without `create` the kernel sends `mknod`, and without
+   * `flush` nothing at each close.
+   */
   open?: Handler<Opened>
   /** Answers the bytes read (a Buffer no longer than `size`; shorter at the end of the file). */
   read?: Handler<Uint8Array>
@@ -112,6 +132,8 @@ export interface Operations {
   opendir?: Handler<Opened>
   /** The listing of the open directory `fh`; entries from index `offset` are sent. */
   readdir?: Handler<Listing>
+  /** The listing with its entries' nodes and attributes; without it the kernel asks `readdir`. */
+  readdirplus?: Handler<PlusListing>
   releasedir?: Handler<void>
   fsyncdir?: Handler<void>
   statfs?: Handler<StatfsResult>
@@ -138,6 +160,11 @@ export interface MountOptions {
   /** How long (s) the kernel may keep attributes and names it was given (default 1). */
   readonly attrTimeout?: number
   readonly entryTimeout?: number
+  /**
+   * Let the kernel keep written data and write it back later, in larger pieces (libfuse's
+   * writeback cache). Only for a filesystem no one else changes while it is mounted.
+   */
+  readonly writebackCache?: boolean
   /** Errors without a POSIX code (answered EIO). */
   readonly onError?: (error: unknown, operation: string) => void
 }

@@ -45,6 +45,9 @@ const file = (ino: number, size: number): Attributes => ({
   size,
 })
 const enoent = () => Object.assign(new Error('no such name'), { code: 'ENOENT' })
+const fail = (message: string): never => {
+  throw new Error(message)
+}
 
 let session: Session | undefined
 let where: string | undefined
@@ -163,5 +166,120 @@ describe.skipIf(!usable)('@agentfs/fuse', () => {
     expect((await run('umount', mp)).status).toBe(0)
     await session?.ended
     expect(session?.mounted).toBe(false)
+  })
+
+  test('readdirplus gives a listing with its entries: ls -l looks nothing up, and sent entries count as lookups', async () => {
+    const sizes = new Map([
+      ['a', 3],
+      ['b', 30],
+    ])
+    let lookups = 0
+    const sent: [number, number][] = []
+    const mp = await mounted({
+      lookup: async (r) => {
+        lookups++
+        if (r.name !== 'c') throw enoent()
+        return { nodeid: 22, attr: file(22, 300) }
+      },
+      getattr: async (r) => (r.ino === 1 ? dir : file(r.ino, 0)),
+      opendir: async () => ({ fh: 1 }),
+      readdir: async () => fail('readdir should not be asked when readdirplus is answered'),
+      readdirplus: async () => ({
+        names: ['.', '..', 'a', 'b', 'x'.repeat(300), 'c'],
+        modes: new Float64Array([0o40000, 0o40000, 0o100000, 0o100000, 0o100000, 0o100000]),
+        entries: [
+          undefined,
+          undefined,
+          { nodeid: 20, attr: file(20, sizes.get('a') ?? 0) },
+          { nodeid: 21, attr: file(21, sizes.get('b') ?? 0) },
+          undefined,
+          undefined,
+        ],
+        sent: (start, end) => {
+          sent.push([start, end])
+        },
+      }),
+      releasedir: async () => {},
+    })
+    const listed = await promisify(execFile)('ls', ['-l', mp])
+    expect(listed.stdout).toMatch(/ 3 .* a\n/)
+    expect(listed.stdout).toMatch(/ 30 .* b\n/)
+    // `c` has no entry: the kernel looks it up; the overlong name is left out of the listing.
+    expect(listed.stdout).toMatch(/ 300 .* c\n/)
+    expect(listed.stdout).not.toMatch(/xxx/)
+    expect(lookups).toBe(1)
+    expect(sent[0]).toEqual([0, 6])
+    expect((await stat(join(mp, 'b'))).size).toBe(30)
+    expect(lookups).toBe(1)
+  })
+
+  test('without open, the kernel opens files itself: I/O by node, O_TRUNC as a truncate, data cached across opens', async () => {
+    let data = Buffer.from('first version\n')
+    const calls: string[] = []
+    const mp = await mounted({
+      lookup: async (r) => {
+        if (r.name !== 'f') throw enoent()
+        return { nodeid: 7, attr: file(7, data.length) }
+      },
+      getattr: async (r) => (r.ino === 1 ? dir : file(7, data.length)),
+      setattr: async (r) => {
+        calls.push(`setattr size=${r.size}`)
+        if ((r.toSet ?? 0) & 8) data = data.subarray(0, r.size)
+        return file(7, data.length)
+      },
+      read: async (r) => {
+        calls.push(`read fh=${r.fh}`)
+        return data.subarray(r.offset, r.offset + r.size)
+      },
+      write: async (r) => {
+        calls.push(`write fh=${r.fh}`)
+        const chunk = r.data as Buffer
+        const next = Buffer.alloc(Math.max(data.length, r.offset + chunk.length))
+        data.copy(next)
+        chunk.copy(next, r.offset)
+        data = next
+        return chunk.length
+      },
+    })
+    expect(await readFile(join(mp, 'f'), 'utf8')).toBe('first version\n')
+    expect(await readFile(join(mp, 'f'), 'utf8')).toBe('first version\n')
+    expect(calls.filter((c) => c.startsWith('read'))).toEqual(['read fh=0'])
+    expect((await run('sh', '-c', `printf 'v2\\n' > ${join(mp, 'f')}`)).status).toBe(0)
+    expect(calls).toContain('setattr size=0')
+    expect(calls).toContain('write fh=0')
+    expect(data.toString()).toBe('v2\n')
+    expect(await readFile(join(mp, 'f'), 'utf8')).toBe('v2\n')
+  })
+
+  test('with the writeback cache, data written reaches the filesystem by the time the file is closed', async () => {
+    let data = Buffer.alloc(0)
+    where = await mkdtemp(join(tmpdir(), 'agentfs-fuse-binding-'))
+    session = mount(
+      where,
+      {
+        lookup: async (r) => {
+          if (r.name !== 'w') throw enoent()
+          return { nodeid: 8, attr: file(8, data.length) }
+        },
+        getattr: async (r) => (r.ino === 1 ? dir : file(8, data.length)),
+        setattr: async (r) => {
+          if ((r.toSet ?? 0) & 8) data = data.subarray(0, r.size)
+          return file(8, data.length)
+        },
+        read: async (r) => data.subarray(r.offset, r.offset + r.size),
+        write: async (r) => {
+          const chunk = r.data as Buffer
+          const next = Buffer.alloc(Math.max(data.length, r.offset + chunk.length))
+          data.copy(next)
+          chunk.copy(next, r.offset)
+          data = next
+          return chunk.length
+        },
+      },
+      { writebackCache: true },
+    )
+    expect((await run('sh', '-c', `seq 1 20000 > ${join(where, 'w')}`)).status).toBe(0)
+    expect(data.toString().split('\n')[19999]).toBe('20000')
+    expect(data.length).toBe((await promisify(execFile)('seq', ['1', '20000'])).stdout.length)
   })
 })
