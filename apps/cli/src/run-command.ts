@@ -8,6 +8,7 @@ import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { mount } from './fuse.js'
 import { databasePath, kernelFacing } from './open.js'
+import { hostPath, runSandboxed, sandboxProblem } from './sandbox.js'
 
 /** `YYYYMMDD-HHMMSS` in UTC, for default session names. */
 const stamp = (d = new Date()) =>
@@ -77,6 +78,41 @@ function runIn(argv: string[], view: string, project: string, namespace: boolean
   })
 }
 
+interface RunFlags {
+  db?: string
+  snapshot: boolean
+  sandbox?: boolean
+  allowNet?: boolean
+  writable: string[]
+  read: string[]
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value]
+
+/**
+ * The sandbox's settings from the flags, or undefined without --sandbox; checked before anything
+ * is created (a flag that needs --sandbox, or a sandbox that cannot run here, is refused).
+ */
+function sandboxSettings(o: RunFlags) {
+  if (!o.sandbox) {
+    const stray = [
+      o.allowNet ? '--allow-net' : undefined,
+      o.writable.length > 0 ? '--writable' : undefined,
+      o.read.length > 0 ? '--read' : undefined,
+    ].filter((flag) => flag !== undefined)
+    if (stray.length > 0) throw new Error(`${stray.join(', ')} only apply with --sandbox`)
+    return undefined
+  }
+  const problem = sandboxProblem()
+  if (problem !== undefined) throw new Error(problem)
+  return {
+    allowNet: o.allowNet === true,
+    writable: o.writable.map((path) => hostPath('--writable', path)),
+    read: o.read.map((path) => hostPath('--read', path)),
+    home: process.env.HOME,
+  }
+}
+
 /** `agentfs run [--db PATH] -- COMMAND…`: a command on a copy-on-write view of this directory. */
 export function registerRun(program: Command): void {
   program
@@ -104,8 +140,19 @@ outside the directory (/tmp, $HOME, the network, other processes) is the real sy
 is a copy-on-write workspace, not a security sandbox. Without root the command starts inside
 the view, but absolute paths to the directory reach the real files.
 
+With --sandbox the command runs under bubblewrap (apt-get install bubblewrap): new
+namespaces (mount, pid, ipc, uts, cgroup, user where available, and network unless
+--allow-net), no capabilities, a session of its own. The host's files are read-only, /tmp is
+private and empty, the home directory is an empty directory, and only the project's path (the
+copy-on-write view) and the paths given with --writable can be changed. Still shared with the
+host: the environment variables, what the host's files let anyone read, and with --allow-net
+the network. It is a container-style boundary, not a virtual machine: kernel bugs are out of
+its reach.
+
 Examples:
   $ agentfs run -- sh -c 'npm install && npm test'
+  $ agentfs run --sandbox -- sh -c 'make && make test'
+  $ agentfs run --sandbox --allow-net --writable ~/.npm -- npm install
   $ agentfs run --db .agentfs/refactor.db -- node tools/rewrite.mjs
   $ agentfs diff .agentfs/refactor.db && agentfs commit .agentfs/refactor.db`,
     )
@@ -113,7 +160,22 @@ Examples:
       '--no-snapshot',
       'do not snapshot the session first (then agentfs undo cannot take it back)',
     )
-    .action(async (argv: string[], o: { db?: string; snapshot: boolean }) => {
+    .option('--sandbox', 'run the command under bubblewrap: read-only host, no network, no home')
+    .option('--allow-net', 'with --sandbox: keep the network')
+    .option(
+      '--writable <path>',
+      'with --sandbox: a host path the command may change (repeatable)',
+      collect,
+      [],
+    )
+    .option(
+      '--read <path>',
+      'with --sandbox: a host path shown read-only inside the hidden home (repeatable)',
+      collect,
+      [],
+    )
+    .action(async (argv: string[], o: RunFlags) => {
+      const sandboxed = sandboxSettings(o)
       const project = resolve('.')
       const session = o.db ?? `run-${stamp()}`
       const dbPath = databasePath(session)
@@ -133,7 +195,9 @@ Examples:
         process.on('SIGINT', ignore)
         process.on('SIGTERM', ignore)
         try {
-          code = await runIn(argv, view, project, canUseNamespace())
+          code = sandboxed
+            ? await runSandboxed(argv, { ...sandboxed, project, view })
+            : await runIn(argv, view, project, canUseNamespace())
         } finally {
           process.off('SIGINT', ignore)
           process.off('SIGTERM', ignore)

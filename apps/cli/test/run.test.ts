@@ -1,5 +1,7 @@
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
+import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
 import { fuseTests, runCli, sh, snapshot, useCliSandbox } from './helpers.js'
@@ -107,5 +109,118 @@ describe.skipIf(!fuse)('agentfs run', () => {
     const result = runCli(cli, ['run', '--db', '../session.db', '--', 'true'], { cwd: other })
     expect(result.code).toBe(1)
     expect(result.err).toMatch(/^agentfs: .*session\.db is an overlay over .*project, not .*other/)
+  })
+})
+
+const bwrap = spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/', '/', '--', 'true'])
+const sandboxUsable = bwrap.error === undefined && bwrap.status === 0
+if (!sandboxUsable && process.env.CI === 'true' && root)
+  throw new Error('agentfs run --sandbox tests need bubblewrap under CI=true as root')
+
+describe.skipIf(!fuse || !sandboxUsable)('agentfs run --sandbox', () => {
+  test('only the view and --writable paths change; the host is read-only, home hidden, network off', async () => {
+    const project = join(cwd, 'boxed')
+    const out = join(cwd, 'boxed-out')
+    const home = join(cwd, 'boxed-home')
+    for (const dir of [project, out, home]) await mkdir(dir)
+    sh('echo base > base.txt', project)
+    sh('echo secret > secret.txt && echo shown > shown.txt', home)
+    const server = createServer((socket) => socket.end('hello from the host\n'))
+    await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready))
+    const port = (server.address() as AddressInfo).port
+    try {
+      const script = String.raw`
+        echo changed > base.txt && echo new > new.txt
+        echo out > "$OUT/written.txt"
+        if echo x > /etc/agentfs-sandbox-test 2>/dev/null; then echo "host writable"; fi
+        echo x > "$OUT/../escape.txt" 2>/dev/null || true
+        if cat "$HOME/secret.txt" 2>/dev/null; then echo "home visible"; fi
+        cat "$HOME/shown.txt"
+        if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then echo "net on"; else echo "net off"; fi
+        echo "sandbox=$AGENTFS_SANDBOX"
+      `
+      const env = { ...process.env, HOME: home, OUT: out, PORT: String(port) }
+      const run = runCli(
+        cli,
+        [
+          'run',
+          '--sandbox',
+          '--writable',
+          out,
+          '--read',
+          join(home, 'shown.txt'),
+          '--db',
+          '../boxed.db',
+          '--',
+          'bash',
+          '-c',
+          script,
+        ],
+        { cwd: project, env },
+      )
+      expect(run.err).toMatch(/2 change\(s\) kept in \.\.\/boxed\.db/)
+      expect(run.out).toBe('shown\nnet off\nsandbox=1\n')
+      expect(run.code).toBe(0)
+      expect(sh('cat base.txt; ls', project)).toBe('base\nbase.txt\n')
+      expect(sh('cat written.txt', out)).toBe('out\n')
+      expect(existsSync(join(cwd, 'escape.txt'))).toBe(false)
+      expect(existsSync('/etc/agentfs-sandbox-test')).toBe(false)
+
+      const online = runCli(
+        cli,
+        ['run', '--sandbox', '--allow-net', '--db', '../boxed.db', '--', 'bash', '-c', script],
+        { cwd: project, env },
+      )
+      expect(online.out).toMatch(/net on\n/)
+      expect(online.out).not.toMatch(/home visible|host writable/)
+    } finally {
+      server.close()
+    }
+  }, 120_000)
+
+  test('signals reach the sandboxed command; its status is the run status', async () => {
+    const project = join(cwd, 'boxed-signal')
+    await mkdir(project)
+    const child = spawn(
+      process.execPath,
+      [
+        cli,
+        'run',
+        '--sandbox',
+        '--db',
+        '../boxed-signal.db',
+        '--',
+        'sh',
+        '-c',
+        'trap "exit 7" TERM; echo ready; sleep 30 & wait',
+      ],
+      { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] },
+    )
+    await new Promise<void>((ready) => child.stdout.on('data', () => ready()))
+    child.kill('SIGTERM')
+    const code = await new Promise<number | null>((done) => child.on('exit', done))
+    expect(code).toBe(7)
+  }, 60_000)
+
+  test('sandbox flags are refused before anything is made: without --sandbox, a missing path, no bubblewrap', async () => {
+    const project = join(cwd, 'boxed-refused')
+    await mkdir(project)
+    const stray = runCli(cli, ['run', '--allow-net', '--', 'true'], { cwd: project })
+    expect(stray).toMatchObject({ code: 1 })
+    expect(stray.err).toMatch(/^agentfs: --allow-net only apply with --sandbox\n$/)
+    const missing = runCli(cli, ['run', '--sandbox', '--writable', 'nowhere', '--', 'true'], {
+      cwd: project,
+    })
+    expect(missing.err).toMatch(/--writable nowhere: no such file or directory on the host/)
+    const emptyPath = join(cwd, 'no-bin')
+    await mkdir(emptyPath)
+    const noBwrap = runCli(cli, ['run', '--sandbox', '--', 'true'], {
+      cwd: project,
+      env: { ...process.env, PATH: emptyPath },
+    })
+    expect(noBwrap.err).toMatch(
+      /needs bubblewrap, which is not installed \(apt-get install bubblewrap\)/,
+    )
+    expect(existsSync(join(project, '.agentfs'))).toBe(false)
   })
 })

@@ -147,6 +147,7 @@ export const libfuseVersion = (): number => native().version()
 
 const ERRNO = constants.errno as Record<string, number>
 const EIO = ERRNO.EIO as number
+const ENOENT = ERRNO.ENOENT as number
 const ENOSYS = ERRNO.ENOSYS as number
 
 /** The positive errno of an error, or undefined when it has none. */
@@ -161,6 +162,7 @@ const NS = 1_000_000_000n
 /** Numbers per attributes as the binding reads them (A_COUNT in native/agentfs_fuse.c). */
 const ATTR_COUNT = 15
 const attrBuffer = new Float64Array(ATTR_COUNT)
+const noAttributes = new Float64Array(ATTR_COUNT)
 const statfsBuffer = new Float64Array(8)
 const FEATURE_READDIRPLUS = 1
 const FEATURE_WRITEBACK_CACHE = 2
@@ -236,6 +238,7 @@ export function mount(
   const binding = native()
   const attrTimeout = options.attrTimeout ?? 1
   const entryTimeout = options.entryTimeout ?? 1
+  const negativeTimeout = options.negativeTimeout ?? entryTimeout
   const onError =
     options.onError ??
     ((error: unknown, op: string) =>
@@ -253,7 +256,11 @@ export function mount(
       errno = EIO
     }
     try {
-      binding.replyError(handle, errno)
+      // A name that is not there: the kernel may remember that for the entry timeout too
+      // (a negative entry), so programs probing for files do not ask again and again.
+      if (errno === ENOENT && op === 'lookup' && negativeTimeout > 0)
+        binding.replyEntry(handle, 0, noAttributes, 0, negativeTimeout)
+      else binding.replyError(handle, errno)
     } catch (replyError) {
       onError(replyError, op)
     }

@@ -160,6 +160,8 @@ export interface MountOptions {
   /** How long (s) the kernel may keep attributes and names it was given (default 1). */
   readonly attrTimeout?: number
   readonly entryTimeout?: number
+  /** How long (s) the kernel may remember that a name is not there (default: entryTimeout). */
+  readonly negativeTimeout?: number
   /**
    * Let the kernel keep written data and write it back later, in larger pieces (libfuse's
    * writeback cache). Only for a filesystem no one else changes while it is mounted.

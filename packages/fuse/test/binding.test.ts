@@ -168,6 +168,20 @@ describe.skipIf(!usable)('@agentfs/fuse', () => {
     expect(session?.mounted).toBe(false)
   })
 
+  test('the kernel remembers a name is not there for the entry timeout (negative entries)', async () => {
+    let lookups = 0
+    const mp = await mounted({
+      getattr: async () => dir,
+      lookup: async () => {
+        lookups++
+        throw enoent()
+      },
+    })
+    for (let i = 0; i < 3; i++)
+      await expect(stat(join(mp, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' })
+    expect(lookups).toBe(1)
+  })
+
   test('readdirplus gives a listing with its entries: ls -l looks nothing up, and sent entries count as lookups', async () => {
     const sizes = new Map([
       ['a', 3],

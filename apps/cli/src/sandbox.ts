@@ -1,0 +1,167 @@
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { constants } from 'node:os'
+import { isAbsolute, resolve } from 'node:path'
+
+/**
+ * `agentfs run --sandbox`: the command runs under bubblewrap (`bwrap`, Debian's `bubblewrap`)
+ * in new namespaces (user where available, mount, pid, ipc, uts, cgroup, and network unless
+ * allowed), with every capability dropped and its own session (no terminal injection). The
+ * host's files are read-only; the project's own path shows the copy-on-write view (the only
+ * writable place besides a private /tmp and the paths given with `--writable`); the user's home
+ * is an empty directory unless exposed with `--writable` or `--read`.
+ */
+export interface SandboxOptions {
+  /** The project directory: its path shows `view` inside the sandbox. */
+  readonly project: string
+  /** The copy-on-write view (the FUSE mountpoint). */
+  readonly view: string
+  /** Keep the host's network (default: a network namespace with loopback only). */
+  readonly allowNet?: boolean
+  /** Host paths the command may change (bound read-write at the same path). */
+  readonly writable?: readonly string[]
+  /** Host paths shown read-only even where the sandbox hides them (inside the home). */
+  readonly read?: readonly string[]
+  /** The home directory to hide (default $HOME); none when undefined or `/`. */
+  readonly home?: string | undefined
+}
+
+/** The path as an absolute, existing host path, or an error that says which flag is wrong. */
+export function hostPath(flag: string, path: string): string {
+  const absolute = resolve(path)
+  if (!existsSync(absolute))
+    throw new Error(`${flag} ${path}: no such file or directory on the host; create it first`)
+  return absolute
+}
+
+/** bwrap's arguments for running `argv` in the sandbox (order matters: later mounts win). */
+export function bwrapArgs(o: SandboxOptions, argv: readonly string[]): string[] {
+  if (!isAbsolute(o.project) || !isAbsolute(o.view))
+    throw new Error('the sandbox needs absolute project and view paths')
+  const args = [
+    '--die-with-parent',
+    '--new-session',
+    '--unshare-all',
+    ...(o.allowNet ? ['--share-net'] : []),
+    '--cap-drop',
+    'ALL',
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+  ]
+  const home = o.home
+  if (home !== undefined && home !== '/' && isAbsolute(home) && isDirectory(home))
+    args.push('--tmpfs', home)
+  for (const path of o.read ?? []) {
+    const p = hostPath('--read', path)
+    args.push('--ro-bind', p, p)
+  }
+  for (const path of o.writable ?? []) {
+    const p = hostPath('--writable', path)
+    args.push('--bind', p, p)
+  }
+  // Last: the project's path is the view whatever was mounted above or around it.
+  args.push(
+    '--bind',
+    o.view,
+    o.project,
+    '--chdir',
+    o.project,
+    '--setenv',
+    'AGENTFS_SANDBOX',
+    '1',
+    '--',
+    ...argv,
+  )
+  return args
+}
+
+const isDirectory = (path: string) => {
+  try {
+    return statSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+/** The pids of a process's children (from /proc), or none when it is gone. */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .split(' ')
+      .filter((p) => /^\d+$/.test(p))
+      .map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** Why the sandbox cannot run here, or undefined when it can. */
+export function sandboxProblem(): string | undefined {
+  if (process.platform !== 'linux') return '--sandbox needs Linux (bubblewrap)'
+  const probe = spawnSync(
+    'bwrap',
+    ['--die-with-parent', '--unshare-all', '--ro-bind', '/', '/', '--', 'true'],
+    {
+      encoding: 'utf8',
+    },
+  )
+  if (probe.error)
+    return '--sandbox needs bubblewrap, which is not installed (apt-get install bubblewrap)'
+  if (probe.status !== 0)
+    return `bubblewrap cannot create namespaces here (${probe.stderr.trim().split('\n')[0] ?? `status ${probe.status}`}); run as root or enable unprivileged user namespaces`
+  return undefined
+}
+
+/**
+ * Runs `argv` in the sandbox; resolves with its exit status. SIGINT and SIGTERM sent to this
+ * process are passed to the command (it has a session of its own, so the terminal does not
+ * signal it).
+ */
+export function runSandboxed(argv: readonly string[], o: SandboxOptions): Promise<number> {
+  const args = bwrapArgs(o, argv)
+  // bwrap reports the command's host pid on --info-fd, so signals go to it, not to bwrap.
+  const child = spawn('bwrap', ['--info-fd', '3', ...args], {
+    stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+  })
+  let info = ''
+  let commandPid: number | undefined
+  child.stdio[3]?.on('data', (chunk: Buffer) => {
+    info += chunk.toString('utf8')
+    const match = /"child-pid"\s*:\s*(\d+)/.exec(info)
+    if (match) commandPid = Number(match[1])
+  })
+  // The reported pid is the sandbox's init (bwrap's, pid 1 inside, which ignores signals): the
+  // command is its child.
+  const forward = (signal: NodeJS.Signals) => {
+    const targets = commandPid === undefined ? [] : childrenOf(commandPid)
+    if (targets.length === 0 && child.pid !== undefined) targets.push(child.pid)
+    for (const pid of targets) {
+      try {
+        process.kill(pid, signal)
+      } catch {
+        // Already gone.
+      }
+    }
+  }
+  process.on('SIGINT', forward)
+  process.on('SIGTERM', forward)
+  return new Promise<number>((done, fail) => {
+    child.on('error', (error) => {
+      process.off('SIGINT', forward)
+      process.off('SIGTERM', forward)
+      fail(new Error(`cannot start bubblewrap: ${(error as NodeJS.ErrnoException).code ?? error}`))
+    })
+    child.on('exit', (code, signal) => {
+      process.off('SIGINT', forward)
+      process.off('SIGTERM', forward)
+      done(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0))
+    })
+  })
+}
