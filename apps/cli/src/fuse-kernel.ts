@@ -76,6 +76,11 @@ export interface KernelOptions {
 export interface KernelOperations extends Operations {
   /** Closes the open files and directories (at unmount). */
   closeAll(): Promise<void>
+  /**
+   * What the kernel may hold cached about `path`, which changed elsewhere: the nodes it names
+   * (the path's own and its directory's, for attributes and data) and the name in its directory.
+   */
+  cachedFor(path: string): { nodes: number[]; entry?: [number, string] }
 }
 
 export function kernelOperations(fs: FileSystem, options: KernelOptions): KernelOperations {
@@ -473,6 +478,20 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     },
     fsyncdir: async () => {},
     statfs: () => statfsOf(fs),
+    cachedFor: (path) => {
+      const parts = path.split('/').filter((part) => part !== '')
+      const last = parts.pop()
+      if (last === undefined) return { nodes: [ROOT] }
+      let dir = ROOT
+      for (const part of parts) {
+        const next = named.get(nameKey(dir, part))
+        // A directory the kernel was never given a name under: nothing below it is cached.
+        if (next === undefined) return { nodes: [] }
+        dir = next
+      }
+      const own = named.get(nameKey(dir, last))
+      return { nodes: own === undefined ? [dir] : [dir, own], entry: [dir, last] }
+    },
     closeAll: async () => {
       const open = [...nodes.values()].flatMap((n) => [n.reader, n.writer])
       for (const node of nodes.values()) node.reader = node.writer = undefined

@@ -18,6 +18,21 @@ export interface MountOptions {
   readonly gid?: number
   /** What `mount` lists as the source (the database). */
   readonly source?: string
+  /**
+   * Changes to the files from elsewhere (other processes, the SDK, sync): the kernel is told to
+   * drop what it cached of each changed path at once, instead of keeping it until its timeout.
+   */
+  readonly changes?: ChangeSource
+}
+
+/** A feed of file changes, and the session this mount's own changes are recorded under. */
+export interface ChangeSource {
+  /** This mount's own changes carry this session id (and need no invalidation). */
+  readonly sessionId: string
+  /** Every change from now on, until `signal` aborts. */
+  follow(
+    signal: AbortSignal,
+  ): AsyncIterable<{ path: string | null; path2: string | null; sessionId: string | null }>
 }
 
 /** A mounted filesystem. */
@@ -130,8 +145,13 @@ export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOp
     onError: (error, op) =>
       report ? report(error) : process.stderr.write(`agentfs mount: ${op}: ${String(error)}\n`),
   })
+  const stopFollowing = new AbortController()
+  if (options.changes) followChanges(options.changes, stopFollowing.signal, ops, session, report)
   let done: Promise<void> | undefined
-  const ended = session.ended.then(() => ops.closeAll())
+  const ended = session.ended.then(() => {
+    stopFollowing.abort()
+    return ops.closeAll()
+  })
   return {
     mountpoint,
     binding: 'libfuse3',
@@ -141,6 +161,37 @@ export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOp
       return done
     },
   }
+}
+
+/**
+ * Invalidates what the kernel cached of each path changed elsewhere (the mount's own changes are
+ * skipped: the kernel saw them). Runs until `signal` aborts; an error ends it with a report, and
+ * the kernel's timeouts (1 s) still bound how stale anything can be.
+ */
+function followChanges(
+  source: ChangeSource,
+  signal: AbortSignal,
+  ops: ReturnType<typeof kernelOperations>,
+  session: binding.Session,
+  report: ((error: unknown) => void) | undefined,
+): void {
+  const invalidate = (path: string | null) => {
+    if (path === null) return
+    const { nodes, entry } = ops.cachedFor(path)
+    if (entry) session.invalidateEntry(entry[0], entry[1])
+    for (const node of nodes) session.invalidate(node)
+  }
+  void (async () => {
+    for await (const change of source.follow(signal)) {
+      if (change.sessionId === source.sessionId) continue
+      invalidate(change.path)
+      invalidate(change.path2)
+    }
+  })().catch((error: unknown) => {
+    if (signal.aborted) return
+    if (report) report(error)
+    else process.stderr.write(`agentfs mount: following changes: ${String(error)}\n`)
+  })
 }
 
 /** Why the libfuse 3 binding cannot mount here, or undefined when it can. */

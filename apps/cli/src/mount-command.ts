@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path'
 import type { Command } from 'commander'
 import { positiveInteger } from './commands/shared.js'
 import { activeMounts, fuseLimitation, type MountOptions, mount } from './fuse.js'
-import { kernelFacing, openExisting, viewOf } from './open.js'
+import { mountSession, openExisting, viewOf } from './open.js'
 
 /** Resolves on the first SIGINT or SIGTERM. */
 export const untilSignal = () =>
@@ -98,8 +98,9 @@ Examples:
       const agent = await openExisting(db)
       const target = resolve(mountpoint)
       try {
-        const view = await viewOf(agent, kernelFacing())
-        const mounted = await mount(view, target, mountOptions(db, o))
+        const own = mountSession(agent)
+        const view = await viewOf(agent, own.fs)
+        const mounted = await mount(view, target, { ...mountOptions(db, o), changes: own.changes })
         process.stdout.write(
           `mounted ${db} at ${target} (${mounted.binding}); Ctrl-C or SIGTERM unmounts\n`,
         )
@@ -146,9 +147,11 @@ Examples:
       const target = await mkdtemp(join(tmpdir(), 'agentfs-exec-'))
       let code = 1
       try {
-        const mounted = await mount(await viewOf(agent, kernelFacing()), target, {
+        const own = mountSession(agent)
+        const mounted = await mount(await viewOf(agent, own.fs), target, {
           ...mountOptions(db, o),
           autoUnmount: true,
+          changes: own.changes,
         })
         const ignore = () => {}
         process.on('SIGINT', ignore)

@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto'
 import { accessSync, constants, existsSync } from 'node:fs'
 import { basename, dirname, resolve } from 'node:path'
 import {
   AgentFsError,
   countBadNames,
+  followChanges,
   guardDriver,
   inspectLayout,
   planFromReport,
@@ -17,6 +19,7 @@ import {
   readOverlayBase,
 } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
+import type { ChangeSource } from './fuse-mount.js'
 
 /** Like the reference CLI: a bare id means `.agentfs/<id>.db`; anything else is a path. */
 export function databasePath(target: string): string {
@@ -152,8 +155,25 @@ export async function openBranchBase(base: OverlayBaseDescription): Promise<File
  * Filesystem options for a kernel-facing view (FUSE): the kernel has already applied the
  * caller's umask, and new files belong to the user running the mount.
  */
-export const kernelFacing = (): FileSystemOptions => ({
+export const kernelFacing = (sessionId?: string): FileSystemOptions => ({
   umask: 0,
   uid: process.getuid?.() ?? 0,
   gid: process.getgid?.() ?? 0,
+  ...(sessionId === undefined ? {} : { feed: { sessionId } }),
 })
+
+/**
+ * A mount's view options and its change source: the mount's own changes are recorded in the
+ * change feed under a session id of their own (`mount:<id>`), so that changes made elsewhere
+ * (the SDK, other commands, sync) can be told apart and the kernel's cache of them dropped.
+ */
+export function mountSession(agent: AgentFS): { fs: FileSystemOptions; changes: ChangeSource } {
+  const sessionId = `mount:${randomUUID().slice(0, 8)}`
+  return {
+    fs: kernelFacing(sessionId),
+    changes: {
+      sessionId,
+      follow: (signal) => followChanges(agent.db, { signal, store: 'fs' }),
+    },
+  }
+}

@@ -7,7 +7,7 @@ import { openOverlay, readOverlayBase, saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { mount } from './fuse.js'
-import { databasePath, kernelFacing } from './open.js'
+import { databasePath, mountSession } from './open.js'
 import { hostPath, runSandboxed, sandboxProblem } from './sandbox.js'
 
 /** `YYYYMMDD-HHMMSS` in UTC, for default session names. */
@@ -189,7 +189,10 @@ Examples:
       const view = await mkdtemp(join(tmpdir(), 'agentfs-run-'))
       let code = 1
       try {
-        const mounted = await mount(await openOverlay(agent.db, { fs: kernelFacing() }), view)
+        const own = mountSession(agent)
+        const mounted = await mount(await openOverlay(agent.db, { fs: own.fs }), view, {
+          changes: own.changes,
+        })
         // The command owns the terminal: Ctrl-C reaches it; we clean up after it exits.
         const ignore = () => {}
         process.on('SIGINT', ignore)

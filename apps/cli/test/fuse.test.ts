@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { mkdir } from 'node:fs/promises'
+import { mkdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { AgentFS } from '@agentfs/sdk'
 import { HOSTILE_BASE, HOSTILE_CASES } from '@agentfs/test-kit'
@@ -124,6 +124,37 @@ describe.skipIf(!fuse)('agentfs mount (FUSE)', () => {
       expect(await m.stop('SIGINT')).toBe(0)
     }
     expect(mounted(mountpoint)).toBe(false)
+  }, 60_000)
+
+  test('changes made elsewhere reach the kernel at once, not after its cache timeout; the mount tags its own', async () => {
+    expect(runCli(cli, ['init', 'fresh.db'], { cwd }).code).toBe(0)
+    const mountpoint = join(cwd, 'fresh')
+    const m = await startMount('fresh.db', mountpoint)
+    const agent = await AgentFS.open({ path: join(cwd, 'fresh.db') })
+    const inMount = (name: string) => join(mountpoint, name)
+    try {
+      await agent.fs.writeFile('/f.txt', 'one\n')
+      sh('echo mine > mine.txt', mountpoint)
+      // The kernel now caches f.txt's attributes and data, and that later.txt is not there.
+      expect(await readFile(inMount('f.txt'), 'utf8')).toBe('one\n')
+      await expect(stat(inMount('later.txt'))).rejects.toMatchObject({ code: 'ENOENT' })
+      const cached = Date.now()
+      await agent.fs.writeFile('/f.txt', 'two, longer\n')
+      await agent.fs.writeFile('/later.txt', 'now here\n')
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(await readFile(inMount('f.txt'), 'utf8')).toBe('two, longer\n')
+      expect(await readFile(inMount('later.txt'), 'utf8')).toBe('now here\n')
+      // Well within the kernel's 1 s timeouts: only an invalidation explains the fresh reads.
+      expect(Date.now() - cached).toBeLessThan(900)
+      const sessions = (await agent.changes.since(0, { path: '/mine.txt' })).changes.map(
+        (c) => c.sessionId,
+      )
+      expect(sessions.length).toBeGreaterThan(0)
+      for (const session of sessions) expect(session).toMatch(/^mount:[0-9a-f]{8}$/)
+    } finally {
+      await agent.close()
+      expect(await m.stop()).toBe(0)
+    }
   }, 60_000)
 
   test('--read-only refuses changes with EROFS; overlay databases mount their copy-on-write view', async () => {

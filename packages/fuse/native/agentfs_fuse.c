@@ -11,11 +11,17 @@
  * waiting answers within the same wake-up. A request JavaScript drops unanswered is answered EIO
  * when its handle is collected, so the kernel never waits forever. The session is freed only
  * after polling has stopped and every request it handed out has been answered.
+ *
+ * Invalidations (telling the kernel to drop what it cached of an inode or a name, after a change
+ * it did not see) are sent by a thread of their own: the kernel may make such a notice wait for a
+ * directory lock held by a request this thread has yet to answer, so sending it from here could
+ * wait forever.
  */
 #define FUSE_USE_VERSION 34
 #define NAPI_VERSION 8
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <fuse_lowlevel.h>
 #include <node_api.h>
 #include <stdint.h>
@@ -71,8 +77,21 @@ enum {
 /* Requests read from the device per wake-up before their continuations run. */
 #define BATCH 64
 
+/* An invalidation waiting to be sent: of an inode (name NULL), or of a name in directory ino. */
+typedef struct notice {
+  struct notice *next;
+  fuse_ino_t ino;
+  char *name;
+  size_t length;
+} notice_t;
+
 typedef struct session {
   struct fuse_session *se;
+  int holders; /* atomic: 1 for the JavaScript side, 1 while the notifier thread runs */
+  pthread_mutex_t notices_lock;
+  pthread_cond_t notices_ready;
+  notice_t *notices, *notices_tail;
+  int notifier_running, notifier_stop;
   napi_env env;
   napi_ref dispatch;
   napi_ref resource; /* the async resource the callbacks run in */
@@ -110,15 +129,31 @@ typedef struct request {
 
 static void call_js(session_t *s, request_t *r);
 
+/* Frees the native session once neither the JavaScript side nor the notifier holds it. */
+static void session_release(session_t *s) {
+  if (__atomic_sub_fetch(&s->holders, 1, __ATOMIC_ACQ_REL) > 0) return;
+  for (notice_t *n = s->notices; n != NULL;) {
+    notice_t *next = n->next;
+    free(n->name);
+    free(n);
+    n = next;
+  }
+  fuse_session_destroy(s->se);
+  pthread_mutex_destroy(&s->notices_lock);
+  pthread_cond_destroy(&s->notices_ready);
+  free(s->mountpoint);
+  free(s);
+}
+
+/* Called on the JavaScript thread only. */
 static void session_unref(session_t *s) {
   if (--s->refs > 0) return;
-  fuse_session_destroy(s->se);
   free(s->buf.mem);
+  s->buf.mem = NULL;
   napi_delete_reference(s->env, s->dispatch);
   napi_delete_reference(s->env, s->resource);
   napi_async_destroy(s->env, s->context);
-  free(s->mountpoint);
-  free(s);
+  session_release(s);
 }
 
 /* Takes the request for answering: NULL when it was answered already. */
@@ -543,6 +578,10 @@ static void poll_closed(uv_handle_t *handle) { session_unref(handle->data); }
 static void end_session(session_t *s, int result) {
   if (!s->loop_running) return;
   s->loop_running = 0;
+  pthread_mutex_lock(&s->notices_lock);
+  s->notifier_stop = 1;
+  pthread_cond_signal(&s->notices_ready);
+  pthread_mutex_unlock(&s->notices_lock);
   uv_poll_stop(&s->poll);
   uv_close((uv_handle_t *)&s->poll, poll_closed);
   request_t *r = new_request(NULL, OP_ENDED, 0);
@@ -1027,11 +1066,16 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   }
   s->env = env;
   s->refs = 1;
+  s->holders = 1;
+  pthread_mutex_init(&s->notices_lock, NULL);
+  pthread_cond_init(&s->notices_ready, NULL);
   s->features = (int)number_of(env, argv[3]);
   const char *spin = getenv("AGENTFS_FUSE_SPIN_US");
   s->spin_ns = (spin != NULL ? strtoull(spin, NULL, 10) : 50) * 1000u;
   s->se = fuse_session_new(&args, &OPERATIONS, sizeof(OPERATIONS), s);
   if (s->se == NULL) {
+    pthread_mutex_destroy(&s->notices_lock);
+    pthread_cond_destroy(&s->notices_ready);
     free(s);
     napi_throw_error(env, "EINVAL", "agentfs fuse: libfuse refused the mount options");
     return NULL;
@@ -1039,6 +1083,8 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   if (fuse_session_mount(s->se, mountpoint) != 0) {
     int saved = errno;
     fuse_session_destroy(s->se);
+    pthread_mutex_destroy(&s->notices_lock);
+    pthread_cond_destroy(&s->notices_ready);
     free(s);
     char message[4400];
     snprintf(message, sizeof(message), "agentfs fuse: cannot mount at %s (%s)", mountpoint,
@@ -1056,6 +1102,8 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
       uv_poll_init(loop, &s->poll, fd) != 0) {
     fuse_session_unmount(s->se);
     fuse_session_destroy(s->se);
+    pthread_mutex_destroy(&s->notices_lock);
+    pthread_cond_destroy(&s->notices_ready);
     free(s);
     napi_throw_error(env, NULL, "agentfs fuse: cannot poll the FUSE device");
     return NULL;
@@ -1102,7 +1150,74 @@ static napi_value js_unmount(napi_env env, napi_callback_info info) {
   return undefined;
 }
 
-/* notifyInvalidate(session, nodeid): drops the kernel's cached attributes and data of nodeid. */
+/* The notifier: sends queued invalidations one by one until the session ends. */
+static void *notifier(void *data) {
+  session_t *s = data;
+  pthread_mutex_lock(&s->notices_lock);
+  for (;;) {
+    while (s->notices == NULL && !s->notifier_stop)
+      pthread_cond_wait(&s->notices_ready, &s->notices_lock);
+    if (s->notifier_stop) break;
+    notice_t *n = s->notices;
+    s->notices = n->next;
+    if (s->notices == NULL) s->notices_tail = NULL;
+    pthread_mutex_unlock(&s->notices_lock);
+    /* ENOENT (the kernel has nothing cached for it) and errors after an unmount are fine. */
+    if (n->name != NULL)
+      fuse_lowlevel_notify_inval_entry(s->se, n->ino, n->name, n->length);
+    else
+      fuse_lowlevel_notify_inval_inode(s->se, n->ino, 0, 0);
+    free(n->name);
+    free(n);
+    pthread_mutex_lock(&s->notices_lock);
+  }
+  s->notifier_running = 0;
+  pthread_mutex_unlock(&s->notices_lock);
+  session_release(s);
+  return NULL;
+}
+
+/* Queues an invalidation (name NULL: the inode's); starts the notifier on first use. */
+static int queue_notice(session_t *s, fuse_ino_t ino, const char *name, size_t length) {
+  if (!s->loop_running) return -ENOTCONN;
+  notice_t *n = calloc(1, sizeof(notice_t));
+  if (n == NULL) return -ENOMEM;
+  n->ino = ino;
+  n->length = length;
+  if (name != NULL && (n->name = malloc(length + 1)) == NULL) {
+    free(n);
+    return -ENOMEM;
+  }
+  if (name != NULL) {
+    memcpy(n->name, name, length);
+    n->name[length] = '\0';
+  }
+  pthread_mutex_lock(&s->notices_lock);
+  if (!s->notifier_running && !s->notifier_stop) {
+    pthread_t thread;
+    __atomic_add_fetch(&s->holders, 1, __ATOMIC_ACQ_REL);
+    if (pthread_create(&thread, NULL, notifier, s) != 0) {
+      pthread_mutex_unlock(&s->notices_lock);
+      __atomic_sub_fetch(&s->holders, 1, __ATOMIC_ACQ_REL);
+      free(n->name);
+      free(n);
+      return -EAGAIN;
+    }
+    pthread_detach(thread);
+    s->notifier_running = 1;
+  }
+  if (s->notices_tail != NULL) s->notices_tail->next = n;
+  else s->notices = n;
+  s->notices_tail = n;
+  pthread_cond_signal(&s->notices_ready);
+  pthread_mutex_unlock(&s->notices_lock);
+  return 0;
+}
+
+/*
+ * notifyInvalidate(session, nodeid): queues dropping the kernel's cached attributes and data of
+ * nodeid. Returns 0 when queued, a negative errno otherwise.
+ */
 static napi_value notify_invalidate(napi_env env, napi_callback_info info) {
   napi_value argv[2], result;
   session_t *s = NULL;
@@ -1111,15 +1226,11 @@ static napi_value notify_invalidate(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "agentfs fuse: not a session");
     return NULL;
   }
-  int status = s->loop_running
-                   ? fuse_lowlevel_notify_inval_inode(s->se, (fuse_ino_t)number_of(env, argv[1]),
-                                                      0, 0)
-                   : -ENOTCONN;
-  napi_create_int32(env, status, &result);
+  napi_create_int32(env, queue_notice(s, (fuse_ino_t)number_of(env, argv[1]), NULL, 0), &result);
   return result;
 }
 
-/* notifyInvalidateEntry(session, parent, name): drops the kernel's cached name. */
+/* notifyInvalidateEntry(session, parent, name): queues dropping the kernel's cached name. */
 static napi_value notify_invalidate_entry(napi_env env, napi_callback_info info) {
   napi_value argv[3], result;
   session_t *s = NULL;
@@ -1127,15 +1238,13 @@ static napi_value notify_invalidate_entry(napi_env env, napi_callback_info info)
   size_t length;
   if (!args_of(env, info, 3, argv)) return NULL;
   if (napi_get_value_external(env, argv[0], (void **)&s) != napi_ok || s == NULL ||
-      napi_get_value_string_utf8(env, argv[2], name, sizeof(name), &length) != napi_ok) {
-    napi_throw_type_error(env, NULL, "agentfs fuse: a session and a name are needed");
+      napi_get_value_string_utf8(env, argv[2], name, sizeof(name), &length) != napi_ok ||
+      length == 0 || length > 255) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: a session and a name of 1 to 255 bytes");
     return NULL;
   }
-  int status = s->loop_running
-                   ? fuse_lowlevel_notify_inval_entry(
-                         s->se, (fuse_ino_t)number_of(env, argv[1]), name, length)
-                   : -ENOTCONN;
-  napi_create_int32(env, status, &result);
+  napi_create_int32(
+      env, queue_notice(s, (fuse_ino_t)number_of(env, argv[1]), name, length), &result);
   return result;
 }
 
