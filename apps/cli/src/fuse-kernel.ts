@@ -60,6 +60,8 @@ interface Node {
 interface OpenDir {
   names: string[]
   modes: Float64Array
+  /** Each entry's stats, when the filesystem listed them with the names. */
+  stats?: (Stats | undefined)[]
   entries?: (Entry | undefined)[]
   sent?: (start: number, end: number) => void
 }
@@ -281,16 +283,17 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   const plusEntries = async (
     parent: number,
     path: string,
-    names: readonly string[],
+    dir: OpenDir,
   ): Promise<(Entry | undefined)[]> => {
     const entries: (Entry | undefined)[] = []
-    for (const name of names) {
+    for (const [i, name] of dir.names.entries()) {
       if (name === '.' || name === '..') {
         entries.push(undefined)
         continue
       }
       const child = path === '/' ? `/${name}` : `${path}/${name}`
-      const stats = await fs.lstat(child).catch(() => undefined)
+      // The listing's own stats when the filesystem gave them (one statement for all).
+      const stats = dir.stats?.[i] ?? (await fs.lstat(child).catch(() => undefined))
       // Gone since listed, or a directory the kernel knows under another name (a cycle in a
       // damaged database): the name only, and lookup decides.
       if (stats === undefined || (isDirectory(stats) && knownElsewhere(stats, parent, name))) {
@@ -440,7 +443,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     },
     opendir: async (r) => {
       const { path } = await resolve(r.ino)
-      const entries = await fs.readdir(path, { withFileTypes: true })
+      const entries = await fs.readdir(path, { withFileTypes: true, withStats: true })
       const modes = new Float64Array(entries.length + 2)
       modes[0] = S_IFDIR
       modes[1] = S_IFDIR
@@ -448,7 +451,11 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         modes[i + 2] = direntMode(entry)
       })
       const fh = nextHandle++
-      dirs.set(fh, { names: ['.', '..', ...entries.map((e) => e.name)], modes })
+      dirs.set(fh, {
+        names: ['.', '..', ...entries.map((e) => e.name)],
+        modes,
+        stats: [undefined, undefined, ...entries.map((e) => e.stats)],
+      })
       return { fh }
     },
     readdir: async (r) => dirOf(r.fh),
@@ -456,7 +463,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       const dir = dirOf(r.fh)
       if (dir.entries === undefined) {
         const { path } = await resolve(r.ino)
-        const entries = await plusEntries(r.ino, path, dir.names)
+        const entries = await plusEntries(r.ino, path, dir)
         dir.entries = entries
         dir.sent = (start, end) => {
           for (let i = start; i < end; i++) {

@@ -99,7 +99,7 @@ export class Guard {
 
   /** A directory's entries; with a policy, only those it lets this caller read. */
   readdir(path: string, options: ReaddirOptions): Promise<string[] | Dirent[]> {
-    if (!this.#checks) return listDirectory(this.ctx.q, path, options)
+    if (!this.#checks) return listDirectory(this.ctx, path, options)
     return this.withGate(async (gate) => {
       const real = await gate.read(path, 'scandir')
       const entries = (await gate.unchecked.readdir(path, options)) as (string | Dirent)[]

@@ -11,7 +11,8 @@ import {
 import { resize } from './chunks.js'
 import { existing, type FsContext, type NoteChange } from './context.js'
 import type { OpenMode } from './flags.js'
-import { type InodeRow, isDir } from './inode.js'
+import { INODE_COLUMNS, type InodeRow, inodeOf, isDir } from './inode.js'
+import { statsOf } from './metadata-ops.js'
 import { createNode, touchContent } from './mutate.js'
 import { keyOf, pathCacheOf, stampedSql } from './path-cache.js'
 import type { PolicyGate } from './policy-gate.js'
@@ -23,12 +24,16 @@ import { checkedName, sortByRel, walkTree } from './walk.js'
 // The bodies of SqlFileSystem's listing, statfs and open calls: SQL over one Queryable, with no
 // policy of their own (the class runs them behind its gate).
 
-/** `readdir`: names or Dirents in name order; `recursive` walks the tree (cycle-safe). */
+/**
+ * `readdir`: names or Dirents in name order; `recursive` walks the tree (cycle-safe);
+ * `withStats` gives each Dirent its entry's Stats, from the listing's own statement.
+ */
 export async function listDirectory(
-  q: Queryable,
+  ctx: FsContext,
   path: string,
   options: ReaddirOptions,
 ): Promise<string[] | Dirent[]> {
+  const q = ctx.q
   if (!options.recursive && !options.withFileTypes) {
     const names = await cachedNames(q, path)
     if (names) return names
@@ -44,6 +49,24 @@ export async function listDirectory(
         arrays: true,
       })
       return namesOf(q, rows[0]!, node.ino, path)
+    }
+    if (options.withStats) {
+      const { rows } = await q.execute<unknown[]>({
+        sql: `SELECT d.name, ${INODE_COLUMNS.split(', ')
+          .map((c) => `i.${c}`)
+          .join(
+            ', ',
+          )} FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name`,
+        params: [node.ino],
+        arrays: true,
+      })
+      const entries: Dirent[] = []
+      for (const row of rows) {
+        const inode = inodeOf(row, 1)
+        const stats = await statsOf(ctx, inode)
+        entries.push(new Dirent(checkedName(row[0], node.ino, path), base, inode.mode, stats))
+      }
+      return entries
     }
     const { rows } = await q.execute<{ name: string; mode: number }>({
       sql: 'SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name',

@@ -102,13 +102,16 @@ export class Dirent {
   readonly parentPath: string
   /** Alias of `parentPath` (older Node name). */
   readonly path: string
+  /** The entry's `lstat`, when the listing was asked for it (`readdir(…, { withStats })`). */
+  readonly stats?: Stats
   readonly #mode: number
 
-  constructor(name: string, parentPath: string, mode: number) {
+  constructor(name: string, parentPath: string, mode: number, stats?: Stats) {
     this.name = name
     this.parentPath = parentPath
     this.path = parentPath
     this.#mode = mode
+    if (stats !== undefined) this.stats = stats
   }
   isFile(): boolean {
     return (this.#mode & S_IFMT) === S_IFREG

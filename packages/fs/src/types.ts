@@ -42,6 +42,12 @@ export interface RmOptions {
 export interface ReaddirOptions {
   readonly withFileTypes?: boolean
   readonly recursive?: boolean
+  /**
+   * With `withFileTypes` (not `recursive`): each Dirent also carries its entry's `lstat` as
+   * `stats`, read in the listing's own statement — one query for a directory and all its
+   * entries' metadata. Filesystems that cannot do this cheaply leave `stats` undefined.
+   */
+  readonly withStats?: boolean
 }
 
 /** Filesystem totals, shaped like Node's `StatFs`. */

@@ -31,6 +31,34 @@ for (const driver of Object.keys(DRIVERS)) {
       expect(await fs.readdir('/a/b')).toEqual([])
     })
 
+    test('readdir withStats: each entry with its lstat, from one listing', async () => {
+      const { fs } = await freshFs(driver, { chunkSize: 64 })
+      await fs.mkdir('/d/sub', { recursive: true })
+      await fs.writeFile('/d/small', 'abc')
+      await fs.symlink('small', '/d/link')
+      // A sparse file past the threshold: blocks count its stored chunks only.
+      const handle = await fs.open('/d/sparse', 'w')
+      await handle.write(Buffer.from('end'), 0, 3, 200_000)
+      await handle.close()
+      const listed = await fs.readdir('/d', { withFileTypes: true, withStats: true })
+      expect(listed.map((d) => d.name)).toEqual(['link', 'small', 'sparse', 'sub'])
+      for (const entry of listed) {
+        const stats = entry.stats
+        expect(stats).toBeDefined()
+        expect({ ...stats }).toEqual({ ...(await fs.lstat(`/d/${entry.name}`)) })
+      }
+      expect(listed[2]?.stats?.blocks).toBeLessThan(200_000 / 512)
+      // Without withFileTypes it is a list of names; without withStats no stats are read.
+      expect(await fs.readdir('/d', { withStats: true })).toEqual([
+        'link',
+        'small',
+        'sparse',
+        'sub',
+      ])
+      const plain = await fs.readdir('/d', { withFileTypes: true })
+      expect(plain[0]?.stats).toBeUndefined()
+    })
+
     test('rm: files, recursive trees, force', async () => {
       const { fs, db } = await freshFs(driver, { chunkSize: 64 })
       await fs.mkdir('/t/u/v', { recursive: true })
