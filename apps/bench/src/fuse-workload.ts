@@ -1,15 +1,22 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 
 export interface FuseRow {
   readonly command: string
+  /** Medians over the rounds: a plain directory on the same disk as the database. */
   readonly plainSeconds: number
+  /** The same in memory (/dev/shm), where available: no disk writeback in the numbers. */
+  readonly tmpfsSeconds?: number
   readonly fuseSeconds: number
+  /** fuseSeconds ÷ plainSeconds. */
   readonly ratio: number
+  readonly tmpfsRatio?: number
+  /** Every round's seconds, plain / tmpfs / mount. */
+  readonly rounds: { readonly plain: number[]; readonly tmpfs: number[]; readonly fuse: number[] }
 }
 
 /** Where the built agentfs CLI is, or why W12 cannot run here. */
@@ -17,11 +24,8 @@ export function fuseReadiness(): { cli: string } | { skip: string } {
   if (!existsSync('/dev/fuse')) return { skip: '/dev/fuse is not available' }
   const onPath = (process.env.PATH ?? '')
     .split(':')
-    .some((dir) => dir !== '' && existsSync(`${dir}/fusermount`))
-  if (!onPath) return { skip: 'fusermount is not installed (apt-get install fuse3 libfuse2)' }
-  const libfuse = ['/usr/lib/x86_64-linux-gnu', '/lib/x86_64-linux-gnu', '/usr/lib', '/lib']
-  if (!libfuse.some((dir) => existsSync(`${dir}/libfuse.so.2`)))
-    return { skip: 'libfuse.so.2 is not installed (apt-get install libfuse2)' }
+    .some((dir) => dir !== '' && existsSync(`${dir}/fusermount3`))
+  if (!onPath) return { skip: 'fusermount3 is not installed (apt-get install fuse3)' }
   let cli: string
   try {
     cli = join(
@@ -36,19 +40,45 @@ export function fuseReadiness(): { cli: string } | { skip: string } {
   return { cli }
 }
 
-const time = (cmd: string, cwd: string) => {
+const time = (cmd: string, cwd: string, src: string) => {
   const start = process.hrtime.bigint()
-  execFileSync('bash', ['-c', cmd], { cwd, stdio: 'ignore' })
+  execFileSync('bash', ['-c', cmd], { cwd, stdio: 'ignore', env: { ...process.env, SRC: src } })
   return Number(process.hrtime.bigint() - start) / 1e9
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((x, y) => x - y)
+  return sorted[Math.floor(sorted.length / 2)] ?? 0
+}
+
+const COMMANDS = [
+  ['cp -r', 'cp -r "$SRC" tree'],
+  ['ls -lR', 'ls -lR tree > /dev/null'],
+  ['grep -r', 'grep -r token_7_ tree > /dev/null'],
+  [
+    'git add+commit',
+    'cd tree && git init -q && git add -A && git -c user.name=bench -c user.email=bench@example.com commit -qm import',
+  ],
+  ['rm -r', 'rm -r tree'],
+] as const
+
+/** One round of the commands in `base/round-N`, copying the tree from `src`: seconds each. */
+async function round(base: string, n: number, src: string): Promise<number[]> {
+  const where = join(base, `round-${n}`)
+  await mkdir(where, { recursive: true })
+  return COMMANDS.map(([, cmd]) => time(cmd, where, src))
 }
 
 /**
  * W12: shell tools on the FUSE mount against a plain directory — `cp -r` of a source tree in,
  * `ls -lR`, `grep -r`, git add + commit of the tree, `rm -r` — with the same tree and commands on
- * both.
+ * both, in `rounds` rounds (medians reported: a disk's writeback makes single runs of the plain
+ * side vary several-fold). The plain directory is on the same disk as the database; where
+ * /dev/shm exists the commands also run in memory, the strictest baseline.
  */
-export async function runFuseWorkload(cli: string, files: number): Promise<FuseRow[]> {
+export async function runFuseWorkload(cli: string, files: number, rounds = 3): Promise<FuseRow[]> {
   const dir = await mkdtemp(join(tmpdir(), 'agentfs-bench-fuse-'))
+  const shm = existsSync('/dev/shm') ? await mkdtemp('/dev/shm/agentfs-bench-fuse-') : undefined
   let mount: ChildProcess | undefined
   try {
     const per = Math.ceil(files / 20)
@@ -60,20 +90,7 @@ export async function runFuseWorkload(cli: string, files: number): Promise<FuseR
           `export const token_${p}_${m} = ${m}\n${'// filler line for a source file of about two KiB\n'.repeat(40)}`,
         )
     }
-    const commands = [
-      ['cp -r', 'cp -r ../src tree'],
-      ['ls -lR', 'ls -lR tree > /dev/null'],
-      ['grep -r', 'grep -r token_7_ tree > /dev/null'],
-      [
-        'git add+commit',
-        'cd tree && git init -q && git add -A && git -c user.name=bench -c user.email=bench@example.com commit -qm import',
-      ],
-      ['rm -r', 'rm -r tree'],
-    ] as const
-    const plain = join(dir, 'plain')
-    await mkdir(plain)
-    const plainTimes = commands.map(([, cmd]) => time(cmd, plain))
-
+    if (shm) await cp(join(dir, 'src'), join(shm, 'src'), { recursive: true })
     const mnt = join(dir, 'mnt')
     await mkdir(mnt)
     execFileSync(process.execPath, [cli, 'init', join(dir, 'fuse.db')], { stdio: 'ignore' })
@@ -87,14 +104,32 @@ export async function runFuseWorkload(cli: string, files: number): Promise<FuseR
       })
       child.on('exit', (code) => reject(new Error(`agentfs mount exited with ${code}`)))
     })
-    // The mountpoint's own name for the source: ../src relative to mnt.
-    const fuseTimes = commands.map(([, cmd]) => time(cmd, mnt))
-    return commands.map(([command], i) => ({
-      command,
-      plainSeconds: plainTimes[i]!,
-      fuseSeconds: fuseTimes[i]!,
-      ratio: fuseTimes[i]! / plainTimes[i]!,
-    }))
+    const plain: number[][] = []
+    const tmpfs: number[][] = []
+    const fuse: number[][] = []
+    for (let n = 0; n < rounds; n++) {
+      plain.push(await round(join(dir, 'plain'), n, join(dir, 'src')))
+      if (shm) tmpfs.push(await round(join(shm, 'plain'), n, join(shm, 'src')))
+      // Into the mount, the tree is copied from the host, as into the plain directory.
+      fuse.push(await round(join(mnt, 'bench'), n, join(dir, 'src')))
+    }
+    return COMMANDS.map(([command], i) => {
+      const p = median(plain.map((r) => r[i]!))
+      const t = shm ? median(tmpfs.map((r) => r[i]!)) : undefined
+      const f = median(fuse.map((r) => r[i]!))
+      return {
+        command,
+        plainSeconds: p,
+        ...(t !== undefined ? { tmpfsSeconds: t, tmpfsRatio: f / t } : {}),
+        fuseSeconds: f,
+        ratio: f / p,
+        rounds: {
+          plain: plain.map((r) => r[i]!),
+          tmpfs: tmpfs.map((r) => r[i]!),
+          fuse: fuse.map((r) => r[i]!),
+        },
+      }
+    })
   } finally {
     if (mount && mount.exitCode === null) {
       const child = mount
@@ -105,5 +140,6 @@ export async function runFuseWorkload(cli: string, files: number): Promise<FuseR
       })
     }
     await rm(dir, { recursive: true, force: true })
+    if (shm) await rm(shm, { recursive: true, force: true })
   }
 }

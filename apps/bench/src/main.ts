@@ -197,10 +197,12 @@ if (!values.workloads || values.workloads.split(',').includes('W12')) {
     process.stderr.write('bench: W12 FUSE mount vs plain directory…\n')
     const rows = await runFuseWorkload(ready.cli, scale === 'full' ? 2000 : 300)
     fuse = rows
-    console.log('\nW12 shell tools on `agentfs mount` vs a plain directory (seconds; target ≤ 3×)')
+    console.log(
+      '\nW12 shell tools on `agentfs mount` vs a plain directory (median seconds of 3 rounds; target ≤ 3×)',
+    )
     for (const r of rows)
       console.log(
-        `  ${r.command.padEnd(8)} plain ${fmt(r.plainSeconds, 3)}  mount ${fmt(r.fuseSeconds, 3)}  ×${fmt(r.ratio)}`,
+        `  ${r.command.padEnd(14)} plain ${fmt(r.plainSeconds, 3)}  mount ${fmt(r.fuseSeconds, 3)}  ×${fmt(r.ratio)}${r.tmpfsSeconds === undefined ? '' : `   (in memory ${fmt(r.tmpfsSeconds, 3)}: ×${fmt(r.tmpfsRatio ?? 0)})`}`,
       )
   }
 }
