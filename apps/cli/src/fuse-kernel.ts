@@ -38,6 +38,7 @@ import {
  */
 
 const ROOT = 1
+const NAME_MAX = 255 // bytes of one name the kernel takes
 const MAX_NAMES = 8 // names a node remembers; further hard links are found again by lookup
 
 interface Node {
@@ -73,6 +74,8 @@ export interface KernelOptions {
   /** Report every inode as owned by this user / group (`agentfs mount --uid/--gid`). */
   readonly reportUid?: number
   readonly reportGid?: number
+  /** Damage found while serving (a name the kernel cannot take), reported once per directory. */
+  readonly report?: (error: Error) => void
 }
 
 export interface KernelOperations extends Operations {
@@ -443,7 +446,18 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     },
     opendir: async (r) => {
       const { path } = await resolve(r.ino)
-      const entries = await fs.readdir(path, { withFileTypes: true, withStats: true })
+      let entries = await fs.readdir(path, { withFileTypes: true, withStats: true })
+      // A damaged database can hold a name longer than any the kernel takes: it is left out of
+      // the listing (the rest still lists) and reported.
+      const tooLong = entries.filter((e) => Buffer.byteLength(e.name) > NAME_MAX)
+      if (tooLong.length > 0) {
+        entries = entries.filter((e) => Buffer.byteLength(e.name) <= NAME_MAX)
+        options.report?.(
+          new Error(
+            `${path} holds ${tooLong.length} name(s) longer than ${NAME_MAX} bytes, left out of the listing; run agentfs fsck`,
+          ),
+        )
+      }
       const modes = new Float64Array(entries.length + 2)
       modes[0] = S_IFDIR
       modes[1] = S_IFDIR

@@ -120,6 +120,10 @@ export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOp
   const ops = kernelOperations(fs, {
     uid: process.getuid?.() ?? 0,
     gid: process.getgid?.() ?? 0,
+    report: (error) =>
+      options.report
+        ? options.report(error)
+        : process.stderr.write(`agentfs mount: ${error.message}\n`),
     ...(options.uid !== undefined ? { reportUid: options.uid } : {}),
     ...(options.gid !== undefined ? { reportGid: options.gid } : {}),
   })

@@ -245,6 +245,36 @@ describe.skipIf(!fuse)('agentfs mount of a hostile database', () => {
   )
 })
 
+describe.skipIf(!fuse)('agentfs mount of a database with an overlong name', () => {
+  test('a name longer than the kernel takes is left out of the listing and reported; the rest lists', async () => {
+    const db = join(cwd, 'long-name.db')
+    const agent = await AgentFS.open({ path: db })
+    await agent.fs.writeFile('/a.txt', 'a\n')
+    await agent.fs.writeFile('/z.txt', 'z\n')
+    await agent.close()
+    const { default: Database } = await import('better-sqlite3')
+    const raw = new Database(db)
+    raw
+      .prepare(
+        "INSERT INTO fs_dentry (name, parent_ino, ino) SELECT ?, 1, ino FROM fs_dentry WHERE name = 'a.txt'",
+      )
+      .run('n'.repeat(300))
+    raw.close()
+    const mount = await startMount(db, join(cwd, 'long-name'))
+    try {
+      expect(sh('ls', join(cwd, 'long-name'))).toBe('a.txt\nz.txt\n')
+      // The report comes through the mount's stderr pipe: let it arrive.
+      for (let i = 0; i < 40 && !mount.output().err.includes('holds'); i++)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      expect(mount.output().err).toMatch(
+        /agentfs mount: \/ holds 1 name\(s\) longer than 255 bytes, left out of the listing; run agentfs fsck/,
+      )
+    } finally {
+      expect(await mount.stop()).toBe(0)
+    }
+  }, 60_000)
+})
+
 describe('fuse-native build check', () => {
   test('an unpatched fuse-native is named at mount time; the patched one in this repository is not', async () => {
     const { mkdtemp, writeFile } = await import('node:fs/promises')
