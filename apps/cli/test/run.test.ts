@@ -129,7 +129,7 @@ describe.skipIf(!fuse || !sandboxUsable)('agentfs run --sandbox', () => {
     await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready))
     const port = (server.address() as AddressInfo).port
     try {
-      const script = String.raw`
+      const script = `
         echo changed > base.txt && echo new > new.txt
         echo out > "$OUT/written.txt"
         if echo x > /etc/agentfs-sandbox-test 2>/dev/null; then echo "host writable"; fi

@@ -906,6 +906,26 @@ static napi_value reply_statfs(napi_env env, napi_callback_info info) {
 }
 
 /*
+ * A listing reply's buffer (at most 1 MiB; `size` is capped to it) and its request, taken for
+ * answering; NULL with an exception thrown when either cannot be had.
+ */
+static char *begin_listing(napi_env env, napi_value handle, size_t *size, fuse_req_t *req,
+                           request_t **r) {
+  if (*size > 1 << 20) *size = 1 << 20;
+  char *buffer = malloc(*size > 0 ? *size : 1);
+  if (buffer == NULL) {
+    napi_throw_error(env, NULL, "agentfs fuse: out of memory");
+    return NULL;
+  }
+  *r = request_of(env, handle, req);
+  if (*r == NULL) {
+    free(buffer);
+    return NULL;
+  }
+  return buffer;
+}
+
+/*
  * replyDirectory(handle, names, modes, start, size): the entries from index `start` of `names`
  * (their types from `modes`, a Float64Array), each with the offset of the next, as many as fit
  * in `size` bytes.
@@ -928,17 +948,9 @@ static napi_value reply_directory(napi_env env, napi_callback_info info) {
   const double *modes = modes_data;
   size_t start = (size_t)number_of(env, argv[3]);
   size_t size = (size_t)number_of(env, argv[4]);
-  if (size > 1 << 20) size = 1 << 20;
-  char *buffer = malloc(size > 0 ? size : 1);
-  if (buffer == NULL) {
-    napi_throw_error(env, NULL, "agentfs fuse: out of memory");
-    return NULL;
-  }
-  request_t *r = request_of(env, argv[0], &req);
-  if (r == NULL) {
-    free(buffer);
-    return NULL;
-  }
+  request_t *r;
+  char *buffer = begin_listing(env, argv[0], &size, &req, &r);
+  if (buffer == NULL) return NULL;
   size_t used = 0;
   char name[1024];
   for (size_t i = start; i < count; i++) {
@@ -994,17 +1006,9 @@ static napi_value reply_directory_plus(napi_env env, napi_callback_info info) {
   size_t size = (size_t)number_of(env, argv[5]);
   double attr_timeout = number_of(env, argv[6]);
   double entry_timeout = number_of(env, argv[7]);
-  if (size > 1 << 20) size = 1 << 20;
-  char *buffer = malloc(size > 0 ? size : 1);
-  if (buffer == NULL) {
-    napi_throw_error(env, NULL, "agentfs fuse: out of memory");
-    return NULL;
-  }
-  request_t *r = request_of(env, argv[0], &req);
-  if (r == NULL) {
-    free(buffer);
-    return NULL;
-  }
+  request_t *r;
+  char *buffer = begin_listing(env, argv[0], &size, &req, &r);
+  if (buffer == NULL) return NULL;
   size_t used = 0, i;
   char name[1024];
   for (i = 0; i < count; i++) {

@@ -45,6 +45,13 @@ const file = (ino: number, size: number): Attributes => ({
   size,
 })
 const enoent = () => Object.assign(new Error('no such name'), { code: 'ENOENT' })
+/** `old` with `chunk` written at `offset` (grown as needed). */
+const overwrite = (old: Buffer, offset: number, chunk: Buffer) => {
+  const next = Buffer.alloc(Math.max(old.length, offset + chunk.length))
+  old.copy(next)
+  chunk.copy(next, offset)
+  return next
+}
 const fail = (message: string): never => {
   throw new Error(message)
 }
@@ -89,13 +96,11 @@ describe.skipIf(!usable)('@agentfs/fuse', () => {
       read: async (r) =>
         (content.get(r.fh) ?? Buffer.alloc(0)).subarray(r.offset, r.offset + r.size),
       write: async (r) => {
-        const old = content.get(r.fh) ?? Buffer.alloc(0)
-        const data = r.data as Buffer
-        const next = Buffer.alloc(Math.max(old.length, r.offset + data.length))
-        old.copy(next)
-        data.copy(next, r.offset)
-        content.set(r.fh, next)
-        return data.length
+        content.set(
+          r.fh,
+          overwrite(content.get(r.fh) ?? Buffer.alloc(0), r.offset, r.data as Buffer),
+        )
+        return (r.data as Buffer).length
       },
       setattr: async (r) => file(r.ino, content.get(r.ino)?.length ?? 0),
       release: async () => {},
@@ -247,12 +252,8 @@ describe.skipIf(!usable)('@agentfs/fuse', () => {
       },
       write: async (r) => {
         calls.push(`write fh=${r.fh}`)
-        const chunk = r.data as Buffer
-        const next = Buffer.alloc(Math.max(data.length, r.offset + chunk.length))
-        data.copy(next)
-        chunk.copy(next, r.offset)
-        data = next
-        return chunk.length
+        data = overwrite(data, r.offset, r.data as Buffer)
+        return (r.data as Buffer).length
       },
     })
     expect(await readFile(join(mp, 'f'), 'utf8')).toBe('first version\n')
@@ -282,12 +283,8 @@ describe.skipIf(!usable)('@agentfs/fuse', () => {
         },
         read: async (r) => data.subarray(r.offset, r.offset + r.size),
         write: async (r) => {
-          const chunk = r.data as Buffer
-          const next = Buffer.alloc(Math.max(data.length, r.offset + chunk.length))
-          data.copy(next)
-          chunk.copy(next, r.offset)
-          data = next
-          return chunk.length
+          data = overwrite(data, r.offset, r.data as Buffer)
+          return (r.data as Buffer).length
         },
       },
       { writebackCache: true },
