@@ -188,8 +188,12 @@ function packed(a: Attributes, b = attrBuffer, at = 0): Float64Array {
   return b
 }
 
-/** How many entries of a listing go in one packed reply at most (a reply is at most 1 MiB). */
-const PLUS_WINDOW = 4096
+/**
+ * The smallest entry of a readdirplus reply, in bytes (the kernel's entry_out and dirent header
+ * before the name): a reply of `size` bytes holds at most size / 152 entries, so no more are
+ * packed for it (the kernel asks a page at a time).
+ */
+const PLUS_ENTRY_MIN = 152
 
 /** Answers a readdirplus: the entries from `start`, packed, and which of them were sent. */
 function replyPlus(
@@ -201,7 +205,7 @@ function replyPlus(
   attrTimeout: number,
   entryTimeout: number,
 ): void {
-  const names = listing.names.slice(start, start + PLUS_WINDOW)
+  const names = listing.names.slice(start, start + Math.ceil(size / PLUS_ENTRY_MIN))
   const nodeids = new Float64Array(names.length)
   const attrs = new Float64Array(names.length * ATTR_COUNT)
   for (let i = 0; i < names.length; i++) {
