@@ -50,6 +50,8 @@ interface Node {
   names: [number, string][]
   /** The kernel's references (lookups not yet forgotten). */
   lookups: number
+  /** Open listings holding it as an entry (readdirplus): it may be sent to the kernel yet. */
+  listed: number
   mode: number
   gid: number
   /** Handles of the filesystem this node reads and writes through, opened on first use. */
@@ -107,7 +109,16 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
 
   const keyOf = (s: Stats) => `${s.dev}:${s.ino}`
   const isDirectory = (s: Stats) => (s.mode & S_IFMT) === S_IFDIR
-  const root: Node = { nodeid: ROOT, key: '', ino: 0, names: [], lookups: 1, mode: S_IFDIR, gid: 0 }
+  const root: Node = {
+    nodeid: ROOT,
+    key: '',
+    ino: 0,
+    names: [],
+    lookups: 1,
+    listed: 0,
+    mode: S_IFDIR,
+    gid: 0,
+  }
   nodes.set(ROOT, root)
   let rootKnown = false
 
@@ -136,7 +147,16 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     if (node === undefined) {
       let id = s.ino
       if (!Number.isSafeInteger(id) || id <= ROOT || nodes.has(id)) id = nextSpareId++
-      node = { nodeid: id, key, ino: s.ino, names: [], lookups: 0, mode: s.mode, gid: s.gid }
+      node = {
+        nodeid: id,
+        key,
+        ino: s.ino,
+        names: [],
+        lookups: 0,
+        listed: 0,
+        mode: s.mode,
+        gid: s.gid,
+      }
       nodes.set(id, node)
       byKey.set(key, id)
     }
@@ -304,6 +324,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         continue
       }
       const node = remember(stats, parent, name, false)
+      node.listed++
       entries.push({ nodeid: node.nodeid, attr: await attributes(node.nodeid, child, stats) })
     }
     return entries
@@ -336,7 +357,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       const node = nodes.get(ino)
       if (node === undefined || ino === ROOT) return
       node.lookups -= nlookup
-      if (node.lookups <= 0) drop(node)
+      if (node.lookups <= 0 && node.listed <= 0) drop(node)
     },
     getattr: async (r) => {
       const { path, stats } = await resolve(r.ino)
@@ -491,10 +512,12 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     releasedir: async (r) => {
       const dir = dirs.get(r.fh)
       dirs.delete(r.fh)
-      // Nodes a listing made that the kernel was never given (or has forgotten since).
+      // Nodes the listing held that the kernel was never given (or has forgotten since).
       for (const entry of dir?.entries ?? []) {
         const node = entry && nodes.get(entry.nodeid)
-        if (node && node.lookups <= 0 && node.nodeid !== ROOT) drop(node)
+        if (node === undefined) continue
+        node.listed--
+        if (node.lookups <= 0 && node.listed <= 0 && node.nodeid !== ROOT) drop(node)
       }
     },
     fsyncdir: async () => {},

@@ -1,0 +1,51 @@
+import type { PlusListing, Request } from '@agentfs/fuse'
+import { AgentFS } from '@agentfs/sdk'
+import { describe, expect, test } from 'vitest'
+import { kernelOperations } from '../src/fuse-kernel.js'
+
+/** A request as the binding delivers it: only what the operation reads matters. */
+const request = (fields: Partial<Request>): Request => ({
+  ino: 1,
+  ino2: 0,
+  fh: 0,
+  flags: 0,
+  mode: 0,
+  rdev: 0,
+  size: 4096,
+  offset: 0,
+  length: 0,
+  datasync: 0,
+  uid: 0,
+  gid: 0,
+  pid: 0,
+  umask: 0,
+  ...fields,
+})
+
+// The kernel operations without a kernel: the node table's bookkeeping, call by call.
+describe('the mount’s node table', () => {
+  test('a node sent in one listing survives another listing of the same directory being released', async () => {
+    const agent = await AgentFS.open({ path: ':memory:' })
+    try {
+      await agent.fs.writeFile('/a.txt', 'a')
+      const ops = kernelOperations(agent.fs, { uid: 0, gid: 0 })
+      const first = await ops.opendir!(request({ ino: 1 }))
+      const second = await ops.opendir!(request({ ino: 1 }))
+      const one = (await ops.readdirplus!(request({ ino: 1, fh: first.fh }))) as PlusListing
+      const two = (await ops.readdirplus!(request({ ino: 1, fh: second.fh }))) as PlusListing
+      const index = two.names.indexOf('a.txt')
+      const nodeid = two.entries[index]?.nodeid as number
+      expect(one.entries[index]?.nodeid).toBe(nodeid)
+      // The first listing is released before the second one's reply is counted.
+      await ops.releasedir!(request({ ino: 1, fh: first.fh }))
+      two.sent?.(0, two.names.length)
+      await ops.releasedir!(request({ ino: 1, fh: second.fh }))
+      // The kernel holds a reference from the second reply: the node must still be known.
+      expect((await ops.getattr!(request({ ino: nodeid }))).size).toBe(1)
+      ops.forget!(nodeid, 1)
+      await expect(ops.getattr!(request({ ino: nodeid }))).rejects.toMatchObject({ code: 'ESTALE' })
+    } finally {
+      await agent.close()
+    }
+  })
+})
