@@ -1,6 +1,4 @@
-import { constants } from 'node:fs'
-import type { FileSystem, FsFileHandle, Stats } from '@agentfs/fs'
-import { MAX_TREE_DEPTH } from '@agentfs/fs'
+import type { FileSystem, Stats } from '@agentfs/fs'
 import type { Attributes, Entry, Operations, PlusListing, Request } from '@agentfs/fuse'
 import { SET_ATTR } from '@agentfs/fuse'
 import {
@@ -12,11 +10,11 @@ import {
   RENAME_NOREPLACE,
   S_IFDIR,
   S_IFMT,
-  S_IFREG,
   S_ISGID,
   SubdirCounts,
   statfsOf,
 } from './fuse-dirs.js'
+import { NodeTable, ROOT } from './fuse-nodes.js'
 
 /**
  * A {@link FileSystem} as libfuse's low-level operations: the kernel names files by node id, and
@@ -37,27 +35,7 @@ import {
  * needs no lookup per name.
  */
 
-const ROOT = 1
 const NAME_MAX = 255 // bytes of one name the kernel takes
-const MAX_NAMES = 8 // names a node remembers; further hard links are found again by lookup
-
-interface Node {
-  readonly nodeid: number
-  readonly key: string
-  /** The inode number stat shows (kept when a copy-on-write view copies the file up). */
-  readonly ino: number
-  /** Names it was found under, most recent first: [parent node id, name]. */
-  names: [number, string][]
-  /** The kernel's references (lookups not yet forgotten). */
-  lookups: number
-  /** Open listings holding it as an entry (readdirplus): it may be sent to the kernel yet. */
-  listed: number
-  mode: number
-  gid: number
-  /** Handles of the filesystem this node reads and writes through, opened on first use. */
-  reader?: Promise<FsFileHandle> | undefined
-  writer?: Promise<FsFileHandle> | undefined
-}
 
 /** An open directory: its names and types, and (readdirplus) each entry's node. */
 interface OpenDir {
@@ -76,7 +54,7 @@ export interface KernelOptions {
   /** Report every inode as owned by this user / group (`agentfs mount --uid/--gid`). */
   readonly reportUid?: number
   readonly reportGid?: number
-  /** Damage found while serving (a name the kernel cannot take), reported once per directory. */
+  /** Damage found while serving (a name the kernel cannot take), each time it is met. */
   readonly report?: (error: Error) => void
 }
 
@@ -91,118 +69,16 @@ export interface KernelOperations extends Operations {
 }
 
 export function kernelOperations(fs: FileSystem, options: KernelOptions): KernelOperations {
-  const nodes = new Map<number, Node>()
-  const byKey = new Map<string, number>()
-  /** Which node each remembered name leads to: `parent/name` → node id. */
-  const named = new Map<string, number>()
-  const nameKey = (parent: number, name: string) => `${parent}/${name}`
-  /** Drops names from a node, and from the index when they still lead to it. */
-  const dropNames = (node: Node, dropped: [number, string][]) => {
-    for (const [p, n] of dropped) {
-      const key = nameKey(p, n)
-      if (named.get(key) === node.nodeid) named.delete(key)
-    }
-  }
+  const subdirs = new SubdirCounts(fs)
+  const table = new NodeTable(fs, (nodeid) => subdirs.delete(nodeid))
   const dirs = new Map<number, OpenDir>()
   let nextHandle = 1
-  let nextSpareId = 2 ** 40
-
-  const keyOf = (s: Stats) => `${s.dev}:${s.ino}`
-  const isDirectory = (s: Stats) => (s.mode & S_IFMT) === S_IFDIR
-  const root: Node = {
-    nodeid: ROOT,
-    key: '',
-    ino: 0,
-    names: [],
-    lookups: 1,
-    listed: 0,
-    mode: S_IFDIR,
-    gid: 0,
-  }
-  nodes.set(ROOT, root)
   let rootKnown = false
-
-  const nodeOf = (nodeid: number): Node =>
-    nodes.get(nodeid) ?? fail('ESTALE', `node ${nodeid} is not known (forgotten)`)
-
-  /** The path of a name under a node, following the node's first name up to the root. */
-  const pathOf = (nodeid: number, name?: string): string => {
-    const parts: string[] = name === undefined ? [] : [name]
-    let id = nodeid
-    for (let depth = 0; id !== ROOT; depth++) {
-      if (depth > MAX_TREE_DEPTH) fail('ELOOP', 'the path is deeper than any tree allows')
-      const first = nodeOf(id).names[0] ?? fail('ESTALE', `node ${id} has no name left`)
-      parts.push(first[1])
-      id = first[0]
-    }
-    return `/${parts.reverse().join('/')}`
-  }
-
-  /** Remembers that `s` is named `name` under `parent`; the node the kernel will use for it. */
-  const remember = (s: Stats, parent: number, name: string, counted: boolean): Node => {
-    const key = keyOf(s)
-    const nodeid = byKey.get(key)
-    if (nodeid === ROOT) return root
-    let node = nodeid === undefined ? undefined : nodes.get(nodeid)
-    if (node === undefined) {
-      let id = s.ino
-      if (!Number.isSafeInteger(id) || id <= ROOT || nodes.has(id)) id = nextSpareId++
-      node = {
-        nodeid: id,
-        key,
-        ino: s.ino,
-        names: [],
-        lookups: 0,
-        listed: 0,
-        mode: s.mode,
-        gid: s.gid,
-      }
-      nodes.set(id, node)
-      byKey.set(key, id)
-    }
-    node.mode = s.mode
-    node.gid = s.gid
-    const previous = named.get(nameKey(parent, name))
-    if (previous !== undefined && previous !== node.nodeid) forgetName(parent, name)
-    node.names = [[parent, name], ...node.names.filter(([p, n]) => p !== parent || n !== name)]
-    named.set(nameKey(parent, name), node.nodeid)
-    if (node.names.length > MAX_NAMES) dropNames(node, node.names.splice(MAX_NAMES))
-    if (counted) node.lookups++
-    return node
-  }
-  function forgetName(parent: number, name: string) {
-    const key = nameKey(parent, name)
-    const node = nodes.get(named.get(key) ?? -1)
-    named.delete(key)
-    if (node) node.names = node.names.filter(([p, n]) => p !== parent || n !== name)
-  }
-
-  /** The node's current path and stats: its first name that still names the same inode. */
-  const resolve = async (nodeid: number): Promise<{ path: string; stats: Stats }> => {
-    const node = nodeOf(nodeid)
-    if (nodeid === ROOT) {
-      const stats = await fs.lstat('/')
-      if (byKey.get(keyOf(stats)) !== ROOT) byKey.set(keyOf(stats), ROOT)
-      return { path: '/', stats }
-    }
-    while (node.names.length > 0) {
-      const path = pathOf(nodeid)
-      const stats = await fs.lstat(path).catch((error: { code?: string }) => {
-        if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return undefined
-        throw error
-      })
-      if (stats !== undefined && stats.ino === node.ino) {
-        node.mode = stats.mode
-        node.gid = stats.gid
-        return { path, stats }
-      }
-      dropNames(node, node.names.splice(0, 1))
-    }
-    return fail('ENOENT', `node ${nodeid}: no name leads to it any more`)
-  }
+  const isDirectory = (s: Stats) => (s.mode & S_IFMT) === S_IFDIR
+  const resolve = (nodeid: number) => table.resolve(nodeid)
+  const pathOf = (nodeid: number, name?: string) => table.pathOf(nodeid, name)
 
   const dirOf = (fh: number) => dirs.get(fh) ?? fail('EBADF', `directory handle ${fh} is not open`)
-  const subdirs = new SubdirCounts(fs)
   const changed = (parent: number, delta = 0) => subdirs.changed(parent, delta)
 
   /** Attributes as the kernel shows them: directory nlink counted, owners as asked. */
@@ -227,13 +103,13 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   /** The entry of a name just found or made: its node counted as a kernel reference. */
   const entryOf = async (parent: number, name: string, path: string): Promise<Entry> => {
     const stats = await fs.lstat(path)
-    const node = remember(stats, parent, name, true)
+    const node = table.remember(stats, parent, name, true)
     return { nodeid: node.nodeid, attr: await attributes(node.nodeid, path, stats) }
   }
 
   /** Makes the caller (and a setgid parent's group) own a new inode; its mode for a directory. */
   const owner = (r: Request) => {
-    const parent = nodeOf(r.ino)
+    const parent = table.of(r.ino)
     const gid = parent.mode & S_ISGID ? parent.gid : r.gid
     return { uid: r.uid, gid, inherit: (parent.mode & S_ISGID) !== 0 }
   }
@@ -246,62 +122,6 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     if ((parent.stats.mode & S_IFMT) !== S_IFDIR) fail('ENOTDIR', 'not a directory')
     return parent.path === '/' ? `/${r.name}` : `${parent.path}/${r.name}`
   }
-  /** Forgets a node the kernel holds no reference to, closing its handles. */
-  const drop = (node: Node) => {
-    subdirs.delete(node.nodeid)
-    dropNames(node, node.names)
-    nodes.delete(node.nodeid)
-    if (byKey.get(node.key) === node.nodeid) byKey.delete(node.key)
-    closeHandles(node)
-  }
-  const closeHandles = (node: Node) => {
-    const open = [node.reader, node.writer]
-    node.reader = node.writer = undefined
-    for (const handle of open) handle?.then((h) => h.close()).catch(() => {})
-  }
-  /** The node's handle for reading (or writing), opened on first use. */
-  const handleFor = async (nodeid: number, write: boolean): Promise<FsFileHandle> => {
-    const node = nodeOf(nodeid)
-    let pending = write ? node.writer : node.reader
-    if (pending === undefined) {
-      pending = resolve(nodeid).then(({ path, stats }) => {
-        if ((stats.mode & S_IFMT) !== S_IFREG) fail('EISDIR', `${path} is not a regular file`)
-        return fs.open(path, write ? constants.O_WRONLY : constants.O_RDONLY)
-      })
-      if (write) node.writer = pending
-      else node.reader = pending
-      // A handle that could not open is not kept: the next call tries again.
-      pending.catch(() => {
-        if (node.writer === pending) node.writer = undefined
-        if (node.reader === pending) node.reader = undefined
-      })
-    }
-    return pending
-  }
-  /** Runs `call` on the node's handle; once more on a new handle when the file went away. */
-  const withHandle = async <T>(
-    nodeid: number,
-    write: boolean,
-    call: (h: FsFileHandle) => Promise<T>,
-  ): Promise<T> => {
-    try {
-      return await call(await handleFor(nodeid, write))
-    } catch (error) {
-      if ((error as { code?: string }).code !== 'EBADF') throw error
-      const node = nodeOf(nodeid)
-      closeHandles(node)
-      return call(await handleFor(nodeid, write))
-    }
-  }
-
-  /** Whether a directory is known to the kernel under a name other than `parent`/`name`. */
-  const knownElsewhere = (stats: Stats, parent: number, name: string) => {
-    const known = byKey.get(keyOf(stats))
-    if (known === undefined) return false
-    const first = nodes.get(known)?.names[0]
-    return known === ROOT || first === undefined || first[0] !== parent || first[1] !== name
-  }
-
   /** Each entry of a listing of directory `parent` (at `path`) with its node and attributes. */
   const plusEntries = async (
     parent: number,
@@ -319,11 +139,14 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       const stats = dir.stats?.[i] ?? (await fs.lstat(child).catch(() => undefined))
       // Gone since listed, or a directory the kernel knows under another name (a cycle in a
       // damaged database): the name only, and lookup decides.
-      if (stats === undefined || (isDirectory(stats) && knownElsewhere(stats, parent, name))) {
+      if (
+        stats === undefined ||
+        (isDirectory(stats) && table.knownElsewhere(stats, parent, name))
+      ) {
         entries.push(undefined)
         continue
       }
-      const node = remember(stats, parent, name, false)
+      const node = table.remember(stats, parent, name, false)
       node.listed++
       entries.push({ nodeid: node.nodeid, attr: await attributes(node.nodeid, child, stats) })
     }
@@ -338,27 +161,22 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       }
       const path = pathOf(r.ino, r.name)
       const stats = await fs.lstat(path)
-      const known = byKey.get(keyOf(stats))
+      const known = table.known(stats)
       // A directory reached through a second name (a cycle or a directory hard link in a
       // damaged database): refused, so cp -r, find and du cannot loop.
-      if ((stats.mode & S_IFMT) === S_IFDIR && known !== undefined) {
+      if (isDirectory(stats) && known !== undefined) {
         if (known === ROOT) fail('ELOOP', `directory cycle at ${path}; run agentfs fsck`)
-        const first = nodes.get(known)?.names[0]
+        const first = table.get(known)?.names[0]
         if (first && (first[0] !== r.ino || first[1] !== r.name)) {
           const other = await resolve(known).catch(() => undefined)
           if (other && other.path !== path)
             fail('ELOOP', `directory cycle at ${path}; run agentfs fsck`)
         }
       }
-      const node = remember(stats, r.ino, r.name as string, true)
+      const node = table.remember(stats, r.ino, r.name as string, true)
       return { nodeid: node.nodeid, attr: await attributes(node.nodeid, path, stats) }
     },
-    forget: (ino, nlookup) => {
-      const node = nodes.get(ino)
-      if (node === undefined || ino === ROOT) return
-      node.lookups -= nlookup
-      if (node.lookups <= 0 && node.listed <= 0) drop(node)
-    },
+    forget: (ino, nlookup) => table.forget(ino, nlookup),
     getattr: async (r) => {
       const { path, stats } = await resolve(r.ino)
       return attributes(r.ino, path, stats)
@@ -419,12 +237,12 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     unlink: async (r) => {
       await fs.unlink(pathOf(r.ino, r.name))
       changed(r.ino)
-      forgetName(r.ino, r.name as string)
+      table.forgetName(r.ino, r.name as string)
     },
     rmdir: async (r) => {
       await fs.rmdir(pathOf(r.ino, r.name))
       changed(r.ino, -1)
-      forgetName(r.ino, r.name as string)
+      table.forgetName(r.ino, r.name as string)
     },
     rename: async (r) => {
       if (r.flags & RENAME_EXCHANGE) fail('EINVAL', 'RENAME_EXCHANGE is not supported')
@@ -433,7 +251,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       if (r.flags & RENAME_NOREPLACE && (await fs.exists(to))) fail('EEXIST', `${to} exists`)
       await fs.rename(from, to)
       // A directory moved (maybe over another): both parents are counted again.
-      const mode = nodes.get(named.get(nameKey(r.ino, r.name as string)) ?? -1)?.mode ?? S_IFDIR
+      const mode = table.named(r.ino, r.name as string)?.mode ?? S_IFDIR
       if ((mode & S_IFMT) === S_IFDIR) {
         subdirs.delete(r.ino)
         subdirs.delete(r.ino2)
@@ -441,28 +259,22 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         changed(r.ino)
         changed(r.ino2)
       }
-      forgetName(r.ino2, r.name2 as string)
-      const moved = nodes.get(named.get(nameKey(r.ino, r.name as string)) ?? -1)
-      if (moved) {
-        forgetName(r.ino, r.name as string)
-        moved.names.unshift([r.ino2, r.name2 as string])
-        named.set(nameKey(r.ino2, r.name2 as string), moved.nodeid)
-      }
+      table.moved(r.ino, r.name as string, r.ino2, r.name2 as string)
     },
     read: async (r) =>
-      withHandle(r.ino, false, async (h) => {
+      table.withHandle(r.ino, false, async (h) => {
         const buffer = Buffer.allocUnsafe(r.size)
         const { bytesRead } = await h.read(buffer, 0, r.size, r.offset)
         return buffer.subarray(0, bytesRead)
       }),
     write: async (r) =>
-      withHandle(r.ino, true, async (h) => {
+      table.withHandle(r.ino, true, async (h) => {
         const data = r.data as Buffer
         const { bytesWritten } = await h.write(data, 0, data.length, r.offset)
         return bytesWritten
       }),
     fsync: async (r) => {
-      const writer = nodes.get(r.ino)?.writer
+      const writer = table.get(r.ino)?.writer
       if (writer) await (await writer).sync()
     },
     opendir: async (r) => {
@@ -502,7 +314,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         dir.entries = entries
         dir.sent = (start, end) => {
           for (let i = start; i < end; i++) {
-            const node = nodes.get(entries[i]?.nodeid ?? -1)
+            const node = table.get(entries[i]?.nodeid ?? -1)
             if (node) node.lookups++
           }
         }
@@ -514,33 +326,18 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       dirs.delete(r.fh)
       // Nodes the listing held that the kernel was never given (or has forgotten since).
       for (const entry of dir?.entries ?? []) {
-        const node = entry && nodes.get(entry.nodeid)
+        const node = entry && table.get(entry.nodeid)
         if (node === undefined) continue
         node.listed--
-        if (node.lookups <= 0 && node.listed <= 0 && node.nodeid !== ROOT) drop(node)
+        table.dropIfUnused(node)
       }
     },
     fsyncdir: async () => {},
     statfs: () => statfsOf(fs),
-    cachedFor: (path) => {
-      const parts = path.split('/').filter((part) => part !== '')
-      const last = parts.pop()
-      if (last === undefined) return { nodes: [ROOT] }
-      let dir = ROOT
-      for (const part of parts) {
-        const next = named.get(nameKey(dir, part))
-        // A directory the kernel was never given a name under: nothing below it is cached.
-        if (next === undefined) return { nodes: [] }
-        dir = next
-      }
-      const own = named.get(nameKey(dir, last))
-      return { nodes: own === undefined ? [dir] : [dir, own], entry: [dir, last] }
-    },
+    cachedFor: (path) => table.cachedFor(path),
     closeAll: async () => {
-      const open = [...nodes.values()].flatMap((n) => [n.reader, n.writer])
-      for (const node of nodes.values()) node.reader = node.writer = undefined
       dirs.clear()
-      await Promise.allSettled(open.map(async (h) => (await h)?.close()))
+      await table.closeAll()
     },
   }
 }
