@@ -143,8 +143,9 @@ the view, but absolute paths to the directory reach the real files.
 With --sandbox the command runs under bubblewrap (apt-get install bubblewrap): new
 namespaces (mount, pid, ipc, uts, cgroup, user where available, and network unless
 --allow-net), no capabilities, a session of its own. The host's files are read-only, /tmp is
-private and empty, the home directory is an empty directory, and only the project's path (the
-copy-on-write view) and the paths given with --writable can be changed. Still shared with the
+private and empty, the home directory and /run, /var/run, /var/tmp (where host services' sockets
+are) are empty directories, and only the project's path (the copy-on-write view) and the paths
+given with --writable can be changed. Still shared with the
 host: the environment variables, what the host's files let anyone read, and with --allow-net
 the network. It is a container-style boundary, not a virtual machine: kernel bugs are out of
 its reach.

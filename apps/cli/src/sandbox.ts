@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, lstatSync, readFileSync, statSync } from 'node:fs'
 import { constants } from 'node:os'
 import { isAbsolute, resolve } from 'node:path'
 
@@ -9,7 +9,8 @@ import { isAbsolute, resolve } from 'node:path'
  * allowed), with every capability dropped and its own session (no terminal injection). The
  * host's files are read-only; the project's own path shows the copy-on-write view (the only
  * writable place besides a private /tmp and the paths given with `--writable`); the user's home
- * is an empty directory unless exposed with `--writable` or `--read`.
+ * and the directories holding host services' unix sockets (/run, /var/run, /var/tmp) are empty
+ * directories unless a path in them is exposed with `--writable` or `--read`.
  */
 export interface SandboxOptions {
   /** The project directory: its path shows `view` inside the sandbox. */
@@ -55,6 +56,10 @@ export function bwrapArgs(o: SandboxOptions, argv: readonly string[]): string[] 
     '--tmpfs',
     '/tmp',
   ]
+  // Host daemons' unix sockets live in these (docker, dbus, databases): connecting to a socket
+  // needs no write to the filesystem, so a read-only view of them is not enough — they are
+  // replaced by empty directories.
+  for (const dir of SOCKET_DIRS) if (isDirectory(dir) && !isLink(dir)) args.push('--tmpfs', dir)
   const home = o.home
   if (home !== undefined && home !== '/' && isAbsolute(home) && isDirectory(home))
     args.push('--tmpfs', home)
@@ -80,6 +85,17 @@ export function bwrapArgs(o: SandboxOptions, argv: readonly string[]): string[] 
     ...argv,
   )
   return args
+}
+
+/** Where unix sockets of the host's services are (besides /tmp, already private). */
+const SOCKET_DIRS = ['/run', '/var/run', '/var/tmp']
+
+const isLink = (path: string) => {
+  try {
+    return lstatSync(path).isSymbolicLink()
+  } catch {
+    return false
+  }
 }
 
 const isDirectory = (path: string) => {

@@ -128,6 +128,10 @@ describe.skipIf(!fuse || !sandboxUsable)('agentfs run --sandbox', () => {
     const server = createServer((socket) => socket.end('hello from the host\n'))
     await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready))
     const port = (server.address() as AddressInfo).port
+    // A host service's unix socket: reachable without any network, so it must not be there.
+    const socketPath = `/run/agentfs-sandbox-test-${process.pid}.sock`
+    const service = createServer((socket) => socket.end('host service\n'))
+    await new Promise<void>((ready) => service.listen(socketPath, ready))
     try {
       const script = `
         echo changed > base.txt && echo new > new.txt
@@ -137,9 +141,16 @@ describe.skipIf(!fuse || !sandboxUsable)('agentfs run --sandbox', () => {
         if cat "$HOME/secret.txt" 2>/dev/null; then echo "home visible"; fi
         cat "$HOME/shown.txt"
         if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then echo "net on"; else echo "net off"; fi
+        if [ -e "$SOCKET" ]; then echo "host socket visible"; fi
         echo "sandbox=$AGENTFS_SANDBOX"
       `
-      const env = { ...process.env, HOME: home, OUT: out, PORT: String(port) }
+      const env = {
+        ...process.env,
+        HOME: home,
+        OUT: out,
+        PORT: String(port),
+        SOCKET: socketPath,
+      }
       const run = runCli(
         cli,
         [
@@ -172,9 +183,10 @@ describe.skipIf(!fuse || !sandboxUsable)('agentfs run --sandbox', () => {
         { cwd: project, env },
       )
       expect(online.out).toMatch(/net on\n/)
-      expect(online.out).not.toMatch(/home visible|host writable/)
+      expect(online.out).not.toMatch(/home visible|host writable|host socket visible/)
     } finally {
       server.close()
+      service.close()
     }
   }, 120_000)
 
