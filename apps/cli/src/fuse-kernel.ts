@@ -1,3 +1,4 @@
+import { constants } from 'node:fs'
 import type { FileSystem, Stats } from '@agentfs/fs'
 import type { Attributes, Entry, Operations, PlusListing, Request } from '@agentfs/fuse'
 import { SET_ATTR } from '@agentfs/fuse'
@@ -10,6 +11,7 @@ import {
   RENAME_NOREPLACE,
   S_IFDIR,
   S_IFMT,
+  S_IFREG,
   S_ISGID,
   SubdirCounts,
   statfsOf,
@@ -122,6 +124,29 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     if ((parent.stats.mode & S_IFMT) !== S_IFDIR) fail('ENOTDIR', 'not a directory')
     return parent.path === '/' ? `/${r.name}` : `${parent.path}/${r.name}`
   }
+  /**
+   * A regular file (the kernel's mknod when it opens with O_CREAT): created by an exclusive open
+   * whose handle the node keeps for writing, so the first write needs no open of its own.
+   */
+  const createFile = async (r: Request, path: string): Promise<Entry> => {
+    const handle = await fs.open(
+      path,
+      constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY,
+      r.mode & 0o7777,
+    )
+    try {
+      changed(r.ino)
+      await chownNew(path, r)
+      const stats = await handle.stat()
+      const node = table.remember(stats, r.ino, r.name as string, true)
+      table.adoptWriter(node, handle)
+      return { nodeid: node.nodeid, attr: await attributes(node.nodeid, path, stats) }
+    } catch (error) {
+      await handle.close()
+      throw error
+    }
+  }
+
   /** Each entry of a listing of directory `parent` (at `path`) with its node and attributes. */
   const plusEntries = async (
     parent: number,
@@ -208,6 +233,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     readlink: async (r) => fs.readlink((await resolve(r.ino)).path),
     mknod: async (r) => {
       const path = await newPath(r)
+      if ((r.mode & S_IFMT) === S_IFREG) return createFile(r, path)
       await fs.mknod(path, r.mode, r.rdev)
       changed(r.ino)
       await chownNew(path, r)

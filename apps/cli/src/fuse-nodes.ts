@@ -226,6 +226,12 @@ export class NodeTable {
     }
   }
 
+  /** Keeps `handle` as the node's handle for writing (closing it when one is kept already). */
+  adoptWriter(node: Node, handle: FsFileHandle): void {
+    if (node.writer === undefined) node.writer = Promise.resolve(handle)
+    else void handle.close().catch(() => {})
+  }
+
   /** Closes every node's handles (at unmount). */
   async closeAll(): Promise<void> {
     const open = [...this.#nodes.values()].flatMap((n) => [n.reader, n.writer])
