@@ -21,6 +21,12 @@ export interface InodeRow {
 export const INODE_COLUMNS =
   'ino, mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec'
 
+/** {@link INODE_COLUMNS} of the table named `alias` in a join (`i.ino, i.mode, …`). */
+export const inodeColumnsOf = (alias: string): string =>
+  INODE_COLUMNS.split(', ')
+    .map((c) => `${alias}.${c}`)
+    .join(', ')
+
 /** The {@link InodeRow} of an array row holding {@link INODE_COLUMNS} in order from `at`. */
 export function inodeOf(values: readonly unknown[], at = 0): InodeRow {
   return {

@@ -11,7 +11,7 @@ import {
 import { resize } from './chunks.js'
 import { existing, type FsContext, type NoteChange } from './context.js'
 import type { OpenMode } from './flags.js'
-import { INODE_COLUMNS, type InodeRow, inodeOf, isDir } from './inode.js'
+import { type InodeRow, inodeColumnsOf, inodeOf, isDir } from './inode.js'
 import { statsOf } from './metadata-ops.js'
 import { createNode, touchContent } from './mutate.js'
 import { keyOf, pathCacheOf, stampedSql } from './path-cache.js'
@@ -52,11 +52,7 @@ export async function listDirectory(
     }
     if (options.withStats) {
       const { rows } = await q.execute<unknown[]>({
-        sql: `SELECT d.name, ${INODE_COLUMNS.split(', ')
-          .map((c) => `i.${c}`)
-          .join(
-            ', ',
-          )} FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name`,
+        sql: ENTRIES_WITH_INODES_SQL,
         params: [node.ino],
         arrays: true,
       })
@@ -80,6 +76,9 @@ export async function listDirectory(
     (r) => new Dirent(r.name, r.parentRel ? joinPath(base, r.parentRel) : base, r.mode),
   )
 }
+
+/** A directory's entries with their inodes' columns, as array rows: [name, ...INODE_COLUMNS]. */
+const ENTRIES_WITH_INODES_SQL = `SELECT d.name, ${inodeColumnsOf('i')} FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name`
 
 /**
  * A directory's names: an index-only scan of idx_fs_dentry_parent (parent_ino, name), handed

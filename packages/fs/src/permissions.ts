@@ -7,7 +7,7 @@ import {
   resolvePath,
 } from '@agentfs/core'
 import type { OpenMode } from './flags.js'
-import { INODE_COLUMNS, type InodeRow, isDir, isLnk } from './inode.js'
+import { INODE_COLUMNS, type InodeRow, inodeColumnsOf, isDir, isLnk } from './inode.js'
 import type { FsOperation } from './policy.js'
 import type { WriteCheck } from './policy-gate.js'
 
@@ -49,11 +49,7 @@ async function row(q: Queryable, sql: string, params: unknown[]): Promise<InodeR
 }
 
 const BY_INO = `SELECT ${INODE_COLUMNS} FROM fs_inode WHERE ino = ?`
-const CHILD = `SELECT ${INODE_COLUMNS.split(', ')
-  .map((c) => `i.${c}`)
-  .join(
-    ', ',
-  )} FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? AND d.name = ?`
+const CHILD = `SELECT ${inodeColumnsOf('i')} FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? AND d.name = ?`
 const PARENT = 'SELECT parent_ino FROM fs_dentry WHERE ino = ? LIMIT 1'
 
 interface Found {
@@ -209,9 +205,7 @@ export class PermissionGate {
         SELECT ? UNION
         SELECT d.ino FROM fs_dentry d JOIN sub ON d.parent_ino = sub.ino
         JOIN fs_inode i ON i.ino = d.ino WHERE (i.mode & 61440) = 16384)
-      SELECT ${INODE_COLUMNS.split(', ')
-        .map((c) => `p.${c}`)
-        .join(', ')}, c.uid AS child_uid
+      SELECT ${inodeColumnsOf('p')}, c.uid AS child_uid
       FROM sub JOIN fs_inode p ON p.ino = sub.ino
       JOIN fs_dentry d ON d.parent_ino = p.ino JOIN fs_inode c ON c.ino = d.ino`,
       params: [top.ino],
