@@ -5,6 +5,8 @@ export const S_IFMT = 0o170000
 export const S_IFDIR = 0o040000
 export const S_IFREG = 0o100000
 export const S_ISGID = 0o2000
+/** Bytes of one name the kernel takes. */
+export const NAME_MAX = 255
 export const RENAME_NOREPLACE = 1
 export const RENAME_EXCHANGE = 2
 export const NS = 1_000_000_000n

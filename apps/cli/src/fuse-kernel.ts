@@ -6,6 +6,7 @@ import {
   decimal,
   direntMode,
   fail,
+  NAME_MAX,
   NS,
   RENAME_EXCHANGE,
   RENAME_NOREPLACE,
@@ -36,8 +37,6 @@ import { NodeTable, ROOT } from './fuse-nodes.js'
  * kernel forgets the node. Listings carry their entries' attributes (readdirplus), so a walk
  * needs no lookup per name.
  */
-
-const NAME_MAX = 255 // bytes of one name the kernel takes
 
 /** An open directory: its names and types, and (readdirplus) each entry's node. */
 interface OpenDir {

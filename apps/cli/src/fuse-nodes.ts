@@ -1,7 +1,7 @@
 import { constants } from 'node:fs'
 import type { FileSystem, FsFileHandle, Stats } from '@agentfs/fs'
 import { MAX_TREE_DEPTH } from '@agentfs/fs'
-import { fail, S_IFDIR, S_IFMT, S_IFREG } from './fuse-dirs.js'
+import { fail, NAME_MAX, S_IFDIR, S_IFMT, S_IFREG } from './fuse-dirs.js'
 
 export const ROOT = 1
 const MAX_NAMES = 8 // names a node remembers; further hard links are found again by lookup
@@ -208,7 +208,9 @@ export class NodeTable {
       dir = next
     }
     const own = this.#named.get(nameKey(dir, last))
-    return { nodes: own === undefined ? [dir] : [dir, own], entry: [dir, last] }
+    const nodes = own === undefined ? [dir] : [dir, own]
+    // A name the kernel cannot take (a damaged database's feed) is in none of its caches.
+    return Buffer.byteLength(last) > NAME_MAX ? { nodes } : { nodes, entry: [dir, last] }
   }
 
   /** Runs `call` on the node's handle; once more on a new handle when the file went away. */

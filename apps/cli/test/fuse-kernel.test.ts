@@ -48,4 +48,18 @@ describe('the mount’s node table', () => {
       await agent.close()
     }
   })
+
+  test('a changed path names only what the kernel can hold: no entry for a name it cannot take', async () => {
+    const agent = await AgentFS.open({ path: ':memory:' })
+    try {
+      const ops = kernelOperations(agent.fs, { uid: 0, gid: 0 })
+      expect(ops.cachedFor('/a.txt')).toEqual({ nodes: [1], entry: [1, 'a.txt'] })
+      // A feed row of a damaged database: no name of 256 bytes is in the kernel's cache, and
+      // asking the kernel to drop one would be refused.
+      expect(ops.cachedFor(`/${'x'.repeat(256)}`)).toEqual({ nodes: [1] })
+      expect(ops.cachedFor('/')).toEqual({ nodes: [1] })
+    } finally {
+      await agent.close()
+    }
+  })
 })
