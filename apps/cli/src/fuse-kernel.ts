@@ -75,7 +75,8 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   const dirs = new Map<number, OpenDir>()
   let nextHandle = 1
   let rootKnown = false
-  const isDirectory = (s: Stats) => (s.mode & S_IFMT) === S_IFDIR
+  const isDirectory = (s: { mode: number }) => (s.mode & S_IFMT) === S_IFDIR
+  const childPath = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`)
   const resolve = (nodeid: number) => table.resolve(nodeid)
   const pathOf = (nodeid: number, name?: string) => table.pathOf(nodeid, name)
 
@@ -84,7 +85,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
 
   /** Attributes as the kernel shows them: directory nlink counted, owners as asked. */
   const attributes = async (nodeid: number, path: string, s: Stats): Promise<Attributes> => {
-    const nlink = (s.mode & S_IFMT) === S_IFDIR ? await subdirs.nlink(nodeid, path, s) : s.nlink
+    const nlink = isDirectory(s) ? await subdirs.nlink(nodeid, path, s) : s.nlink
     return {
       ino: s.ino,
       mode: s.mode,
@@ -120,8 +121,8 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   }
   const newPath = async (r: Request) => {
     const parent = await resolve(r.ino)
-    if ((parent.stats.mode & S_IFMT) !== S_IFDIR) fail('ENOTDIR', 'not a directory')
-    return parent.path === '/' ? `/${r.name}` : `${parent.path}/${r.name}`
+    if (!isDirectory(parent.stats)) fail('ENOTDIR', 'not a directory')
+    return childPath(parent.path, r.name as string)
   }
   /**
    * A regular file (the kernel's mknod when it opens with O_CREAT): created by an exclusive open
@@ -158,7 +159,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         entries.push(undefined)
         continue
       }
-      const child = path === '/' ? `/${name}` : `${path}/${name}`
+      const child = childPath(path, name)
       // The listing's own stats when the filesystem gave them (one statement for all).
       const stats = dir.stats?.[i] ?? (await fs.lstat(child).catch(() => undefined))
       // Gone since listed, or a directory the kernel knows under another name (a cycle in a
@@ -276,8 +277,8 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       if (r.flags & RENAME_NOREPLACE && (await fs.exists(to))) fail('EEXIST', `${to} exists`)
       await fs.rename(from, to)
       // A directory moved (maybe over another): both parents are counted again.
-      const mode = table.named(r.ino, r.name as string)?.mode ?? S_IFDIR
-      if ((mode & S_IFMT) === S_IFDIR) {
+      const moved = table.named(r.ino, r.name as string) ?? { mode: S_IFDIR }
+      if (isDirectory(moved)) {
         subdirs.delete(r.ino)
         subdirs.delete(r.ino2)
       } else {

@@ -117,13 +117,22 @@ function checkMountpoint(mountpoint: string): void {
 /** Mounts `fs` through the libfuse 3 binding (`@agentfs/fuse`). */
 export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOptions): Mount {
   checkMountpoint(mountpoint)
+  // One way out for errors with no POSIX code (context: the operation), damage met while
+  // serving (its message is the line), and a change feed that could not be followed.
+  const report = (error: unknown, context?: string) => {
+    if (options.report) return options.report(error)
+    const line =
+      context !== undefined
+        ? `${context}: ${String(error)}`
+        : error instanceof Error
+          ? error.message
+          : String(error)
+    process.stderr.write(`agentfs mount: ${line}\n`)
+  }
   const ops = kernelOperations(fs, {
     uid: process.getuid?.() ?? 0,
     gid: process.getgid?.() ?? 0,
-    report: (error) =>
-      options.report
-        ? options.report(error)
-        : process.stderr.write(`agentfs mount: ${error.message}\n`),
+    report,
     ...(options.uid !== undefined ? { reportUid: options.uid } : {}),
     ...(options.gid !== undefined ? { reportGid: options.gid } : {}),
   })
@@ -143,11 +152,9 @@ export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOp
   if (options.allowOther ?? root) list.push('allow_other')
   if (options.autoUnmount) list.push('auto_unmount')
   if (options.readOnly) list.push('ro')
-  const report = options.report
   const session = binding.mount(mountpoint, ops, {
     options: list,
-    onError: (error, op) =>
-      report ? report(error) : process.stderr.write(`agentfs mount: ${op}: ${String(error)}\n`),
+    onError: (error, op) => report(error, op),
   })
   const stopFollowing = new AbortController()
   if (options.changes) followChanges(options.changes, stopFollowing.signal, ops, session, report)
@@ -177,7 +184,7 @@ function followChanges(
   signal: AbortSignal,
   ops: ReturnType<typeof kernelOperations>,
   session: binding.Session,
-  report: ((error: unknown) => void) | undefined,
+  report: (error: unknown, context: string) => void,
 ): void {
   const invalidate = (path: string | null) => {
     if (path === null) return
@@ -192,9 +199,7 @@ function followChanges(
       invalidate(change.path2)
     }
   })().catch((error: unknown) => {
-    if (signal.aborted) return
-    if (report) report(error)
-    else process.stderr.write(`agentfs mount: following changes: ${String(error)}\n`)
+    if (!signal.aborted) report(error, 'following changes')
   })
 }
 
