@@ -19,9 +19,9 @@ export interface SandboxOptions {
   readonly view: string
   /** Keep the host's network (default: a network namespace with loopback only). */
   readonly allowNet?: boolean
-  /** Host paths the command may change (bound read-write at the same path). */
+  /** Host paths the command may change (bound read-write at the same path); from hostPath. */
   readonly writable?: readonly string[]
-  /** Host paths shown read-only even where the sandbox hides them (inside the home). */
+  /** Host paths shown read-only even where the sandbox hides them; from hostPath. */
   readonly read?: readonly string[]
   /** The home directory to hide (default $HOME); none when undefined or `/`. */
   readonly home?: string | undefined
@@ -37,8 +37,9 @@ export function hostPath(flag: string, path: string): string {
 
 /** bwrap's arguments for running `argv` in the sandbox (order matters: later mounts win). */
 export function bwrapArgs(o: SandboxOptions, argv: readonly string[]): string[] {
-  if (!isAbsolute(o.project) || !isAbsolute(o.view))
-    throw new Error('the sandbox needs absolute project and view paths')
+  const given = [o.project, o.view, ...(o.read ?? []), ...(o.writable ?? [])]
+  if (!given.every((path) => isAbsolute(path)))
+    throw new Error('the sandbox needs absolute paths (hostPath gives them)')
   const args = [
     '--die-with-parent',
     '--new-session',
@@ -63,14 +64,8 @@ export function bwrapArgs(o: SandboxOptions, argv: readonly string[]): string[] 
   const home = o.home
   if (home !== undefined && home !== '/' && isAbsolute(home) && isDirectory(home))
     args.push('--tmpfs', home)
-  for (const path of o.read ?? []) {
-    const p = hostPath('--read', path)
-    args.push('--ro-bind', p, p)
-  }
-  for (const path of o.writable ?? []) {
-    const p = hostPath('--writable', path)
-    args.push('--bind', p, p)
-  }
+  for (const path of o.read ?? []) args.push('--ro-bind', path, path)
+  for (const path of o.writable ?? []) args.push('--bind', path, path)
   // Last: the project's path is the view whatever was mounted above or around it.
   args.push(
     '--bind',

@@ -129,6 +129,7 @@ extern const struct fuse_lowlevel_ops agentfs_operations;
 
 /* replies.c: answering a request from JavaScript. */
 request_t *request_of(napi_env env, napi_value handle, fuse_req_t *req);
+session_t *session_of(napi_env env, napi_value handle);
 int args_of(napi_env env, napi_callback_info info, size_t want, napi_value *argv);
 double number_of(napi_env env, napi_value value);
 napi_value reply_error(napi_env env, napi_callback_info info);

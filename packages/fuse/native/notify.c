@@ -71,12 +71,9 @@ static int queue_notice(session_t *s, fuse_ino_t ino, const char *name, size_t l
  */
 napi_value notify_invalidate(napi_env env, napi_callback_info info) {
   napi_value argv[2], result;
-  session_t *s = NULL;
   if (!args_of(env, info, 2, argv)) return NULL;
-  if (napi_get_value_external(env, argv[0], (void **)&s) != napi_ok || s == NULL) {
-    napi_throw_type_error(env, NULL, "agentfs fuse: not a session");
-    return NULL;
-  }
+  session_t *s = session_of(env, argv[0]);
+  if (s == NULL) return NULL;
   napi_create_int32(env, queue_notice(s, (fuse_ino_t)number_of(env, argv[1]), NULL, 0), &result);
   return result;
 }
@@ -84,14 +81,14 @@ napi_value notify_invalidate(napi_env env, napi_callback_info info) {
 /* notifyInvalidateEntry(session, parent, name): queues dropping the kernel's cached name. */
 napi_value notify_invalidate_entry(napi_env env, napi_callback_info info) {
   napi_value argv[3], result;
-  session_t *s = NULL;
   char name[1024];
   size_t length;
   if (!args_of(env, info, 3, argv)) return NULL;
-  if (napi_get_value_external(env, argv[0], (void **)&s) != napi_ok || s == NULL ||
-      napi_get_value_string_utf8(env, argv[2], name, sizeof(name), &length) != napi_ok ||
+  session_t *s = session_of(env, argv[0]);
+  if (s == NULL) return NULL;
+  if (napi_get_value_string_utf8(env, argv[2], name, sizeof(name), &length) != napi_ok ||
       length == 0 || length > 255) {
-    napi_throw_type_error(env, NULL, "agentfs fuse: a session and a name of 1 to 255 bytes");
+    napi_throw_type_error(env, NULL, "agentfs fuse: a name of 1 to 255 bytes is needed");
     return NULL;
   }
   napi_create_int32(

@@ -17,6 +17,16 @@ request_t *request_of(napi_env env, napi_value handle, fuse_req_t *req) {
   return r;
 }
 
+/* The session behind a handle: throws (and is NULL) when it is not one. */
+session_t *session_of(napi_env env, napi_value handle) {
+  session_t *s = NULL;
+  if (napi_get_value_external(env, handle, (void **)&s) != napi_ok || s == NULL) {
+    napi_throw_type_error(env, NULL, "agentfs fuse: not a session");
+    return NULL;
+  }
+  return s;
+}
+
 int args_of(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   size_t argc = want;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < want) {

@@ -365,12 +365,9 @@ napi_value js_mount(napi_env env, napi_callback_info info) {
  */
 napi_value js_unmount(napi_env env, napi_callback_info info) {
   napi_value argv[1], undefined;
-  session_t *s = NULL;
   if (!args_of(env, info, 1, argv)) return NULL;
-  if (napi_get_value_external(env, argv[0], (void **)&s) != napi_ok || s == NULL) {
-    napi_throw_type_error(env, NULL, "agentfs fuse: not a session");
-    return NULL;
-  }
+  session_t *s = session_of(env, argv[0]);
+  if (s == NULL) return NULL;
   napi_get_undefined(env, &undefined);
   if (!s->loop_running || s->mountpoint == NULL) return undefined;
   fuse_session_exit(s->se);

@@ -33,9 +33,10 @@ export { SET_ATTR } from './types.js'
  * libfuse 3's low-level API for Node.js. The kernel names files by node id (`ino` here), which
  * the filesystem chooses in `lookup` and the other calls that answer an entry; the root is 1.
  * Requests are read from the FUSE device on this thread's event loop and dispatched as they
- * come; every handler is asynchronous, so a slow one does not hold up the rest. A handler answers by resolving (the value the kernel needs) or by throwing an
- * error carrying a POSIX code (`code: 'ENOENT'` or a negative `errno`); anything else is
- * reported through `onError` and answered EIO. A missing handler answers ENOSYS.
+ * come; every handler is asynchronous, so a slow one does not hold up the rest. A handler
+ * answers by resolving (the value the kernel needs) or by throwing an error carrying a POSIX
+ * code (`code: 'ENOENT'` or a negative `errno`); anything else is reported through `onError`
+ * and answered EIO. A missing handler answers ENOSYS.
  */
 
 interface Native {
@@ -159,7 +160,7 @@ export function errnoOf(error: unknown): number | undefined {
 }
 
 const NS = 1_000_000_000n
-/** Numbers per attributes as the binding reads them (A_COUNT in native/agentfs_fuse.c). */
+/** Numbers per attributes as the binding reads them (A_COUNT in native/replies.c). */
 const ATTR_COUNT = 15
 const attrBuffer = new Float64Array(ATTR_COUNT)
 const noAttributes = new Float64Array(ATTR_COUNT)
