@@ -52,6 +52,13 @@ enum {
 #define FEATURE_WRITEBACK_CACHE 2
 #define FEATURE_NO_OPEN 4 /* no open handler: O_TRUNC must reach the filesystem as a truncate */
 
+/*
+ * Invalidations waiting at most: the notifier can wait on a kernel lock held by a pending
+ * request, and a writer elsewhere may change files faster than it sends; the kernel's own
+ * timeouts still bound how stale a refused notice leaves anything.
+ */
+#define NOTICES_MAX 65536
+
 /* Requests read from the device per wake-up before their continuations run. */
 #define BATCH 64
 
@@ -69,6 +76,7 @@ typedef struct session {
   pthread_mutex_t notices_lock;
   pthread_cond_t notices_ready;
   notice_t *notices, *notices_tail;
+  int notices_queued; /* at most NOTICES_MAX: past that, new notices are refused (-EAGAIN) */
   int notifier_running, notifier_stop;
   napi_env env;
   napi_ref dispatch;

@@ -12,6 +12,7 @@ static void *notifier(void *data) {
     notice_t *n = s->notices;
     s->notices = n->next;
     if (s->notices == NULL) s->notices_tail = NULL;
+    s->notices_queued--;
     pthread_mutex_unlock(&s->notices_lock);
     /* ENOENT (the kernel has nothing cached for it) and errors after an unmount are fine. */
     if (n->name != NULL)
@@ -31,6 +32,10 @@ static void *notifier(void *data) {
 /* Queues an invalidation (name NULL: the inode's); starts the notifier on first use. */
 static int queue_notice(session_t *s, fuse_ino_t ino, const char *name, size_t length) {
   if (!s->loop_running) return -ENOTCONN;
+  pthread_mutex_lock(&s->notices_lock);
+  int full = s->notices_queued >= NOTICES_MAX;
+  pthread_mutex_unlock(&s->notices_lock);
+  if (full) return -EAGAIN;
   notice_t *n = calloc(1, sizeof(notice_t));
   if (n == NULL) return -ENOMEM;
   n->ino = ino;
@@ -60,6 +65,7 @@ static int queue_notice(session_t *s, fuse_ino_t ino, const char *name, size_t l
   if (s->notices_tail != NULL) s->notices_tail->next = n;
   else s->notices = n;
   s->notices_tail = n;
+  s->notices_queued++;
   pthread_cond_signal(&s->notices_ready);
   pthread_mutex_unlock(&s->notices_lock);
   return 0;

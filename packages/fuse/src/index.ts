@@ -374,11 +374,8 @@ export function mount(
       if (mounted) binding.unmount(session)
       return ended
     },
-    invalidate: (ino) => {
-      if (mounted) binding.notifyInvalidate(session, ino)
-    },
-    invalidateEntry: (parent, name) => {
-      if (mounted) binding.notifyInvalidateEntry(session, parent, name)
-    },
+    invalidate: (ino) => mounted && binding.notifyInvalidate(session, ino) === 0,
+    invalidateEntry: (parent, name) =>
+      mounted && binding.notifyInvalidateEntry(session, parent, name) === 0,
   }
 }

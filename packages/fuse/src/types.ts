@@ -179,8 +179,11 @@ export interface Session {
   readonly mounted: boolean
   /** Takes the mount away (lazily) and resolves once the session has ended. */
   unmount(): Promise<void>
-  /** Drops what the kernel cached about node `ino` (after a change it did not make). */
-  invalidate(ino: number): void
-  /** Drops the kernel's cached name `name` under directory `parent`. */
-  invalidateEntry(parent: number, name: string): void
+  /**
+   * Drops what the kernel cached about node `ino` (after a change it did not make). Queued and
+   * sent by a thread of the binding; false when not queued (unmounted, or 65,536 waiting).
+   */
+  invalidate(ino: number): boolean
+  /** Drops the kernel's cached name `name` under directory `parent`; as `invalidate`. */
+  invalidateEntry(parent: number, name: string): boolean
 }

@@ -293,4 +293,37 @@ describe.skipIf(!usable)('@agentfs/fuse', () => {
     expect(data.toString().split('\n')[19999]).toBe('20000')
     expect(data.length).toBe((await promisify(execFile)('seq', ['1', '20000'])).stdout.length)
   })
+
+  test('invalidations wait for the kernel on a thread of their own, at most 65,536 of them', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let asked!: () => void
+    const mkdirAsked = new Promise<void>((resolve) => {
+      asked = resolve
+    })
+    const mp = await mounted({
+      getattr: async (r) => (r.ino === 1 ? dir : { ...dir, ino: r.ino }),
+      lookup: async () => {
+        throw enoent()
+      },
+      mkdir: async () => {
+        asked()
+        await gate
+        return { nodeid: 9, attr: { ...dir, ino: 9 } }
+      },
+    })
+    // mkdir holds the root directory's lock until answered: a notice about a name in it waits.
+    const made = run('mkdir', join(mp, 'x'))
+    await mkdirAsked
+    expect(session?.invalidateEntry(1, 'x')).toBe(true)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    // The JavaScript thread is free meanwhile (this test runs on it); the queue is bounded.
+    let queued = 0
+    while (queued < 70_000 && session?.invalidate(1)) queued++
+    expect(queued).toBe(65_536)
+    release()
+    expect((await made).status).toBe(0)
+  })
 })
