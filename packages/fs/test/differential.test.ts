@@ -1,4 +1,4 @@
-import { fixedClock, fsck, openDatabase } from '@agentfs/core'
+import { fixedClock, fsck, groupCommits, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { type DifferentialFs, runDifferential } from '@agentfs/test-kit'
@@ -17,9 +17,11 @@ const SEED =
   process.env.AGENTFS_FUZZ_SEED === undefined ? undefined : Number(process.env.AGENTFS_FUZZ_SEED)
 
 describe.each([
-  ['better-sqlite3', () => betterSqlite3Driver({ path: ':memory:' })],
-  ['libsql', () => libsqlDriver({ url: ':memory:' })],
-] as const)('%s', (_name, makeDriver) => {
+  ['better-sqlite3', () => betterSqlite3Driver({ path: ':memory:' }), false],
+  ['libsql', () => libsqlDriver({ url: ':memory:' }), false],
+  // What a mount runs on: calls grouped into shared commits, each in a savepoint of its own.
+  ['better-sqlite3, grouped commits', () => betterSqlite3Driver({ path: ':memory:' }), true],
+] as const)('%s', (_name, makeDriver, grouped) => {
   test(
     `differential: AgentFS agrees with node:fs over ${RUNS * OPS} random operations`,
     async () => {
@@ -29,11 +31,12 @@ describe.each([
         ...(SEED === undefined ? {} : { seed: SEED }),
         shrink: process.env.AGENTFS_FUZZ_SHRINK === '1',
         async create() {
-          const db = await openDatabase({
+          const opened = await openDatabase({
             driver: makeDriver(),
             clock: fixedClock(),
             chunkSize: 64,
           })
+          const db = grouped ? groupCommits(opened) : opened
           const fs = createFileSystem(db, { umask: process.umask() })
           return {
             fs: fs as unknown as DifferentialFs,

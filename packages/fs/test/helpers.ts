@@ -3,6 +3,7 @@ import {
   AgentFsError,
   type Driver,
   fixedClock,
+  groupCommits,
   openDatabase,
 } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
@@ -12,6 +13,9 @@ import { serverBacked } from '@agentfs/hrana-server'
 import { withoutRecursiveQueries, withSlotIds } from '@agentfs/test-kit'
 import { afterEach, expect } from 'vitest'
 import { createFileSystem, type FileSystemOptions, type SqlFileSystem } from '../src/index.js'
+
+/** The driver name whose databases {@link freshFs} wraps with `groupCommits`. */
+export const GROUPED = 'better-sqlite3, grouped commits'
 
 /** Every first-party driver; tests run once per driver. */
 export const DRIVERS: Record<string, () => Driver> = {
@@ -26,6 +30,8 @@ export const DRIVERS: Record<string, () => Driver> = {
   // A synced database's paths: slot ids, and whole-file writes that replace the inode.
   'better-sqlite3, slot ids': () => withSlotIds(betterSqlite3Driver({ path: ':memory:' })),
   'turso, slot ids': () => withSlotIds(tursoDriver({ path: ':memory:' })),
+  // Commits in groups (what a mount does): every call still atomic, in a savepoint of its own.
+  [GROUPED]: () => betterSqlite3Driver({ path: ':memory:' }),
 }
 
 const open: AgentDatabase[] = []
@@ -38,11 +44,12 @@ export async function freshFs(
   driver: string,
   options: FileSystemOptions & { chunkSize?: number } = {},
 ): Promise<{ fs: SqlFileSystem; db: AgentDatabase }> {
-  const db = await openDatabase({
+  const opened = await openDatabase({
     driver: DRIVERS[driver]!(),
     clock: fixedClock(),
     ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
   })
+  const db = driver === GROUPED ? groupCommits(opened) : opened
   open.push(db)
   return { fs: createFileSystem(db, options), db }
 }
