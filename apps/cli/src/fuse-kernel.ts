@@ -57,6 +57,12 @@ export interface KernelOptions {
   readonly reportGid?: number
   /** Damage found while serving (a name the kernel cannot take), each time it is met. */
   readonly report?: (error: Error) => void
+  /**
+   * Commits the changes made so far and says whether they were stored (fsync, fsyncdir): the
+   * view's database commits in groups (see `groupCommits`). Absent: every change is committed
+   * when it is made.
+   */
+  readonly flush?: () => Promise<void>
 }
 
 export interface KernelOperations extends Operations {
@@ -78,6 +84,15 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   const isDirectory = (s: { mode: number }) => (s.mode & S_IFMT) === S_IFDIR
   const childPath = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`)
   const resolve = (nodeid: number) => table.resolve(nodeid)
+  /** fsync's promise: the changes so far are stored; a lost commit answers EIO (and once only). */
+  const flush = async () => {
+    try {
+      await options.flush?.()
+    } catch (error) {
+      options.report?.(error as Error)
+      fail('EIO', `changes made through the mount were lost: ${(error as Error).message}`)
+    }
+  }
   const pathOf = (nodeid: number, name?: string) => table.pathOf(nodeid, name)
 
   const dirOf = (fh: number) => dirs.get(fh) ?? fail('EBADF', `directory handle ${fh} is not open`)
@@ -302,6 +317,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     fsync: async (r) => {
       const writer = table.get(r.ino)?.writer
       if (writer) await (await writer).sync()
+      await flush()
     },
     opendir: async (r) => {
       const { path } = await resolve(r.ino)
@@ -358,7 +374,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         table.dropIfUnused(node)
       }
     },
-    fsyncdir: async () => {},
+    fsyncdir: flush,
     statfs: () => statfsOf(fs),
     cachedFor: (path) => table.cachedFor(path),
     closeAll: async () => {

@@ -23,6 +23,11 @@ export interface MountOptions {
    * drop what it cached of each changed path at once, instead of keeping it until its timeout.
    */
   readonly changes?: ChangeSource
+  /**
+   * Commits the changes made so far, rejecting when some were lost: the view's database commits
+   * in groups (`groupCommits`). Called by fsync and fsyncdir, and once the mount has gone.
+   */
+  readonly flush?: () => Promise<void>
 }
 
 /** A feed of file changes, and the session this mount's own changes are recorded under. */
@@ -133,6 +138,7 @@ export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOp
     uid: process.getuid?.() ?? 0,
     gid: process.getgid?.() ?? 0,
     report,
+    ...(options.flush ? { flush: options.flush } : {}),
     ...(options.uid !== undefined ? { reportUid: options.uid } : {}),
     ...(options.gid !== undefined ? { reportGid: options.gid } : {}),
   })
@@ -159,9 +165,10 @@ export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOp
   const stopFollowing = new AbortController()
   if (options.changes) followChanges(options.changes, stopFollowing.signal, ops, session, report)
   let done: Promise<void> | undefined
-  const ended = session.ended.then(() => {
+  const ended = session.ended.then(async () => {
     stopFollowing.abort()
-    return ops.closeAll()
+    await ops.closeAll()
+    await options.flush?.().catch((error: unknown) => report(error, 'committing at unmount'))
   })
   return {
     mountpoint,

@@ -143,6 +143,8 @@ export interface FuseOperationsOptions {
   readonly readOnly?: boolean
   /** Called with errors that have no POSIX code (they reach the caller as EIO). */
   readonly report?: (error: unknown) => void
+  /** Commits the changes made so far (fsync); see `MountOptions.flush`. */
+  readonly flush?: () => Promise<void>
 }
 
 /** The fuse-native operation table for a {@link FileSystem}; open files are tracked by number. */
@@ -250,6 +252,7 @@ export function fuseOperations(fs: FileSystem, options: FuseOperationsOptions = 
     fsync: (_path: string, _datasync: boolean, fd: number, cb: Callback) =>
       reply(cb, async () => {
         await handle(fd).sync()
+        await options.flush?.()
         return undefined
       }),
     release: (_path: string, fd: number, cb: Callback) =>

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path'
 import type { Command } from 'commander'
 import { positiveInteger } from './commands/shared.js'
 import { activeMounts, fuseLimitation, type MountOptions, mount } from './fuse.js'
-import { mountSession, openExisting, viewOf } from './open.js'
+import { DEFAULT_COMMIT_DELAY_MS, mountSession, openExisting, viewOf } from './open.js'
 
 /** Resolves on the first SIGINT or SIGTERM. */
 export const untilSignal = () =>
@@ -13,6 +13,16 @@ export const untilSignal = () =>
     process.once('SIGINT', done)
     process.once('SIGTERM', done)
   })
+
+/** A commander parser for `--commit-delay`: whole milliseconds, 0 … 1000. */
+export function commitDelayArg(value: string): number {
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || n > 1000)
+    throw new Error(
+      `--commit-delay expects whole milliseconds from 0 to 1000, got ${JSON.stringify(value)}`,
+    )
+  return n
+}
 
 /** A commander parser for a user or group id. */
 const idArg =
@@ -31,6 +41,7 @@ interface MountFlags {
   autoUnmount?: boolean
   uid?: number
   gid?: number
+  commitDelay?: number
 }
 
 const mountOptions = (db: string, o: MountFlags): MountOptions => ({
@@ -50,6 +61,11 @@ function withMountOptions(command: Command): Command {
     .option('--auto-unmount', 'unmount when this process dies, however it dies')
     .option('--uid <uid>', 'show every file as owned by this user id', idArg('--uid'))
     .option('--gid <gid>', 'show every file as owned by this group id', idArg('--gid'))
+    .option(
+      '--commit-delay <ms>',
+      `commit the mount's changes together, each at most this many ms after it is made (default ${DEFAULT_COMMIT_DELAY_MS}; 0: one commit per change); fsync commits at once`,
+      commitDelayArg,
+    )
 }
 
 /** `agentfs mount DB MOUNTPOINT`: the database as a real directory until SIGINT/SIGTERM. */
@@ -98,9 +114,13 @@ Examples:
       const agent = await openExisting(db)
       const target = resolve(mountpoint)
       try {
-        const own = mountSession(agent)
-        const view = await viewOf(agent, own.fs)
-        const mounted = await mount(view, target, { ...mountOptions(db, o), changes: own.changes })
+        const own = mountSession(agent, o.commitDelay)
+        const view = await viewOf(agent, own.fs, own.db)
+        const mounted = await mount(view, target, {
+          ...mountOptions(db, o),
+          changes: own.changes,
+          flush: own.db.flush,
+        })
         process.stdout.write(
           `mounted ${db} at ${target} (${mounted.binding}); Ctrl-C or SIGTERM unmounts\n`,
         )
@@ -147,11 +167,12 @@ Examples:
       const target = await mkdtemp(join(tmpdir(), 'agentfs-exec-'))
       let code = 1
       try {
-        const own = mountSession(agent)
-        const mounted = await mount(await viewOf(agent, own.fs), target, {
+        const own = mountSession(agent, o.commitDelay)
+        const mounted = await mount(await viewOf(agent, own.fs, own.db), target, {
           ...mountOptions(db, o),
           autoUnmount: true,
           changes: own.changes,
+          flush: own.db.flush,
         })
         const ignore = () => {}
         process.on('SIGINT', ignore)

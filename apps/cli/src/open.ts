@@ -2,9 +2,12 @@ import { randomUUID } from 'node:crypto'
 import { accessSync, constants, existsSync } from 'node:fs'
 import { basename, dirname, resolve } from 'node:path'
 import {
+  type AgentDatabase,
   AgentFsError,
   countBadNames,
   followChanges,
+  type GroupedDatabase,
+  groupCommits,
   guardDriver,
   inspectLayout,
   planFromReport,
@@ -128,10 +131,14 @@ export async function openExisting(
  * The filesystem to show: the overlay view when the database holds an overlay. `fs` options
  * (umask, owner) apply to what the view creates.
  */
-export async function viewOf(agent: AgentFS, fs?: FileSystemOptions): Promise<FileSystem> {
-  if (await readOverlayBase(agent.db))
-    return openOverlay(agent.db, { ...(fs ? { fs } : {}), openBase: openBranchBase })
-  return fs ? createFileSystem(agent.db, fs) : agent.fs
+export async function viewOf(
+  agent: AgentFS,
+  fs?: FileSystemOptions,
+  db: AgentDatabase = agent.db,
+): Promise<FileSystem> {
+  if (await readOverlayBase(db))
+    return openOverlay(db, { ...(fs ? { fs } : {}), openBase: openBranchBase })
+  return fs || db !== agent.db ? createFileSystem(db, fs) : agent.fs
 }
 
 /**
@@ -162,18 +169,44 @@ export const kernelFacing = (sessionId?: string): FileSystemOptions => ({
   ...(sessionId === undefined ? {} : { feed: { sessionId } }),
 })
 
+/** How long a mount's change may wait for its commit by default, in ms (`--commit-delay`). */
+export const DEFAULT_COMMIT_DELAY_MS = 0
+
+/** What a mount works through: its view options, its change source, its database. */
+export interface MountSession {
+  readonly fs: FileSystemOptions
+  readonly changes: ChangeSource
+  /**
+   * The database the view runs on: the mount's changes are committed in groups (one commit per
+   * `commitDelayMs` at most; `flush()` is fsync's), each change still atomic on its own.
+   */
+  readonly db: GroupedDatabase
+}
+
 /**
- * A mount's view options and its change source: the mount's own changes are recorded in the
- * change feed under a session id of their own (`mount:<id>`), so that changes made elsewhere
- * (the SDK, other commands, sync) can be told apart and the kernel's cache of them dropped.
+ * A mount's view options, change source and database. The mount's own changes are recorded in
+ * the change feed under a session id of their own (`mount:<id>`), so that changes made elsewhere
+ * (the SDK, other commands, sync) can be told apart and the kernel's cache of them dropped. A
+ * commit the database refuses (disk full) is reported on stderr with what it lost.
  */
-export function mountSession(agent: AgentFS): { fs: FileSystemOptions; changes: ChangeSource } {
+export function mountSession(
+  agent: AgentFS,
+  commitDelayMs: number = DEFAULT_COMMIT_DELAY_MS,
+): MountSession {
   const sessionId = `mount:${randomUUID().slice(0, 8)}`
+  const db = groupCommits(agent.db, {
+    maxDelayMs: commitDelayMs,
+    onLost: (error, changes) =>
+      process.stderr.write(
+        `agentfs mount: ${changes} change(s) made through the mount in the last ${commitDelayMs} ms could not be committed (${error instanceof Error ? error.message : String(error)}); the kernel may show them until its cache expires (1 s)\n`,
+      ),
+  })
   return {
     fs: kernelFacing(sessionId),
+    db,
     changes: {
       sessionId,
-      follow: (signal) => followChanges(agent.db, { signal, store: 'fs' }),
+      follow: (signal) => followChanges(db, { signal, store: 'fs' }),
     },
   }
 }

@@ -7,7 +7,8 @@ import { openOverlay, readOverlayBase, saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { mount } from './fuse.js'
-import { databasePath, mountSession } from './open.js'
+import { commitDelayArg } from './mount-command.js'
+import { DEFAULT_COMMIT_DELAY_MS, databasePath, mountSession } from './open.js'
 import { hostPath, runSandboxed, sandboxProblem } from './sandbox.js'
 
 /** `YYYYMMDD-HHMMSS` in UTC, for default session names. */
@@ -85,6 +86,7 @@ interface RunFlags {
   allowNet?: boolean
   writable: string[]
   read: string[]
+  commitDelay?: number
 }
 
 const collect = (value: string, previous: string[]) => [...previous, value]
@@ -175,6 +177,11 @@ Examples:
       collect,
       [],
     )
+    .option(
+      '--commit-delay <ms>',
+      `commit the command's changes together, each at most this many ms after it is made (default ${DEFAULT_COMMIT_DELAY_MS}; 0: one commit per change); fsync commits at once`,
+      commitDelayArg,
+    )
     .action(async (argv: string[], o: RunFlags) => {
       const sandboxed = sandboxSettings(o)
       const project = resolve('.')
@@ -190,9 +197,10 @@ Examples:
       const view = await mkdtemp(join(tmpdir(), 'agentfs-run-'))
       let code = 1
       try {
-        const own = mountSession(agent)
-        const mounted = await mount(await openOverlay(agent.db, { fs: own.fs }), view, {
+        const own = mountSession(agent, o.commitDelay)
+        const mounted = await mount(await openOverlay(own.db, { fs: own.fs }), view, {
           changes: own.changes,
+          flush: own.db.flush,
         })
         // The command owns the terminal: Ctrl-C reaches it; we clean up after it exits.
         const ignore = () => {}

@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { closeSync, existsSync, fsyncSync, openSync, readdirSync, readFileSync } from 'node:fs'
 import { mkdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { AgentFS } from '@agentfs/sdk'
 import { HOSTILE_BASE, HOSTILE_CASES } from '@agentfs/test-kit'
+import Database from 'better-sqlite3'
 import { describe, expect, test } from 'vitest'
 import { fuseLimitation } from '../src/fuse.js'
 import { fuseTests, runCli, sh, snapshot, startMountIn, useCliSandbox } from './helpers.js'
@@ -165,6 +166,53 @@ describe.skipIf(!fuse)('agentfs mount (FUSE)', () => {
       await agent.close()
       expect(await m.stop()).toBe(0)
     }
+  }, 60_000)
+
+  test("--commit-delay groups the mount's commits: another connection sees a change after fsync, at the latest after the delay or unmount", async () => {
+    expect(runCli(cli, ['init', 'grouped.db'], { cwd }).code).toBe(0)
+    const mountpoint = join(cwd, 'grouped')
+    const m = await startMount('grouped.db', mountpoint, '--commit-delay', '1000')
+    const watcher = new Database(join(cwd, 'grouped.db'), { readonly: true })
+    const stored = (name: string) =>
+      (
+        watcher.prepare('SELECT count(*) AS n FROM fs_dentry WHERE name = ?').get(name) as {
+          n: number
+        }
+      ).n === 1
+    try {
+      sh('echo one > one.txt', mountpoint)
+      // Written, and read back through the mount, but not yet committed.
+      expect(await readFile(join(mountpoint, 'one.txt'), 'utf8')).toBe('one\n')
+      expect(stored('one.txt')).toBe(false)
+      const fd = openSync(join(mountpoint, 'one.txt'), 'r+')
+      try {
+        fsyncSync(fd)
+      } finally {
+        closeSync(fd)
+      }
+      expect(stored('one.txt')).toBe(true)
+      sh('echo two > two.txt', mountpoint)
+      let waited = Number.POSITIVE_INFINITY
+      const start = Date.now()
+      while (Date.now() - start < 3000) {
+        if (stored('two.txt')) {
+          waited = Date.now() - start
+          break
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      expect(waited).toBeLessThan(3000)
+      sh('echo three > three.txt', mountpoint)
+    } finally {
+      expect(await m.stop()).toBe(0)
+    }
+    // Unmounting commits what was left.
+    expect(stored('three.txt')).toBe(true)
+    watcher.close()
+    expect(runCli(cli, ['fs', 'cat', 'grouped.db', '/three.txt'], { cwd }).out).toBe('three\n')
+    const bad = runCli(cli, ['mount', '--commit-delay', '5000', 'grouped.db', mountpoint], { cwd })
+    expect(bad.code).toBe(1)
+    expect(bad.err).toMatch(/--commit-delay expects whole milliseconds from 0 to 1000, got "5000"/)
   }, 60_000)
 
   test('--read-only refuses changes with EROFS; overlay databases mount their copy-on-write view', async () => {
