@@ -15,9 +15,22 @@ export interface FuseRow {
   /** fuseSeconds ÷ plainSeconds. */
   readonly ratio: number
   readonly tmpfsRatio?: number
-  /** Every round's seconds, plain / tmpfs / mount. */
-  readonly rounds: { readonly plain: number[]; readonly tmpfs: number[]; readonly fuse: number[] }
+  /** Medians on a mount with grouped commits (`--commit-delay`, {@link GROUPED_DELAY_MS} ms). */
+  readonly groupedSeconds: number
+  /** groupedSeconds ÷ plainSeconds. */
+  readonly groupedRatio: number
+  readonly groupedTmpfsRatio?: number
+  /** Every round's seconds, plain / tmpfs / mount / grouped mount. */
+  readonly rounds: {
+    readonly plain: number[]
+    readonly tmpfs: number[]
+    readonly fuse: number[]
+    readonly grouped: number[]
+  }
 }
+
+/** The commit delay of W12's second mount. */
+export const GROUPED_DELAY_MS = 5
 
 /** Where the built agentfs CLI is, or why W12 cannot run here. */
 export function fuseReadiness(): { cli: string } | { skip: string } {
@@ -41,6 +54,9 @@ export function fuseReadiness(): { cli: string } | { skip: string } {
 }
 
 const time = (cmd: string, cwd: string, src: string) => {
+  // Earlier commands' dirty pages are written out first, so that their writeback does not land
+  // in this command's time (on whichever side runs next).
+  execFileSync('sync')
   const start = process.hrtime.bigint()
   execFileSync('bash', ['-c', cmd], { cwd, stdio: 'ignore', env: { ...process.env, SRC: src } })
   return Number(process.hrtime.bigint() - start) / 1e9
@@ -79,7 +95,24 @@ async function round(base: string, n: number, src: string): Promise<number[]> {
 export async function runFuseWorkload(cli: string, files: number, rounds = 3): Promise<FuseRow[]> {
   const dir = await mkdtemp(join(tmpdir(), 'agentfs-bench-fuse-'))
   const shm = existsSync('/dev/shm') ? await mkdtemp('/dev/shm/agentfs-bench-fuse-') : undefined
-  let mount: ChildProcess | undefined
+  const mounts: ChildProcess[] = []
+  /** Mounts a new database at `dir/<name>` with `flags`; resolves once it is mounted. */
+  const mountNew = async (name: string, flags: string[]) => {
+    const mnt = join(dir, name)
+    await mkdir(mnt)
+    execFileSync(process.execPath, [cli, 'init', join(dir, `${name}.db`)], { stdio: 'ignore' })
+    const child = spawn(process.execPath, [cli, 'mount', ...flags, join(dir, `${name}.db`), mnt], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    mounts.push(child)
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (d: Buffer) => {
+        if (String(d).includes('mounted')) resolve()
+      })
+      child.on('exit', (code) => reject(new Error(`agentfs mount exited with ${code}`)))
+    })
+    return mnt
+  }
   try {
     const per = Math.ceil(files / 20)
     for (let p = 0; p < 20; p++) {
@@ -91,48 +124,45 @@ export async function runFuseWorkload(cli: string, files: number, rounds = 3): P
         )
     }
     if (shm) await cp(join(dir, 'src'), join(shm, 'src'), { recursive: true })
-    const mnt = join(dir, 'mnt')
-    await mkdir(mnt)
-    execFileSync(process.execPath, [cli, 'init', join(dir, 'fuse.db')], { stdio: 'ignore' })
-    const child = spawn(process.execPath, [cli, 'mount', join(dir, 'fuse.db'), mnt], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    mount = child
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (d: Buffer) => {
-        if (String(d).includes('mounted')) resolve()
-      })
-      child.on('exit', (code) => reject(new Error(`agentfs mount exited with ${code}`)))
-    })
+    const mnt = await mountNew('mnt', [])
+    const grouped = await mountNew('grouped', ['--commit-delay', String(GROUPED_DELAY_MS)])
     const plain: number[][] = []
     const tmpfs: number[][] = []
     const fuse: number[][] = []
+    const fuseGrouped: number[][] = []
     for (let n = 0; n < rounds; n++) {
       plain.push(await round(join(dir, 'plain'), n, join(dir, 'src')))
       if (shm) tmpfs.push(await round(join(shm, 'plain'), n, join(shm, 'src')))
       // Into the mount, the tree is copied from the host, as into the plain directory.
       fuse.push(await round(join(mnt, 'bench'), n, join(dir, 'src')))
+      fuseGrouped.push(await round(join(grouped, 'bench'), n, join(dir, 'src')))
     }
     return COMMANDS.map(([command], i) => {
       const p = median(plain.map((r) => r[i]!))
       const t = shm ? median(tmpfs.map((r) => r[i]!)) : undefined
       const f = median(fuse.map((r) => r[i]!))
+      const g = median(fuseGrouped.map((r) => r[i]!))
       return {
         command,
         plainSeconds: p,
-        ...(t !== undefined ? { tmpfsSeconds: t, tmpfsRatio: f / t } : {}),
+        ...(t !== undefined
+          ? { tmpfsSeconds: t, tmpfsRatio: f / t, groupedTmpfsRatio: g / t }
+          : {}),
         fuseSeconds: f,
         ratio: f / p,
+        groupedSeconds: g,
+        groupedRatio: g / p,
         rounds: {
           plain: plain.map((r) => r[i]!),
           tmpfs: tmpfs.map((r) => r[i]!),
           fuse: fuse.map((r) => r[i]!),
+          grouped: fuseGrouped.map((r) => r[i]!),
         },
       }
     })
   } finally {
-    if (mount && mount.exitCode === null) {
-      const child = mount
+    for (const child of mounts) {
+      if (child.exitCode !== null) continue
       await new Promise<void>((resolve) => {
         child.removeAllListeners('exit')
         child.on('exit', () => resolve())

@@ -8,7 +8,7 @@ import { cpus, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { fuseReadiness, runFuseWorkload } from './fuse-workload.js'
+import { fuseReadiness, GROUPED_DELAY_MS, runFuseWorkload } from './fuse-workload.js'
 import { IMPLEMENTATIONS } from './impls.js'
 import type { Scale, WorkloadResult } from './workloads.js'
 
@@ -202,7 +202,7 @@ if (!values.workloads || values.workloads.split(',').includes('W12')) {
     )
     for (const r of rows)
       console.log(
-        `  ${r.command.padEnd(14)} plain ${fmt(r.plainSeconds, 3)}  mount ${fmt(r.fuseSeconds, 3)}  ×${fmt(r.ratio)}${r.tmpfsSeconds === undefined ? '' : `   (in memory ${fmt(r.tmpfsSeconds, 3)}: ×${fmt(r.tmpfsRatio ?? 0)})`}`,
+        `  ${r.command.padEnd(14)} plain ${fmt(r.plainSeconds, 3)}  mount ${fmt(r.fuseSeconds, 3)}  ×${fmt(r.ratio)}  --commit-delay ${GROUPED_DELAY_MS}: ${fmt(r.groupedSeconds, 3)} ×${fmt(r.groupedRatio)}${r.tmpfsSeconds === undefined ? '' : `   (in memory ${fmt(r.tmpfsSeconds, 3)}: ×${fmt(r.tmpfsRatio ?? 0)}, grouped ×${fmt(r.groupedTmpfsRatio ?? 0)})`}`,
       )
   }
 }
