@@ -169,8 +169,18 @@ export const kernelFacing = (sessionId?: string): FileSystemOptions => ({
   ...(sessionId === undefined ? {} : { feed: { sessionId } }),
 })
 
-/** How long a mount's change may wait for its commit by default, in ms (`--commit-delay`). */
+/**
+ * How long a change made through `mount` or `exec` may wait for its commit by default, in ms
+ * (`--commit-delay`): none, so that other processes reading the database see each change the
+ * moment the program that made it is told it succeeded.
+ */
 export const DEFAULT_COMMIT_DELAY_MS = 0
+
+/**
+ * The same for `run`: its command works in a session of its own, reviewed after it exits (and
+ * unmounting commits everything first), so its changes are committed in groups by default.
+ */
+export const RUN_COMMIT_DELAY_MS = 5
 
 /** What a mount works through: its view options, its change source, its database. */
 export interface MountSession {

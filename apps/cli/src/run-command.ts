@@ -8,7 +8,7 @@ import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { mount } from './fuse.js'
 import { commitDelayArg } from './mount-command.js'
-import { DEFAULT_COMMIT_DELAY_MS, databasePath, mountSession } from './open.js'
+import { databasePath, mountSession, RUN_COMMIT_DELAY_MS } from './open.js'
 import { hostPath, runSandboxed, sandboxProblem } from './sandbox.js'
 
 /** `YYYYMMDD-HHMMSS` in UTC, for default session names. */
@@ -179,7 +179,7 @@ Examples:
     )
     .option(
       '--commit-delay <ms>',
-      `commit the command's changes together, each at most this many ms after it is made (default ${DEFAULT_COMMIT_DELAY_MS}; 0: one commit per change); fsync commits at once`,
+      `commit the command's changes together, each at most this many ms after it is made (default ${RUN_COMMIT_DELAY_MS}; 0: one commit per change); fsync commits at once`,
       commitDelayArg,
     )
     .action(async (argv: string[], o: RunFlags) => {
@@ -197,7 +197,7 @@ Examples:
       const view = await mkdtemp(join(tmpdir(), 'agentfs-run-'))
       let code = 1
       try {
-        const own = mountSession(agent, o.commitDelay)
+        const own = mountSession(agent, o.commitDelay ?? RUN_COMMIT_DELAY_MS)
         const mounted = await mount(await openOverlay(own.db, { fs: own.fs }), view, {
           changes: own.changes,
           flush: own.db.flush,

@@ -48,6 +48,8 @@ interface Group {
   /** Changes taken, for `maxChanges`. */
   taken: number
   timer: ReturnType<typeof setTimeout> | undefined
+  /** True when its time or size ran out (calls kept coming): the next group waits its turn. */
+  full: boolean
   /** Lets the transaction commit. */
   finish(): void
   /** Makes the transaction roll back. */
@@ -63,6 +65,14 @@ class BrokenGroup extends Error {
     super('the group transaction ended under a call')
   }
 }
+
+/**
+ * How long the write lock stays free after a group that ran out of time or room, before the next
+ * group begins: other connections' writers, retrying with backoff, get their turn even while
+ * changes keep coming (without it, the lock would be free only for the moment between a COMMIT
+ * and the next BEGIN).
+ */
+const YIELD_MS = 1
 
 /** Engine failures after which SQLite may have rolled back the whole transaction itself. */
 const ENDS_TRANSACTION = new Set(['IO', 'FULL', 'BUSY', 'CORRUPT', 'INTERRUPTED', 'MISUSE'])
@@ -102,6 +112,8 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
   let current: Group | undefined
   /** Settles when every group started so far has ended. */
   let allEnded: Promise<void> = Promise.resolve()
+  /** Settles when the last group started has ended: true when the next one should yield first. */
+  let lastEnded: Promise<boolean> = Promise.resolve(false)
   /** A lost group's error, for the next flush. */
   let lost: unknown
   /**
@@ -111,10 +123,14 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
   let moves = 0
   let closing: Promise<void> | undefined
 
-  /** Takes no more calls into `group`; it commits once the calls it took have run. */
-  const closeGroup = (group: Group) => {
+  /**
+   * Takes no more calls into `group`; it commits once the calls it took have run. `full`: its
+   * time or size ran out, rather than being flushed or ended early.
+   */
+  const closeGroup = (group: Group, full = false) => {
     if (!group.accepting) return
     group.accepting = false
+    group.full = full
     if (current === group) current = undefined
     clearTimeout(group.timer)
     void group.lock.run(async () => {}).then(() => group.finish())
@@ -136,18 +152,24 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
       acknowledged: 0,
       taken: 0,
       timer: undefined,
+      full: false,
       finish,
       abort,
     }
     group.lock.tryLock()
     current = group
-    group.timer = setTimeout(() => closeGroup(group), maxDelay)
-    const ended = db
-      .transaction(async (tx) => {
-        group.tx = tx
-        group.lock.unlock()
-        await done
-      })
+    group.timer = setTimeout(() => closeGroup(group, true), maxDelay)
+    const ended = lastEnded
+      .then((yieldFirst) =>
+        yieldFirst ? new Promise((resolve) => setTimeout(resolve, YIELD_MS)) : undefined,
+      )
+      .then(() =>
+        db.transaction(async (tx) => {
+          group.tx = tx
+          group.lock.unlock()
+          await done
+        }),
+      )
       .then(
         () => undefined,
         (error: unknown) => {
@@ -169,6 +191,7 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
           options.onLost?.(cause, group.acknowledged)
         },
       )
+    lastEnded = ended.then(() => group.full)
     allEnded = Promise.all([allEnded, ended]).then(() => undefined)
     return group
   }
@@ -220,7 +243,7 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
         throw error
       }
     })
-    if (!read && ++taken.taken >= maxChanges) closeGroup(taken)
+    if (!read && ++taken.taken >= maxChanges) closeGroup(taken, true)
     return pending
   }
 

@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
@@ -14,6 +16,8 @@ import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { createFileSystem } from '../src/index.js'
+
+const require = createRequire(import.meta.url)
 
 /**
  * `groupCommits` on a database file, watched from a second connection that is not ours (plain
@@ -190,6 +194,37 @@ describe('groupCommits', () => {
     const each = await grouped({ maxDelayMs: 0 })
     await insert(each.db, 1)
     expect(seen(each.path)).toEqual([1])
+  })
+
+  test('while changes keep coming, another process still gets the write lock between groups', async () => {
+    const { db, path } = await grouped({ maxDelayMs: 5 })
+    let stop = false
+    let written = 0
+    // Calls arrive from I/O, as a mount's do: the event loop turns between them.
+    const stream = (async () => {
+      while (!stop) {
+        await insert(db, ++written)
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+    })()
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    // SQLite's own busy handler in another process: it retries now and then, for up to 2 s.
+    const script = `const D = require(${JSON.stringify(require.resolve('better-sqlite3'))});
+      const d = new D(${JSON.stringify(path)}, { timeout: 2000 });
+      try { d.prepare('INSERT INTO t VALUES (-1)').run(); console.log('ok') }
+      catch (e) { console.log(e.code) }`
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => {
+      out += String(d)
+    })
+    await new Promise((resolve) => child.on('exit', resolve))
+    stop = true
+    await stream
+    expect(out.trim()).toBe('ok')
+    expect(written).toBeGreaterThan(10)
+    await db.flush()
+    expect(seen(path)).toContain(-1)
   })
 
   test('a filesystem on it behaves as on the database itself, and its changes are stored', async () => {
