@@ -30,7 +30,7 @@ export interface FuseRow {
 }
 
 /** The commit delay of W12's second mount. */
-export const GROUPED_DELAY_MS = 5
+export const GROUPED_DELAY_MS = 20
 
 /** Where the built agentfs CLI is, or why W12 cannot run here. */
 export function fuseReadiness(): { cli: string } | { skip: string } {

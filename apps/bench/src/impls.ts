@@ -61,6 +61,7 @@ export const IMPLEMENTATIONS = [
   'agentfs-full',
   'agentfs-noatime',
   'agentfs-nofeed',
+  'agentfs-grouped',
   'agentfs-libsql',
   'agentfs-libsql-remote',
   'agentfs-turso',
@@ -179,6 +180,11 @@ const VARIANTS = {
     durability: 'WAL, synchronous=NORMAL, noatime',
     open: (path: string) => AgentFS.open({ path, fs: { atime: 'noatime' } }),
   },
+  grouped: {
+    name: 'agentfs-grouped',
+    durability: 'WAL, synchronous=NORMAL, commits grouped (20 ms)',
+    open: (path: string) => AgentFS.open({ path, groupCommits: { maxDelayMs: 20 } }),
+  },
   nofeed: {
     name: 'agentfs-nofeed',
     durability: 'WAL, synchronous=NORMAL, no change feed',
@@ -281,7 +287,14 @@ function nodeFs(dir: string): Impl {
  */
 const SHAREABLE: ReadonlySet<ImplName> = new Set(
   IMPLEMENTATIONS.filter(
-    (name) => !['agentfs-libsql-remote', 'agentfs-turso', 'agentfs-sdk-0.6.4'].includes(name),
+    (name) =>
+      ![
+        'agentfs-libsql-remote',
+        'agentfs-turso',
+        'agentfs-sdk-0.6.4',
+        // Its changes reach another process only when a group commits.
+        'agentfs-grouped',
+      ].includes(name),
   ),
 )
 
@@ -305,6 +318,8 @@ async function openOnly(name: ImplName, dir: string): Promise<Impl> {
       return agentfs(dir, 'noatime')
     case 'agentfs-nofeed':
       return agentfs(dir, 'nofeed')
+    case 'agentfs-grouped':
+      return agentfs(dir, 'grouped')
     case 'agentfs-full':
       return agentfs(dir, 'FULL')
     case 'agentfs-libsql':

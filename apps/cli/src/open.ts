@@ -180,7 +180,7 @@ export const DEFAULT_COMMIT_DELAY_MS = 0
  * The same for `run`: its command works in a session of its own, reviewed after it exits (and
  * unmounting commits everything first), so its changes are committed in groups by default.
  */
-export const RUN_COMMIT_DELAY_MS = 5
+export const RUN_COMMIT_DELAY_MS = 20
 
 /** What a mount works through: its view options, its change source, its database. */
 export interface MountSession {

@@ -7,7 +7,7 @@ import { Mutex } from './mutex.js'
 /** Options of {@link groupCommits}. */
 export interface GroupCommitOptions {
   /**
-   * The longest a change waits for its commit, in milliseconds (default 5, at most 1000). Other
+   * The longest a change waits for its commit, in milliseconds (default 20, at most 1000). Other
    * connections see a change, and a crash can lose it, only within this window; `flush()`
    * commits at once.
    */
@@ -97,7 +97,7 @@ const ENDS_TRANSACTION = new Set(['IO', 'FULL', 'BUSY', 'CORRUPT', 'INTERRUPTED'
  * with concurrent transactions (remote servers) are returned unchanged apart from `flush()`.
  */
 export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}): GroupedDatabase {
-  const maxDelay = options.maxDelayMs ?? 5
+  const maxDelay = options.maxDelayMs ?? 20
   const maxChanges = options.maxChanges ?? 1000
   if (!(Number.isFinite(maxDelay) && maxDelay >= 0 && maxDelay <= 1000))
     throw new AgentFsError('INVALID_ARGUMENT', `maxDelayMs must be 0 … 1000, got ${maxDelay}`)

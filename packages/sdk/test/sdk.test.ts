@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fixedClock, isAgentFsError } from '@agentfs/core'
 import { libsqlDriver } from '@agentfs/driver-libsql'
+import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { AgentFS } from '../src/index.js'
 
@@ -58,6 +59,53 @@ describe('AgentFS.open', () => {
       (e: unknown) => e,
     )
     expect(isAgentFsError(error, 'INVALID_ARGUMENT')).toBe(true)
+  })
+})
+
+describe('AgentFS.open with groupCommits', () => {
+  test('fs, kv and tools share commits: another connection sees them after flush or close', async () => {
+    const path = join(dir, 'grouped.db')
+    const agent = await AgentFS.open({ path, groupCommits: { maxDelayMs: 1000 } })
+    const watcher = new Database(path, { readonly: true })
+    const count = (sql: string) => (watcher.prepare(sql).get() as { n: number }).n
+    try {
+      await agent.fs.writeFile('/a.txt', 'one')
+      await agent.kv.set('k', 1)
+      await agent.transaction(async (tx) => {
+        await tx.fs.writeFile('/b.txt', 'two')
+        await tx.tools.record({ name: 't', parameters: {}, startedAt: 1, completedAt: 2 })
+      })
+      await expect(
+        agent.transaction(async (tx) => {
+          await tx.kv.set('gone', 1)
+          throw new Error('rolled back alone')
+        }),
+      ).rejects.toThrow('rolled back alone')
+      // This connection reads its own changes; the other sees none yet.
+      expect(await agent.fs.readFile('/b.txt', 'utf8')).toBe('two')
+      expect(count("SELECT count(*) AS n FROM fs_dentry WHERE name = 'a.txt'")).toBe(0)
+      await agent.flush()
+      expect(count("SELECT count(*) AS n FROM fs_dentry WHERE name IN ('a.txt', 'b.txt')")).toBe(2)
+      expect(count("SELECT count(*) AS n FROM kv_store WHERE key IN ('k', 'gone')")).toBe(1)
+      expect(count('SELECT count(*) AS n FROM tool_calls')).toBe(1)
+      await agent.fs.writeFile('/c.txt', 'three')
+    } finally {
+      await agent.close()
+    }
+    expect(count("SELECT count(*) AS n FROM fs_dentry WHERE name = 'c.txt'")).toBe(1)
+    watcher.close()
+    // Without the option every change is committed when it is made; flush has nothing to do.
+    const plain = await AgentFS.open({ path })
+    await plain.fs.writeFile('/d.txt', 'four')
+    const other = new Database(path, { readonly: true })
+    expect(other.prepare("SELECT count(*) AS n FROM fs_dentry WHERE name = 'd.txt'").get()).toEqual(
+      {
+        n: 1,
+      },
+    )
+    other.close()
+    await plain.flush()
+    await plain.close()
   })
 })
 
