@@ -59,6 +59,9 @@ interface Group {
 /** A top-level statement that cannot change the database or the transaction state. */
 const PLAIN_SELECT = /^\s*SELECT\s/i
 
+/** What a call queued in a group that ended early answers: run me in the next group. */
+const LATER: unique symbol = Symbol('later')
+
 /** A call's savepoint could not be ended: the group's transaction is gone or unusable. */
 class BrokenGroup extends Error {
   constructor(readonly error: unknown) {
@@ -208,9 +211,11 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
     let group = current
     if (group === undefined || !group.accepting) group = startGroup()
     const taken = group
-    const pending = taken.lock.run(async (): Promise<T> => {
+    const pending = taken.lock.run(async (): Promise<T | typeof LATER> => {
       if (taken.failure !== undefined) throw taken.failure
-      if (taken.over) return inGroup(fn, read)
+      // Queued in a group that ended early: it runs in the next one (outside this group's
+      // lock, which the group's COMMIT waits for).
+      if (taken.over) return LATER
       const tx = taken.tx!
       if (read) {
         try {
@@ -244,7 +249,7 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
       }
     })
     if (!read && ++taken.taken >= maxChanges) closeGroup(taken, true)
-    return pending
+    return pending.then((result) => (result === LATER ? inGroup(fn, read) : result))
   }
 
   const closedError = () =>
