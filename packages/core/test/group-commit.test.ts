@@ -1,46 +1,19 @@
 import { describe, expect, test } from 'vitest'
 import {
   type AgentDatabase,
-  type Driver,
-  type Executor,
   fixedClock,
   groupCommits,
   guardDriver,
-  type QueryResult,
   seededIds,
 } from '../src/index.js'
+import { fakeDriver } from './fake-driver.js'
 
 /**
- * An engine that logs statements and fails a SELECT naming `failOn` with an I/O error, after
+ * A database over a logging engine whose SELECTs naming `failOn` fail with an I/O error, after
  * which the transaction is still open (SQLite keeps it on a failed read); no real engine.
  */
 function loggingDatabase(failOn: string): { db: AgentDatabase; log: string[] } {
-  const log: string[] = []
-  const exec = async (sql: string): Promise<QueryResult<never>> => {
-    log.push(sql)
-    if (sql.includes(failOn))
-      throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_READ' })
-    return { rows: [], changes: 0 }
-  }
-  const driver: Driver = {
-    name: 'logging',
-    capabilities: { concurrentTransactions: false, inMemory: true, remote: false },
-    execute: (statement) => exec(statement.sql),
-    async transaction(fn) {
-      await exec('BEGIN')
-      const tx: Executor = { execute: (statement) => exec(statement.sql) }
-      try {
-        const result = await fn(tx)
-        await exec('COMMIT')
-        return result
-      } catch (error) {
-        await exec('ROLLBACK')
-        throw error
-      }
-    },
-    executeScript: async (sql) => void (await exec(sql)),
-    close: async () => {},
-  }
+  const { driver, log } = fakeDriver({ failOn, failCode: 'SQLITE_IOERR_READ', delayMs: 0 })
   const guarded = guardDriver(driver)
   const db: AgentDatabase = {
     driver: guarded,

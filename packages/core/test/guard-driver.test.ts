@@ -1,53 +1,6 @@
 import { describe, expect, test } from 'vitest'
-import {
-  type Driver,
-  type Executor,
-  guardDriver,
-  isAgentFsError,
-  type QueryResult,
-} from '../src/index.js'
-
-/** A driver that records statements and can be told to fail; no engine behind it. */
-function fakeDriver(options: { concurrent?: boolean; failOn?: string } = {}) {
-  const log: string[] = []
-  let closes = 0
-  const exec = async (sql: string): Promise<QueryResult<never>> => {
-    await new Promise((resolve) => setTimeout(resolve, 1))
-    log.push(sql)
-    if (options.failOn && sql.includes(options.failOn)) {
-      throw Object.assign(new Error(`native failure on ${sql}`), {
-        code: 'SQLITE_CONSTRAINT_UNIQUE',
-      })
-    }
-    return { rows: [], changes: 0 }
-  }
-  const driver: Driver = {
-    name: 'fake',
-    capabilities: {
-      concurrentTransactions: options.concurrent ?? false,
-      inMemory: true,
-      remote: false,
-    },
-    execute: (statement) => exec(statement.sql),
-    async transaction(fn) {
-      await exec('BEGIN')
-      const tx: Executor = { execute: (statement) => exec(statement.sql) }
-      try {
-        const result = await fn(tx)
-        await exec('COMMIT')
-        return result
-      } catch (error) {
-        await exec('ROLLBACK')
-        throw error
-      }
-    },
-    executeScript: async (sql) => void (await exec(sql)),
-    close: async () => {
-      closes++
-    },
-  }
-  return { driver, log, closes: () => closes }
-}
+import { guardDriver, isAgentFsError } from '../src/index.js'
+import { fakeDriver } from './fake-driver.js'
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
