@@ -130,9 +130,25 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     const gid = parent.mode & S_ISGID ? parent.gid : r.gid
     return { uid: r.uid, gid, inherit: (parent.mode & S_ISGID) !== 0 }
   }
-  const chownNew = async (path: string, r: Request) => {
+  /** `fn` on the filesystem bound to one transaction, where it offers that (AgentFS, overlays). */
+  const atomically = <T>(fn: (f: FileSystem) => Promise<T>): Promise<T> => {
+    const scoped = fs as FileSystem & {
+      transaction?: (fn: (f: FileSystem) => Promise<T>) => Promise<T>
+    }
+    return scoped.transaction ? scoped.transaction(fn) : fn(fs)
+  }
+  /**
+   * Makes a new inode at `path` (with `make`) owned by the caller. When that is not the
+   * filesystem's own default owner, the chown goes in the same transaction: a refused or failed
+   * chown leaves no inode behind with the wrong owner.
+   */
+  const makeOwned = async (path: string, r: Request, make: (f: FileSystem) => Promise<void>) => {
     const { uid, gid } = owner(r)
-    if (uid !== options.uid || gid !== options.gid) await fs.lchown(path, uid, gid)
+    if (uid === options.uid && gid === options.gid) return make(fs)
+    await atomically(async (f) => {
+      await make(f)
+      await f.lchown(path, uid, gid)
+    })
   }
   const newPath = async (r: Request) => {
     const parent = await resolve(r.ino)
@@ -144,14 +160,18 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
    * whose handle the node keeps for writing, so the first write needs no open of its own.
    */
   const createFile = async (r: Request, path: string): Promise<Entry> => {
-    const handle = await fs.open(
-      path,
-      constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY,
-      r.mode & 0o7777,
-    )
+    const flags = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY
+    const { uid, gid } = owner(r)
+    if (uid !== options.uid || gid !== options.gid) {
+      // Another user's file: created and given its owner in one transaction; the first write
+      // opens its own handle (a handle opened inside the transaction would end with it).
+      await makeOwned(path, r, async (f) => (await f.open(path, flags, r.mode & 0o7777)).close())
+      changed(r.ino)
+      return entryOf(r.ino, r.name as string, path)
+    }
+    const handle = await fs.open(path, flags, r.mode & 0o7777)
     try {
       changed(r.ino)
-      await chownNew(path, r)
       const stats = await handle.stat()
       const node = table.remember(stats, r.ino, r.name as string, true)
       table.adoptWriter(node, handle)
@@ -249,23 +269,23 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     mknod: async (r) => {
       const path = await newPath(r)
       if ((r.mode & S_IFMT) === S_IFREG) return createFile(r, path)
-      await fs.mknod(path, r.mode, r.rdev)
+      await makeOwned(path, r, (f) => f.mknod(path, r.mode, r.rdev))
       changed(r.ino)
-      await chownNew(path, r)
       return entryOf(r.ino, r.name as string, path)
     },
     mkdir: async (r) => {
       const path = await newPath(r)
-      await fs.mkdir(path, { mode: (r.mode & 0o7777) | (owner(r).inherit ? S_ISGID : 0) })
+      const mode = (r.mode & 0o7777) | (owner(r).inherit ? S_ISGID : 0)
+      await makeOwned(path, r, async (f) => {
+        await f.mkdir(path, { mode })
+      })
       changed(r.ino, 1)
-      await chownNew(path, r)
       return entryOf(r.ino, r.name as string, path)
     },
     symlink: async (r) => {
       const path = await newPath(r)
-      await fs.symlink(r.name2 as string, path)
+      await makeOwned(path, r, (f) => f.symlink(r.name2 as string, path))
       changed(r.ino)
-      await chownNew(path, r)
       return entryOf(r.ino, r.name as string, path)
     },
     link: async (r) => {

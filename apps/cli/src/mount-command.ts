@@ -63,7 +63,7 @@ function withMountOptions(command: Command): Command {
     .option('--gid <gid>', 'show every file as owned by this group id', idArg('--gid'))
     .option(
       '--commit-delay <ms>',
-      `commit the mount's changes together, each at most this many ms after it is made (default ${DEFAULT_COMMIT_DELAY_MS}; 0: one commit per change); fsync commits at once`,
+      `commit the mount's changes together, each at most this many ms after it is made (default ${DEFAULT_COMMIT_DELAY_MS}: one commit per change); fsync commits at once`,
       commitDelayArg,
     )
 }

@@ -62,4 +62,32 @@ describe('the mount’s node table', () => {
       await agent.close()
     }
   })
+
+  test('a new inode for another user is created with its owner in one transaction: a refused chown leaves nothing', async () => {
+    const agent = await AgentFS.open({ path: ':memory:' })
+    try {
+      // A filesystem that refuses every chown: the create must not happen without it.
+      const ops = kernelOperations(agent.fs.restrict({ deny: ['chown'] }), { uid: 0, gid: 0 })
+      const other = { uid: 1000, gid: 1000 }
+      const calls = [
+        ops.mknod!(request({ ino: 1, name: 'file', mode: 0o100644, ...other })),
+        ops.mknod!(request({ ino: 1, name: 'fifo', mode: 0o010644, ...other })),
+        ops.mkdir!(request({ ino: 1, name: 'dir', mode: 0o755, ...other })),
+        ops.symlink!(request({ ino: 1, name: 'link', name2: 'file', ...other })),
+      ]
+      for (const call of calls) await expect(call).rejects.toMatchObject({ code: 'EPERM' })
+      expect(await agent.fs.readdir('/')).toEqual([])
+      // The mount's own user needs no chown: that still works.
+      await ops.mknod!(request({ ino: 1, name: 'mine', mode: 0o100644 }))
+      expect(await agent.fs.readdir('/')).toEqual(['mine'])
+      // And another user's file gets its owner where chown is allowed.
+      const open = kernelOperations(agent.fs, { uid: 0, gid: 0 })
+      await open.mknod!(request({ ino: 1, name: 'theirs', mode: 0o100644, ...other }))
+      await open.mkdir!(request({ ino: 1, name: 'their-dir', mode: 0o755, ...other }))
+      for (const name of ['theirs', 'their-dir'])
+        expect(await agent.fs.lstat(`/${name}`)).toMatchObject({ uid: 1000, gid: 1000 })
+    } finally {
+      await agent.close()
+    }
+  })
 })

@@ -93,7 +93,9 @@ const ENDS_TRANSACTION = new Set(['IO', 'FULL', 'BUSY', 'CORRUPT', 'INTERRUPTED'
  * later — as with a kernel's page cache, where `fsync` is the point of no return. Here that is
  * {@link GroupedDatabase.flush}. A crash never leaves part of a change: whole changes commit in
  * the order they were made, or none of a group's do. While a group is open this connection holds
- * the write lock; other connections' writers wait for it (their busy timeout).
+ * the write lock; other connections' writers wait for it (their busy timeout), and after a group
+ * that ran out of time or room the lock stays free for a moment ({@link YIELD_MS}) so that they
+ * get their turn while changes keep coming.
  *
  * Statements and transactions on the returned handle are queued and run one at a time, in call
  * order. Calls made on the original handle instead wait for the open group to commit. Drivers
