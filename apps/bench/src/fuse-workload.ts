@@ -53,10 +53,10 @@ export function fuseReadiness(): { cli: string } | { skip: string } {
   return { cli }
 }
 
-const time = (cmd: string, cwd: string, src: string) => {
+const time = (cmd: string, cwd: string, src: string, settle: boolean) => {
   // Earlier commands' dirty pages are written out first, so that their writeback does not land
   // in this command's time (on whichever side runs next).
-  execFileSync('sync')
+  if (settle) execFileSync('sync')
   const start = process.hrtime.bigint()
   execFileSync('bash', ['-c', cmd], { cwd, stdio: 'ignore', env: { ...process.env, SRC: src } })
   return Number(process.hrtime.bigint() - start) / 1e9
@@ -79,10 +79,16 @@ const COMMANDS = [
 ] as const
 
 /** One round of the commands in `base/round-N`, copying the tree from `src`: seconds each. */
-async function round(base: string, n: number, src: string): Promise<number[]> {
+async function round(base: string, n: number, src: string, settle: boolean): Promise<number[]> {
   const where = join(base, `round-${n}`)
   await mkdir(where, { recursive: true })
-  return COMMANDS.map(([, cmd]) => time(cmd, where, src))
+  return COMMANDS.map(([, cmd]) => time(cmd, where, src, settle))
+}
+
+/** How W12 runs: rounds (medians are reported) and whether to `sync` before each command. */
+export interface FuseWorkloadOptions {
+  readonly rounds: number
+  readonly settle: boolean
 }
 
 /**
@@ -92,7 +98,11 @@ async function round(base: string, n: number, src: string): Promise<number[]> {
  * side vary several-fold). The plain directory is on the same disk as the database; where
  * /dev/shm exists the commands also run in memory, the strictest baseline.
  */
-export async function runFuseWorkload(cli: string, files: number, rounds = 3): Promise<FuseRow[]> {
+export async function runFuseWorkload(
+  cli: string,
+  files: number,
+  { rounds, settle }: FuseWorkloadOptions = { rounds: 3, settle: true },
+): Promise<FuseRow[]> {
   const dir = await mkdtemp(join(tmpdir(), 'agentfs-bench-fuse-'))
   const shm = existsSync('/dev/shm') ? await mkdtemp('/dev/shm/agentfs-bench-fuse-') : undefined
   const mounts: ChildProcess[] = []
@@ -131,11 +141,11 @@ export async function runFuseWorkload(cli: string, files: number, rounds = 3): P
     const fuse: number[][] = []
     const fuseGrouped: number[][] = []
     for (let n = 0; n < rounds; n++) {
-      plain.push(await round(join(dir, 'plain'), n, join(dir, 'src')))
-      if (shm) tmpfs.push(await round(join(shm, 'plain'), n, join(shm, 'src')))
+      plain.push(await round(join(dir, 'plain'), n, join(dir, 'src'), settle))
+      if (shm) tmpfs.push(await round(join(shm, 'plain'), n, join(shm, 'src'), settle))
       // Into the mount, the tree is copied from the host, as into the plain directory.
-      fuse.push(await round(join(mnt, 'bench'), n, join(dir, 'src')))
-      fuseGrouped.push(await round(join(grouped, 'bench'), n, join(dir, 'src')))
+      fuse.push(await round(join(mnt, 'bench'), n, join(dir, 'src'), settle))
+      fuseGrouped.push(await round(join(grouped, 'bench'), n, join(dir, 'src'), settle))
     }
     return COMMANDS.map(([command], i) => {
       const p = median(plain.map((r) => r[i]!))
