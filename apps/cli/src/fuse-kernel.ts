@@ -18,6 +18,7 @@ import {
   statfsOf,
 } from './fuse-dirs.js'
 import { NodeTable, ROOT } from './fuse-nodes.js'
+import { ownership } from './fuse-owners.js'
 
 /**
  * A {@link FileSystem} as libfuse's low-level operations: the kernel names files by node id, and
@@ -124,32 +125,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     return { nodeid: node.nodeid, attr: await attributes(node.nodeid, path, stats) }
   }
 
-  /** Makes the caller (and a setgid parent's group) own a new inode; its mode for a directory. */
-  const owner = (r: Request) => {
-    const parent = table.of(r.ino)
-    const gid = parent.mode & S_ISGID ? parent.gid : r.gid
-    return { uid: r.uid, gid, inherit: (parent.mode & S_ISGID) !== 0 }
-  }
-  /** `fn` on the filesystem bound to one transaction, where it offers that (AgentFS, overlays). */
-  const atomically = <T>(fn: (f: FileSystem) => Promise<T>): Promise<T> => {
-    const scoped = fs as FileSystem & {
-      transaction?: (fn: (f: FileSystem) => Promise<T>) => Promise<T>
-    }
-    return scoped.transaction ? scoped.transaction(fn) : fn(fs)
-  }
-  /**
-   * Makes a new inode at `path` (with `make`) owned by the caller. When that is not the
-   * filesystem's own default owner, the chown goes in the same transaction: a refused or failed
-   * chown leaves no inode behind with the wrong owner.
-   */
-  const makeOwned = async (path: string, r: Request, make: (f: FileSystem) => Promise<void>) => {
-    const { uid, gid } = owner(r)
-    if (uid === options.uid && gid === options.gid) return make(fs)
-    await atomically(async (f) => {
-      await make(f)
-      await f.lchown(path, uid, gid)
-    })
-  }
+  const { owner, foreignOwner, makeOwned } = ownership(fs, options, (nodeid) => table.of(nodeid))
   const newPath = async (r: Request) => {
     const parent = await resolve(r.ino)
     if (!isDirectory(parent.stats)) fail('ENOTDIR', 'not a directory')
@@ -161,11 +137,11 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
    */
   const createFile = async (r: Request, path: string): Promise<Entry> => {
     const flags = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY
-    const { uid, gid } = owner(r)
-    if (uid !== options.uid || gid !== options.gid) {
+    const set = foreignOwner(r)
+    if (set !== undefined) {
       // Another user's file: created and given its owner in one transaction; the first write
       // opens its own handle (a handle opened inside the transaction would end with it).
-      await makeOwned(path, r, async (f) => (await f.open(path, flags, r.mode & 0o7777)).close())
+      await makeOwned(path, set, async (f) => (await f.open(path, flags, r.mode & 0o7777)).close())
       changed(r.ino)
       return entryOf(r.ino, r.name as string, path)
     }
@@ -269,14 +245,14 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     mknod: async (r) => {
       const path = await newPath(r)
       if ((r.mode & S_IFMT) === S_IFREG) return createFile(r, path)
-      await makeOwned(path, r, (f) => f.mknod(path, r.mode, r.rdev))
+      await makeOwned(path, foreignOwner(r), (f) => f.mknod(path, r.mode, r.rdev))
       changed(r.ino)
       return entryOf(r.ino, r.name as string, path)
     },
     mkdir: async (r) => {
       const path = await newPath(r)
       const mode = (r.mode & 0o7777) | (owner(r).inherit ? S_ISGID : 0)
-      await makeOwned(path, r, async (f) => {
+      await makeOwned(path, foreignOwner(r), async (f) => {
         await f.mkdir(path, { mode })
       })
       changed(r.ino, 1)
@@ -284,7 +260,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     },
     symlink: async (r) => {
       const path = await newPath(r)
-      await makeOwned(path, r, (f) => f.symlink(r.name2 as string, path))
+      await makeOwned(path, foreignOwner(r), (f) => f.symlink(r.name2 as string, path))
       changed(r.ino)
       return entryOf(r.ino, r.name as string, path)
     },
