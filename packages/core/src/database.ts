@@ -9,6 +9,7 @@ import {
 } from './guard-driver.js'
 import { inspectLayout } from './layout.js'
 import { checkChunkSize, type MigrationPlan, migrate, planFromReport } from './migrate.js'
+import { freeDeadOrphans } from './orphans.js'
 
 /** Options of {@link openDatabase}. */
 export interface OpenDatabaseOptions {
@@ -100,6 +101,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
   const columns = await driver.execute<{ name: string }>({
     sql: "SELECT name FROM pragma_table_info('tool_calls') WHERE name = 'status'",
   })
+  // Files a process unlinked while open and never closed (it was killed): freed now. Best
+  // effort: a read-only or busy database opens all the same, and `fsck --repair` frees them too.
+  await freeDeadOrphans(driver).catch(() => 0)
 
   return {
     driver,

@@ -58,6 +58,17 @@ export type { MigrateOptions, MigrationPlan, MigrationStep } from './migrate.js'
 export { checkChunkSize, migrate, planFromReport, planMigration } from './migrate.js'
 export type { MkdirParentsSteps } from './mkdir-parents.js'
 export { mkdirParents } from './mkdir-parents.js'
+export {
+  FREED_WITH_INODE,
+  freeDeadOrphans,
+  freeInode,
+  freeOrphan,
+  holderAlive,
+  keepOrphan,
+  listOrphans,
+  META_ORPHAN,
+  orphanHolder,
+} from './orphans.js'
 export type { ParsedPath, PathLike } from './path.js'
 export {
   badEntryName,
