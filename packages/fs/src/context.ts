@@ -11,6 +11,7 @@ import {
   type Timestamp,
   type VersionRetention,
 } from '@agentfs/core'
+import type { Holds } from './holds.js'
 import type { InodeRow } from './inode.js'
 import { fsMode } from './node-args.js'
 import type { Caller } from './permissions.js'
@@ -56,6 +57,8 @@ export interface FsContext {
   readonly policy?: CompiledPolicy
   /** The caller whose permissions are checked, with `permissions: 'enforce'`. */
   readonly caller?: Caller
+  /** The inodes this process holds open over the database (kept when unlinked while open). */
+  readonly holds: Holds
   /** Where changes are recorded; undefined when the feed is off. */
   readonly feed?: {
     readonly sessionId?: string

@@ -1,5 +1,6 @@
 import { type AgentDatabase, type FeedOptions, versionRetention } from '@agentfs/core'
 import type { FileSystemOptions, FsContext } from './context.js'
+import { holdsOf } from './holds.js'
 import { CompiledPolicy } from './policy.js'
 import { SqlFileSystem } from './sql-file-system.js'
 
@@ -18,6 +19,7 @@ export function createFileSystem(
     q: db,
     chunkSize: db.chunkSize,
     clock: db.clock,
+    holds: holdsOf(db),
     atime: options.atime ?? 'relatime',
     umask: options.umask ?? 0o022,
     uid: options.uid ?? 0,

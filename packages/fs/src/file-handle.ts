@@ -6,6 +6,7 @@ import { readAll, readAt, readRange, resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
 import { type NoteChange, write } from './context.js'
 import type { OpenMode } from './flags.js'
+import type { Holds } from './holds.js'
 import { type InodeRow, isDir, versionOf } from './inode.js'
 import { loadInode, touchContent, touchMeta } from './mutate.js'
 import { fsRequiredMode } from './node-args.js'
@@ -20,6 +21,11 @@ import {
 import type { Encoding, TimeLike, WriteData } from './types.js'
 
 let nextFd = 1000
+
+/** A handle collected without `close()` stops holding its file (as Node's FileHandle closes). */
+const unclosed = new FinalizationRegistry<{ holds: Holds; ino: number }>(({ holds, ino }) => {
+  void holds.release(ino).catch(() => {})
+})
 
 /** Options of the object form of {@link FileHandle.write}. */
 export interface HandleWriteOptions {
@@ -36,8 +42,10 @@ export interface HandleWriteOptions {
  * writes at a `position` do not move the cursor (pread/pwrite); `O_APPEND` writes always land at
  * the end, atomically. Closing twice is fine; any other call after `close()` is `EBADF`.
  *
- * An open handle does not keep an unlinked file alive: once its last name is removed, further
- * calls fail with `EBADF`.
+ * An open handle keeps its file when the file's last name is removed (unlink, or a rename over
+ * it), as POSIX does: reads, writes and `stat` (nlink 0) go on, and the file is freed when the
+ * last handle of this process on it closes (or, after a crash, by the next process that opens
+ * the database; `agentfs fsck`). Handles of other processes do not keep it.
  */
 export class FileHandle {
   readonly #fd: number
@@ -55,6 +63,9 @@ export class FileHandle {
     this.#ino = ino
     this.path = path
     this.#mode = mode
+    const holds = contextOf(fs).holds
+    holds.hold(ino)
+    unclosed.register(this, { holds, ino }, this)
   }
 
   /** A process-unique descriptor number (not a kernel fd); -1 once closed, as Node's. */
@@ -302,8 +313,12 @@ export class FileHandle {
     this.#check('fdatasync')
   }
 
+  /** Closes the handle; the last close of a file unlinked while open frees it. */
   async close(): Promise<void> {
+    if (this.#closed) return
     this.#closed = true
+    unclosed.unregister(this)
+    await contextOf(this.#fs).holds.release(this.#ino)
   }
 
   /** A `fs.ReadStream` over this file (from `start`, or the cursor); it closes the handle when done unless `autoClose: false`. */

@@ -2,12 +2,16 @@ import {
   type Executor,
   executeDeferred,
   explicitId,
+  FREED_WITH_INODE,
+  freeInode,
   insertedRowid,
+  keepOrphan,
   type Queryable,
   ROOT_INO,
   recursiveQueries,
   type Timestamp,
 } from '@agentfs/core'
+import type { Holds } from './holds.js'
 import { INODE_COLUMNS, type InodeRow, touchCtime } from './inode.js'
 
 /** Loads one inode row. */
@@ -144,39 +148,43 @@ export async function createNode(
  * was the last link. The caller checks types and emptiness.
  */
 export async function removeEntry(
-  q: Executor,
+  q: Queryable,
   parent: number,
   name: string,
   node: InodeRow,
   now: Timestamp,
+  holds?: Holds,
 ) {
   await executeDeferred(q, {
     sql: 'DELETE FROM fs_dentry WHERE parent_ino = ? AND name = ?',
     params: [parent, name],
   })
-  await dropLink(q, node.ino, 1, now)
+  await dropLink(q, node.ino, 1, now, holds)
   await touchDir(q, parent, now)
 }
 
 /**
- * What goes with an inode that lost its last link, in this order: the inode row first (a synced
- * database replays these deletes in this order, and drops the chunks only where the inode's
- * deletion took effect), its chunks, its link target, and an overlay's origin mapping of it
- * (spec v0.3 table).
+ * Whether an inode that lost its last link stays, as an orphan, because a handle of this
+ * process holds it open (a synced database frees at once: its replay knows no orphans). Records
+ * the orphan in the change's transaction.
  */
-const FREED_WITH_INODE = [
-  ['fs_inode', 'ino'],
-  ['fs_data', 'ino'],
-  ['fs_symlink', 'ino'],
-  ['fs_origin', 'delta_ino'],
-] as const
+async function keptOpen(q: Queryable, ino: number, holds: Holds | undefined): Promise<boolean> {
+  if (holds === undefined || !holds.held(ino) || q.capabilities?.sync !== undefined) return false
+  await keepOrphan(q, ino)
+  holds.kept(ino)
+  return true
+}
 
-/** Decrements nlink by `count`; frees the inode when no link is left. */
+/**
+ * Decrements nlink by `count`; frees the inode when no link is left, unless `holds` says this
+ * process has it open (it is freed at the last close).
+ */
 export async function dropLink(
-  q: Executor,
+  q: Queryable,
   ino: number,
   count: number,
   now: Timestamp,
+  holds?: Holds,
 ): Promise<void> {
   if (ino === ROOT_INO) return
   const ctime = touchCtime(now)
@@ -189,10 +197,7 @@ export async function dropLink(
     sql: 'SELECT nlink FROM fs_inode WHERE ino = ?',
     params: [ino],
   })
-  if ((rows[0]?.nlink ?? 0) <= 0) {
-    for (const [table, column] of FREED_WITH_INODE)
-      await executeDeferred(q, { sql: `DELETE FROM ${table} WHERE ${column} = ?`, params: [ino] })
-  }
+  if ((rows[0]?.nlink ?? 0) <= 0 && !(await keptOpen(q, ino, holds))) await freeInode(q, ino)
 }
 
 /** Inodes per statement of {@link dropLinks} (well within every engine's parameter limit). */
@@ -208,6 +213,7 @@ export async function dropLinks(
   q: Queryable,
   links: ReadonlyMap<number, number>,
   now: Timestamp,
+  holds?: Holds,
 ): Promise<void> {
   if (q.capabilities?.sync !== undefined) {
     for (const [ino, count] of links) await dropLink(q, ino, count, now)
@@ -234,7 +240,7 @@ export async function dropLinks(
         sql: `SELECT ino FROM fs_inode WHERE ino IN (${list}) AND nlink <= 0`,
         params: batch,
       })
-      for (const row of rows) dead.push(row.ino)
+      for (const row of rows) if (!(await keptOpen(q, row.ino, holds))) dead.push(row.ino)
     }
   for (let i = 0; i < dead.length; i += DROP_BATCH) {
     const batch = dead.slice(i, i + DROP_BATCH)

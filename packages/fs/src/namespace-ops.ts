@@ -21,6 +21,7 @@ import {
   twoPathErrors,
 } from '@agentfs/core'
 import { existing, type FsContext, write } from './context.js'
+import type { Holds } from './holds.js'
 import type { InodeRow } from './inode.js'
 import { isDir, isLnk } from './inode.js'
 import {
@@ -45,7 +46,7 @@ export async function unlink(ctx: FsContext, path: string): Promise<void> {
   await write(ctx, async (q, now, note) => {
     const { node, dirIno, name } = await existing(q, path, 'unlink', false)
     if (isDir(node.mode)) throw fsError('EISDIR', 'unlink', path)
-    await removeEntry(q, dirIno, name!, node, now)
+    await removeEntry(q, dirIno, name!, node, now, ctx.holds)
     note({ op: 'unlink', path: normalizePath(path), ino: node.ino, dir: dirIno })
   })
 }
@@ -146,9 +147,9 @@ export async function rm(ctx: FsContext, path: string, options: RmOptions = {}):
       if (!options.recursive) {
         throw rmDirectoryError(path)
       }
-      await removeTree(q, node.ino, now)
+      await removeTree(q, node.ino, now, ctx.holds)
     }
-    await removeEntry(q, dirIno, name, node, now)
+    await removeEntry(q, dirIno, name, node, now, ctx.holds)
     note({
       op: isDir(node.mode) ? 'rm' : 'unlink',
       path: normalizePath(path),
@@ -159,7 +160,12 @@ export async function rm(ctx: FsContext, path: string, options: RmOptions = {}):
 }
 
 /** Removes everything below directory `ino` (not the directory itself). */
-export async function removeTree(q: Queryable, ino: number, now: Timestamp): Promise<void> {
+export async function removeTree(
+  q: Queryable,
+  ino: number,
+  now: Timestamp,
+  holds?: Holds,
+): Promise<void> {
   const rows = await walkTree(q, ino, { syscall: 'rm' })
   const links = new Map<number, number>()
   for (const row of rows) links.set(row.ino, (links.get(row.ino) ?? 0) + 1)
@@ -170,7 +176,7 @@ export async function removeTree(q: Queryable, ino: number, now: Timestamp): Pro
       params: ids,
     })
   }
-  await dropLinks(q, links, now)
+  await dropLinks(q, links, now, holds)
 }
 
 export async function rename(ctx: FsContext, from: string, to: string): Promise<void> {
@@ -208,7 +214,7 @@ export async function rename(ctx: FsContext, from: string, to: string): Promise<
         sql: 'DELETE FROM fs_dentry WHERE parent_ino = ? AND name = ?',
         params: [target.dirIno, target.name],
       })
-      await dropLink(q, target.node.ino, 1, now)
+      await dropLink(q, target.node.ino, 1, now, ctx.holds)
     } else if (parsePath(to, 'rename').trailingSlash && !isDir(moving.mode)) {
       throw fail('ENOTDIR')
     }

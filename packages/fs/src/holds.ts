@@ -1,0 +1,72 @@
+import { freeOrphan, type Queryable } from '@agentfs/core'
+
+/**
+ * The inodes this process holds open (one count per open handle) over one database, and which
+ * of them lost their last link while open: an unlinked file stays readable and writable
+ * through its open handles, as POSIX keeps it, and is freed when the last one closes.
+ * Handles of every filesystem made over the same database object share one registry.
+ */
+export class Holds {
+  readonly #db: Queryable
+  readonly #open = new Map<number, number>()
+  /** Held inodes an unlink may have kept (checked again in the database when freed). */
+  readonly #orphans = new Set<number>()
+  /** Orphans whose last handle closed, freed together in the next turn of the event loop. */
+  #pending: number[] = []
+  #batch: Promise<void> | undefined
+
+  constructor(db: Queryable) {
+    this.#db = db
+  }
+
+  /** Whether a handle of this process holds `ino` open. */
+  held(ino: number): boolean {
+    return this.#open.has(ino)
+  }
+
+  hold(ino: number): void {
+    this.#open.set(ino, (this.#open.get(ino) ?? 0) + 1)
+  }
+
+  /** An unlink kept `ino` (its transaction may yet roll back: the database decides later). */
+  kept(ino: number): void {
+    this.#orphans.add(ino)
+  }
+
+  /**
+   * One handle of `ino` closed. When it was the last of an inode an unlink kept, frees it; the
+   * inodes whose last handles close in one turn of the event loop (a mount's batch of forgets)
+   * are freed in one transaction, which this waits for.
+   */
+  async release(ino: number): Promise<void> {
+    const count = (this.#open.get(ino) ?? 0) - 1
+    if (count > 0) {
+      this.#open.set(ino, count)
+      return
+    }
+    this.#open.delete(ino)
+    if (!this.#orphans.delete(ino)) return
+    this.#pending.push(ino)
+    this.#batch ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      const inos = this.#pending
+      this.#pending = []
+      this.#batch = undefined
+      return this.#db.transaction(async (tx) => {
+        for (const orphan of inos) await freeOrphan(tx, orphan)
+      })
+    })
+    await this.#batch
+  }
+}
+
+const registries = new WeakMap<Queryable, Holds>()
+
+/** The registry of open inodes over database `db`. */
+export function holdsOf(db: Queryable): Holds {
+  let holds = registries.get(db)
+  if (holds === undefined) {
+    holds = new Holds(db)
+    registries.set(db, holds)
+  }
+  return holds
+}

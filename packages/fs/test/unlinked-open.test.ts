@@ -1,0 +1,168 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { hostname, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fsck, listOrphans, META_ORPHAN, openDatabase, type Queryable } from '@agentfs/core'
+import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import { describe, expect, test } from 'vitest'
+import { createFileSystem } from '../src/index.js'
+import { code, DRIVERS, freshFs } from './helpers.js'
+
+/** Inode rows and chunks of inode `ino`. */
+async function rowsOf(db: Queryable, ino: number) {
+  const inode = await db.execute({ sql: 'SELECT nlink FROM fs_inode WHERE ino = ?', params: [ino] })
+  const data = await db.execute({ sql: 'SELECT 1 FROM fs_data WHERE ino = ?', params: [ino] })
+  return { inode: inode.rows.length, chunks: data.rows.length }
+}
+
+for (const driver of Object.keys(DRIVERS)) {
+  describe(`a file unlinked while open (${driver})`, () => {
+    test('stays readable and writable through its handle, nlink 0, and goes at the last close', async () => {
+      const { fs, db } = await freshFs(driver, { chunkSize: 64 })
+      // A synced database frees at once (its replay knows no orphans): the old behaviour.
+      const keeps = db.capabilities?.sync === undefined
+      await fs.writeFile('/f', 'x'.repeat(200))
+      const a = await fs.open('/f', 'r+')
+      const b = await fs.open('/f', 'r')
+      const ino = (await a.stat()).ino
+      await fs.unlink('/f')
+      expect(await fs.exists('/f')).toBe(false)
+      if (!keeps) {
+        expect(await code(a.stat())).toBe('EBADF')
+        expect(await rowsOf(db, ino)).toEqual({ inode: 0, chunks: 0 })
+        return
+      }
+      expect((await a.stat()).nlink).toBe(0)
+      await a.write(Buffer.from('hello'), 0, 5, 0)
+      const out = Buffer.alloc(7)
+      await b.read(out, 0, 7, 0)
+      expect(out.toString()).toBe('helloxx')
+      // The name is free again, for a new file.
+      await fs.writeFile('/f', 'new')
+      expect(await fs.readFile('/f', 'utf8')).toBe('new')
+      expect((await fsck(db)).findings).toEqual([])
+      await a.close()
+      expect((await rowsOf(db, ino)).inode).toBe(1)
+      await b.close()
+      expect(await rowsOf(db, ino)).toEqual({ inode: 0, chunks: 0 })
+      expect(await listOrphans(db)).toEqual([])
+      expect((await fsck(db)).findings).toEqual([])
+    })
+
+    test('a rename over an open file keeps the old file for its handle', async () => {
+      const { fs, db } = await freshFs(driver)
+      if (db.capabilities?.sync !== undefined) return
+      await fs.writeFile('/target', 'old')
+      await fs.writeFile('/tmp', 'new')
+      const reader = await fs.open('/target', 'r')
+      await fs.rename('/tmp', '/target')
+      expect(await reader.readFile('utf8')).toBe('old')
+      expect(await fs.readFile('/target', 'utf8')).toBe('new')
+      const ino = (await reader.stat()).ino
+      await reader.close()
+      expect(await rowsOf(db, ino)).toEqual({ inode: 0, chunks: 0 })
+    })
+
+    test('rm -r of a tree keeps its open files, frees the rest at once', async () => {
+      const { fs, db } = await freshFs(driver)
+      if (db.capabilities?.sync !== undefined) return
+      await fs.mkdir('/d/e', { recursive: true })
+      await fs.writeFile('/d/e/open', 'kept')
+      await fs.writeFile('/d/e/closed', 'gone')
+      const closedIno = (await fs.stat('/d/e/closed')).ino
+      const handle = await fs.open('/d/e/open', 'r')
+      await fs.rm('/d', { recursive: true })
+      expect((await rowsOf(db, closedIno)).inode).toBe(0)
+      expect(await handle.readFile('utf8')).toBe('kept')
+      const ino = (await handle.stat()).ino
+      await handle.close()
+      expect((await rowsOf(db, ino)).inode).toBe(0)
+    })
+
+    test('an unlink that rolls back leaves the file as it was', async () => {
+      const { fs, db } = await freshFs(driver)
+      if (db.capabilities?.sync !== undefined) return
+      await fs.writeFile('/f', 'data')
+      const handle = await fs.open('/f', 'r')
+      await expect(
+        fs.transaction(async (tx) => {
+          await tx.unlink('/f')
+          throw new Error('changed my mind')
+        }),
+      ).rejects.toThrow('changed my mind')
+      await handle.close()
+      expect(await fs.readFile('/f', 'utf8')).toBe('data')
+      expect(await listOrphans(db)).toEqual([])
+      expect((await fsck(db)).findings).toEqual([])
+    })
+  })
+}
+
+describe('a file unlinked while open by a process that died', () => {
+  test('is reported by fsck, and freed by the next open of the database', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfs-orphan-'))
+    try {
+      const path = join(dir, 'a.db')
+      // A process that opens a file, unlinks it and is killed with the handle open.
+      const script = `
+        const { openDatabase } = await import('@agentfs/core')
+        const { betterSqlite3Driver } = await import('@agentfs/driver-better-sqlite3')
+        const { createFileSystem } = await import('@agentfs/fs')
+        const db = await openDatabase({ driver: betterSqlite3Driver({ path: ${JSON.stringify(path)} }) })
+        const fs = createFileSystem(db)
+        await fs.writeFile('/tmpfile', 'x'.repeat(10000))
+        const handle = await fs.open('/tmpfile', 'r+')
+        await fs.unlink('/tmpfile')
+        process.stdout.write(String((await handle.stat()).ino))
+        process.kill(process.pid, 'SIGKILL')
+      `
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: join(import.meta.dirname, '..'),
+        encoding: 'utf8',
+        timeout: 30_000,
+      })
+      expect(child.signal, child.stderr).toBe('SIGKILL')
+      const ino = Number(child.stdout)
+      expect(ino).toBeGreaterThan(1)
+      // What fsck sees before anything frees it (read the file directly, as fsck's CLI can).
+      const Database = (await import('better-sqlite3')).default
+      const raw = new Database(path)
+      const holder = raw
+        .prepare('SELECT value FROM agentfs_meta WHERE key = ?')
+        .get(`${META_ORPHAN}${ino}`) as { value: string }
+      expect(holder.value).toMatch(/ \d+$/)
+      raw.close()
+      const db = await openDatabase({ driver: betterSqlite3Driver({ path }) })
+      try {
+        expect(await rowsOf(db, ino)).toEqual({ inode: 0, chunks: 0 })
+        expect(await listOrphans(db)).toEqual([])
+        expect((await fsck(db)).findings).toEqual([])
+        expect(await createFileSystem(db).readdir('/')).toEqual([])
+      } finally {
+        await db.close()
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('fsck --repair frees it when no open did', async () => {
+    const { fs, db } = await freshFs('better-sqlite3')
+    await fs.writeFile('/f', 'data')
+    const handle = await fs.open('/f', 'r')
+    const ino = (await handle.stat()).ino
+    await fs.unlink('/f')
+    // As a process that is gone would leave it: a holder that cannot be running.
+    await db.execute({
+      sql: 'UPDATE agentfs_meta SET value = ? WHERE key = ?',
+      params: [`${hostname()} 2147483647`, `${META_ORPHAN}${ino}`],
+    })
+    const report = await fsck(db)
+    expect(report.findings.map((f) => f.rule)).toEqual(['unlinked-open'])
+    expect(report.findings[0]?.repairable).toBe(true)
+    const repaired = await fsck(db, { repair: true })
+    expect(repaired.ok).toBe(true)
+    expect(await rowsOf(db, ino)).toEqual({ inode: 0, chunks: 0 })
+    await handle.close()
+  })
+})
