@@ -3,6 +3,7 @@ import {
   dropRefs,
   type Executor,
   FS_INODE_COLUMNS,
+  META_ORPHAN,
   S_IFDIR,
   S_IFLNK,
   S_IFMT,
@@ -71,11 +72,15 @@ export async function inodeAt(
   return rows[0]
 }
 
-/** The live inode with its symlink target (chunks are not read here). */
+/**
+ * The live inode with its symlink target (chunks are not read here). A file unlinked while open
+ * (recorded as `orphan.<ino>`) is not part of the tree: a snapshot holds it as gone.
+ */
 export async function liveInode(q: Executor, ino: number): Promise<SnapInode | undefined> {
   const { rows } = await q.execute<SnapInode>({
     sql: `SELECT i.ino, ${INODE_COLUMNS.map((c) => `i.${c}`).join(', ')}, l.target AS target, NULL AS chunks
-FROM fs_inode i LEFT JOIN fs_symlink l ON l.ino = i.ino WHERE i.ino = ?`,
+FROM fs_inode i LEFT JOIN fs_symlink l ON l.ino = i.ino WHERE i.ino = ?
+AND NOT EXISTS (SELECT 1 FROM agentfs_meta m WHERE m.key = '${META_ORPHAN}' || i.ino)`,
     params: [ino],
   })
   return rows[0]

@@ -1,6 +1,7 @@
 import {
   type AgentDatabase,
   fixedClock,
+  fsck,
   isAgentFsError,
   openDatabase,
   systemClock,
@@ -28,6 +29,21 @@ async function fresh(clock = systemClock()) {
 }
 
 describe('snapshots', () => {
+  test('a file unlinked while open is not part of a snapshot, and a restore leaves no orphan', async () => {
+    const { db, fs, history } = await fresh()
+    await fs.writeFile('/kept', 'k')
+    await fs.writeFile('/tmpfile', 'scratch')
+    const handle = await fs.open('/tmpfile', 'r+')
+    await fs.unlink('/tmpfile')
+    await history.snapshot('with-open-orphan')
+    await handle.write('more', 7)
+    await handle.close()
+    await fs.writeFile('/later', 'l')
+    await history.restore('with-open-orphan')
+    expect(await fs.readdir('/')).toEqual(['kept'])
+    expect((await fsck(db)).findings).toEqual([])
+  })
+
   test('restore brings back files, directories, links and kv; restore is undoable', async () => {
     const { fs, kv, history } = await fresh()
     await fs.mkdir('/src/lib', { recursive: true })
