@@ -64,6 +64,11 @@ export interface KernelOptions {
    * when it is made.
    */
   readonly flush?: () => Promise<void>
+  /**
+   * The filesystem copies a file up when it is first opened for writing (an overlay view): a
+   * file the kernel holds is then kept for reading only when it is unlinked.
+   */
+  readonly copyOnWrite?: boolean
 }
 
 export interface KernelOperations extends Operations {
@@ -85,6 +90,18 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   const isDirectory = (s: { mode: number }) => (s.mode & S_IFMT) === S_IFDIR
   const childPath = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`)
   const resolve = (nodeid: number) => table.resolve(nodeid)
+  const holdWritable = options.copyOnWrite !== true
+  /** The node's stats by name, or through its handle when no name is left (unlinked, open). */
+  const statsOf = async (nodeid: number): Promise<{ path: string; stats: Stats }> => {
+    try {
+      return await resolve(nodeid)
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ENOENT') throw error
+      const stats = await table.statByHandle(nodeid)
+      if (stats === undefined) throw error
+      return { path: '', stats }
+    }
+  }
   /** fsync's promise: the changes so far are stored; a lost commit answers EIO (and once only). */
   const flush = async () => {
     try {
@@ -133,10 +150,12 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   }
   /**
    * A regular file (the kernel's mknod when it opens with O_CREAT): created by an exclusive open
-   * whose handle the node keeps for writing, so the first write needs no open of its own.
+   * whose handle the node keeps for writing (and reading, where a policy allows), so the first
+   * write needs no open of its own, and a file unlinked while open stays readable.
    */
   const createFile = async (r: Request, path: string): Promise<Entry> => {
     const flags = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY
+    const both = (flags & ~constants.O_WRONLY) | constants.O_RDWR
     const set = foreignOwner(r)
     if (set !== undefined) {
       // Another user's file: created and given its owner in one transaction; the first write
@@ -145,12 +164,18 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       changed(r.ino)
       return entryOf(r.ino, r.name as string, path)
     }
-    const handle = await fs.open(path, flags, r.mode & 0o7777)
+    let readable = true
+    const handle = await fs.open(path, both, r.mode & 0o7777).catch((error: { code?: string }) => {
+      // A policy that lets this file be written but not read: a handle for writing only.
+      if (error.code !== 'EACCES' && error.code !== 'EPERM') throw error
+      readable = false
+      return fs.open(path, flags, r.mode & 0o7777)
+    })
     try {
       changed(r.ino)
       const stats = await handle.stat()
       const node = table.remember(stats, r.ino, r.name as string, true)
-      table.adoptWriter(node, handle)
+      table.adoptWriter(node, handle, readable)
       return { nodeid: node.nodeid, attr: await attributes(node.nodeid, path, stats) }
     } catch (error) {
       await handle.close()
@@ -214,12 +239,20 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     },
     forget: (ino, nlookup) => table.forget(ino, nlookup),
     getattr: async (r) => {
-      const { path, stats } = await resolve(r.ino)
-      return attributes(r.ino, path, stats)
+      const { path, stats } = await statsOf(r.ino)
+      const attr = await attributes(r.ino, path, stats)
+      // No name leads to it (a view's base file keeps its own links below the view).
+      return path === '' ? { ...attr, nlink: 0 } : attr
     },
     setattr: async (r) => {
       const set = r.toSet ?? 0
-      let { path, stats } = await resolve(r.ino)
+      let { path, stats } = await statsOf(r.ino)
+      if (path === '') {
+        // A file unlinked while open: its size changes through its handle (ftruncate).
+        if (set !== SET_ATTR.SIZE) fail('ENOENT', `node ${r.ino} has no name left`)
+        await table.withHandle(r.ino, true, (h) => h.truncate(r.size))
+        return attributes(r.ino, path, (await table.statByHandle(r.ino)) ?? stats)
+      }
       if (set & (SET_ATTR.UID | SET_ATTR.GID))
         await fs.lchown(
           path,
@@ -272,7 +305,9 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       return entryOf(r.ino2, r.name2 as string, target)
     },
     unlink: async (r) => {
-      await fs.unlink(pathOf(r.ino, r.name))
+      const path = pathOf(r.ino, r.name)
+      await table.holdOpen(table.named(r.ino, r.name as string), holdWritable)
+      await fs.unlink(path)
       changed(r.ino)
       table.forgetName(r.ino, r.name as string)
     },
@@ -286,6 +321,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
       const from = pathOf(r.ino, r.name)
       const to = pathOf(r.ino2, r.name2)
       if (r.flags & RENAME_NOREPLACE && (await fs.exists(to))) fail('EEXIST', `${to} exists`)
+      await table.holdOpen(table.named(r.ino2, r.name2 as string), holdWritable)
       await fs.rename(from, to)
       // A directory moved (maybe over another): both parents are counted again.
       const moved = table.named(r.ino, r.name as string) ?? { mode: S_IFDIR }

@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs'
 import type { FileSystem } from '@agentfs/fs'
 import * as binding from '@agentfs/fuse'
+import { OverlayFs } from '@agentfs/overlay'
 import { kernelOperations } from './fuse-kernel.js'
 
 /** How `agentfs mount` and `agentfs run` mount a filesystem. */
@@ -139,6 +140,7 @@ export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOp
     gid: process.getgid?.() ?? 0,
     report,
     ...(options.flush ? { flush: options.flush } : {}),
+    ...(fs instanceof OverlayFs ? { copyOnWrite: true } : {}),
     ...(options.uid !== undefined ? { reportUid: options.uid } : {}),
     ...(options.gid !== undefined ? { reportGid: options.gid } : {}),
   })

@@ -223,15 +223,62 @@ export class NodeTable {
       return await call(await this.#handleFor(nodeid, write))
     } catch (error) {
       if ((error as { code?: string }).code !== 'EBADF') throw error
-      this.#closeHandles(this.of(nodeid))
+      const node = this.of(nodeid)
+      // A file with no name left lives only through the handles the node has.
+      if (node.names.length === 0) throw error
+      this.#closeHandles(node)
       return call(await this.#handleFor(nodeid, write))
     }
   }
 
-  /** Keeps `handle` as the node's handle for writing (closing it when one is kept already). */
-  adoptWriter(node: Node, handle: FsFileHandle): void {
-    if (node.writer === undefined) node.writer = Promise.resolve(handle)
-    else void handle.close().catch(() => {})
+  /**
+   * Keeps `handle` as the node's handle for writing (closing it when one is kept already), and
+   * for reading too when it was opened for both.
+   */
+  adoptWriter(node: Node, handle: FsFileHandle, readable: boolean): void {
+    if (node.writer !== undefined) {
+      void handle.close().catch(() => {})
+      return
+    }
+    node.writer = Promise.resolve(handle)
+    if (readable && node.reader === undefined) node.reader = node.writer
+  }
+
+  /**
+   * Before a name of a regular file the kernel holds goes (unlink, a rename over it): makes
+   * sure the node has a handle of the filesystem, which keeps the file should that be its last
+   * name — the kernel may have it open, and POSIX keeps an open file until its last close; the
+   * filesystem frees it when the node's handles close, at the kernel's forget. `writable`: the
+   * handle is opened for reading and writing (not on a copy-on-write view, where opening for
+   * writing copies the file up).
+   */
+  async holdOpen(node: Node | undefined, writable: boolean): Promise<void> {
+    if (node === undefined || node.lookups <= 0 || (node.mode & S_IFMT) !== S_IFREG) return
+    if (node.reader !== undefined || node.writer !== undefined) return
+    let both = false
+    const held = this.resolve(node.nodeid).then(async ({ path }) => {
+      const rw = writable
+        ? await this.#fs.open(path, constants.O_RDWR).catch(() => undefined)
+        : undefined
+      both = rw !== undefined
+      return rw ?? this.#fs.open(path, constants.O_RDONLY)
+    })
+    node.reader = held
+    try {
+      await held
+    } catch {
+      // Not held (gone already, or not allowed): the unlink goes on, and frees the file.
+      if (node.reader === held) node.reader = undefined
+      return
+    }
+    if (both && node.writer === undefined) node.writer = held
+  }
+
+  /** The node's own stats through its handle: a file unlinked while the kernel has it open. */
+  async statByHandle(nodeid: number): Promise<Stats | undefined> {
+    const node = this.of(nodeid)
+    const handle = node.reader ?? node.writer
+    return handle === undefined ? undefined : (await handle).stat()
   }
 
   /** Closes every node's handles (at unmount). */
@@ -241,25 +288,31 @@ export class NodeTable {
     await Promise.allSettled(open.map(async (h) => (await h)?.close()))
   }
 
-  /** The node's handle for reading (or writing), opened on first use. */
+  /**
+   * The node's handle for reading (or writing), opened on first use. A handle for writing is
+   * opened for reading too where that is allowed, and then serves reads as well: a file
+   * unlinked while open has only the handles its node has.
+   */
   #handleFor(nodeid: number, write: boolean): Promise<FsFileHandle> {
     const node = this.of(nodeid)
-    let pending = write ? node.writer : node.reader
-    if (pending === undefined) {
-      pending = this.resolve(nodeid).then(({ path, stats }) => {
-        if ((stats.mode & S_IFMT) !== S_IFREG) fail('EISDIR', `${path} is not a regular file`)
-        return this.#fs.open(path, write ? constants.O_WRONLY : constants.O_RDONLY)
-      })
-      if (write) node.writer = pending
-      else node.reader = pending
-      // A handle that could not open is not kept: the next call tries again.
-      const opened = pending
-      opened.catch(() => {
-        if (node.writer === opened) node.writer = undefined
-        if (node.reader === opened) node.reader = undefined
-      })
-    }
-    return pending
+    const kept = write ? node.writer : node.reader
+    if (kept !== undefined) return kept
+    const opened = this.resolve(nodeid).then(async ({ path, stats }) => {
+      if ((stats.mode & S_IFMT) !== S_IFREG) fail('EISDIR', `${path} is not a regular file`)
+      if (!write) return this.#fs.open(path, constants.O_RDONLY)
+      const both = await this.#fs.open(path, constants.O_RDWR).catch(() => undefined)
+      if (both !== undefined && node.reader === undefined && node.writer === opened)
+        node.reader = opened
+      return both ?? this.#fs.open(path, constants.O_WRONLY)
+    })
+    if (write) node.writer = opened
+    else node.reader = opened
+    // A handle that could not open is not kept: the next call tries again.
+    opened.catch(() => {
+      if (node.writer === opened) node.writer = undefined
+      if (node.reader === opened) node.reader = undefined
+    })
+    return opened
   }
 
   #closeHandles(node: Node): void {

@@ -1,13 +1,26 @@
 import { spawnSync } from 'node:child_process'
+import {
+  closeSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs'
 import { chmod, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import { describe, expect, test } from 'vitest'
 import { fuseTests, runCli, sh, startMountIn, useCliSandbox } from './helpers.js'
 
 /**
  * POSIX behaviour of `agentfs mount` for every user (run as root, which may act as others):
  * permissions of other users, sticky and setgid directories, chown rules, hard links as one
- * inode, directory link counts, ctime, a huge truncate, and an unmount from outside.
+ * inode, directory link counts, ctime, a huge truncate, files unlinked while open, and an
+ * unmount from outside.
  */
 const fuse = fuseTests('FUSE POSIX tests')
 const root = process.getuid?.() === 0
@@ -109,6 +122,82 @@ describe.skipIf(!fuse || !root)('POSIX on the mount, for every user', () => {
     } finally {
       await stop()
     }
+  })
+
+  test('a file unlinked while open lives on until its last close, then is freed', async () => {
+    const { mountpoint: mp, stop } = await mounted('orphans')
+    const at = (name: string) => join(mp, name)
+    const bytes = (fd: number, length = 64) => {
+      const buffer = Buffer.alloc(length)
+      return buffer.subarray(0, readSync(fd, buffer, 0, length, 0)).toString()
+    }
+    /** Inodes without links, and orphan records, as another connection sees them. */
+    const orphans = () => {
+      const db = new Database(join(cwd, 'orphans.db'), { readonly: true })
+      try {
+        const row = db
+          .prepare(
+            "SELECT (SELECT count(*) FROM fs_inode WHERE nlink = 0) AS inodes, (SELECT count(*) FROM agentfs_meta WHERE key LIKE 'orphan.%') AS records",
+          )
+          .get()
+        return row as { inodes: number; records: number }
+      } finally {
+        db.close()
+      }
+    }
+    const fds: number[] = []
+    let again: { stop: () => Promise<unknown> } | undefined
+    try {
+      writeFileSync(at('a'), 'abc')
+      writeFileSync(at('untouched'), 'from before')
+      await stop()
+      // A second mount of the database: it never opened `untouched` before the unlink.
+      again = await startMountIn({ cli, cwd }, 'orphans.db', mp)
+      const untouched = openSync(at('untouched'), 'r+')
+      fds.push(untouched)
+      unlinkSync(at('untouched'))
+      expect(fstatSync(untouched).nlink).toBe(0)
+      expect(bytes(untouched)).toBe('from before')
+      writeSync(untouched, 'F', 0)
+      expect(bytes(untouched)).toBe('From before')
+
+      const a = openSync(at('a'), 'r+')
+      fds.push(a)
+      unlinkSync(at('a'))
+      expect(fstatSync(a).nlink).toBe(0)
+      writeSync(a, 'XY', 1)
+      ftruncateSync(a, 10)
+      expect(fstatSync(a).size).toBe(10)
+      expect(bytes(a)).toBe('aXY\0\0\0\0\0\0\0')
+
+      // A temporary file as SQLite and tmpfile(3) make them: created, unlinked, then used.
+      const tmp = openSync(at('tmp'), 'wx+')
+      fds.push(tmp)
+      unlinkSync(at('tmp'))
+      writeSync(tmp, 'x'.repeat(5000), 0)
+      expect(bytes(tmp, 10000)).toHaveLength(5000)
+
+      // A rename over an open file: the reader keeps the old content.
+      writeFileSync(at('config'), 'old')
+      const reader = openSync(at('config'), 'r')
+      fds.push(reader)
+      writeFileSync(at('config.new'), 'new')
+      renameSync(at('config.new'), at('config'))
+      expect(bytes(reader)).toBe('old')
+      expect(await readFile(at('config'), 'utf8')).toBe('new')
+      expect(sh('ls', mp)).toBe('config\n')
+      expect(orphans()).toEqual({ inodes: 4, records: 4 })
+
+      for (const fd of fds.splice(0)) closeSync(fd)
+      // The kernel forgets a closed unlinked file at once; the mount then frees it.
+      for (let i = 0; i < 100 && orphans().inodes > 0; i++)
+        await new Promise((r) => setTimeout(r, 50))
+      expect(orphans()).toEqual({ inodes: 0, records: 0 })
+    } finally {
+      for (const fd of fds) closeSync(fd)
+      await (again ?? { stop }).stop()
+    }
+    expect(runCli(cli, ['fsck', 'orphans.db'], { cwd }).code).toBe(0)
   })
 
   test('a huge truncate is refused at once and the mount stays responsive', async () => {

@@ -103,6 +103,28 @@ describe.skipIf(!fuse)('agentfs run', () => {
     expect(missing.code).not.toBe(0)
   }, 60_000)
 
+  test('in the view, a file unlinked while open stays readable (and writable, if new) until closed', async () => {
+    const dir = join(cwd, 'unlinked')
+    await mkdir(dir)
+    sh("printf 'from the host\\n' > host.txt", dir)
+    const script = String.raw`
+      exec 3<host.txt; rm host.txt
+      echo "host: $(cat <&3) nlink $(stat -L -c %h /proc/self/fd/3)"
+      echo new > made; exec 4<>made; rm made; echo rewritten >&4
+      echo "made: $(cat /proc/self/fd/4) nlink $(stat -L -c %h /proc/self/fd/4)"
+      exec 3<&- 4<&-; ls
+    `
+    const run = runCli(cli, ['run', '--db', '../unlinked.db', '--', 'sh', '-c', script], {
+      cwd: dir,
+    })
+    expect(run.out).toBe('host: from the host nlink 0\nmade: rewritten nlink 0\n')
+    expect(run.code).toBe(0)
+    expect(sh('cat host.txt', dir)).toBe('from the host\n')
+    const diff = runCli(cli, ['diff', '--json', '../unlinked.db'], { cwd: dir })
+    const changes = JSON.parse(diff.out) as { kind: string; path: string }[]
+    expect(changes.map((c) => `${c.kind} ${c.path}`)).toEqual(['deleted /host.txt'])
+  })
+
   test('a session database of another directory is refused with one clear line', async () => {
     const other = join(cwd, 'other')
     await mkdir(other)
