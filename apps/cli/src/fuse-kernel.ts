@@ -3,11 +3,9 @@ import type { FileSystem, Stats } from '@agentfs/fs'
 import type { Attributes, Entry, Operations, PlusListing, Request } from '@agentfs/fuse'
 import { SET_ATTR } from '@agentfs/fuse'
 import {
-  decimal,
   direntMode,
   fail,
   NAME_MAX,
-  NS,
   RENAME_EXCHANGE,
   RENAME_NOREPLACE,
   S_IFDIR,
@@ -19,6 +17,7 @@ import {
 } from './fuse-dirs.js'
 import { NodeTable, ROOT } from './fuse-nodes.js'
 import { ownership } from './fuse-owners.js'
+import { applySetattr } from './fuse-setattr.js'
 
 /**
  * A {@link FileSystem} as libfuse's low-level operations: the kernel names files by node id, and
@@ -91,17 +90,6 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   const childPath = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`)
   const resolve = (nodeid: number) => table.resolve(nodeid)
   const holdWritable = options.copyOnWrite !== true
-  /** The node's stats by name, or through its handle when no name is left (unlinked, open). */
-  const statsOf = async (nodeid: number): Promise<{ path: string; stats: Stats }> => {
-    try {
-      return await resolve(nodeid)
-    } catch (error) {
-      if ((error as { code?: string }).code !== 'ENOENT') throw error
-      const stats = await table.statByHandle(nodeid)
-      if (stats === undefined) throw error
-      return { path: '', stats }
-    }
-  }
   /** fsync's promise: the changes so far are stored; a lost commit answers EIO (and once only). */
   const flush = async () => {
     try {
@@ -239,38 +227,21 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
     },
     forget: (ino, nlookup) => table.forget(ino, nlookup),
     getattr: async (r) => {
-      const { path, stats } = await statsOf(r.ino)
+      const { path, stats } = await table.resolveOrHeld(r.ino)
       const attr = await attributes(r.ino, path, stats)
       // No name leads to it (a view's base file keeps its own links below the view).
       return path === '' ? { ...attr, nlink: 0 } : attr
     },
     setattr: async (r) => {
       const set = r.toSet ?? 0
-      let { path, stats } = await statsOf(r.ino)
+      let { path, stats } = await table.resolveOrHeld(r.ino)
       if (path === '') {
         // A file unlinked while open: its size changes through its handle (ftruncate).
         if (set !== SET_ATTR.SIZE) fail('ENOENT', `node ${r.ino} has no name left`)
         await table.withHandle(r.ino, true, (h) => h.truncate(r.size))
         return attributes(r.ino, path, (await table.statByHandle(r.ino)) ?? stats)
       }
-      if (set & (SET_ATTR.UID | SET_ATTR.GID))
-        await fs.lchown(
-          path,
-          set & SET_ATTR.UID ? r.uid : stats.uid,
-          set & SET_ATTR.GID ? r.gid : stats.gid,
-        )
-      if (set & SET_ATTR.MODE) await fs.chmod(path, r.mode & 0o7777)
-      if (set & SET_ATTR.SIZE) await fs.truncate(path, r.size)
-      if (set & (SET_ATTR.ATIME | SET_ATTR.MTIME)) {
-        const now = BigInt(Date.now()) * 1_000_000n
-        const time = (given: number, isNow: number, sec = 0, nsec = 0, current = 0n) =>
-          decimal(set & isNow ? now : set & given ? BigInt(sec) * NS + BigInt(nsec) : current)
-        await fs.lutimes(
-          path,
-          time(SET_ATTR.ATIME, SET_ATTR.ATIME_NOW, r.atimeSec, r.atimeNsec, stats.atimeNs),
-          time(SET_ATTR.MTIME, SET_ATTR.MTIME_NOW, r.mtimeSec, r.mtimeNsec, stats.mtimeNs),
-        )
-      }
+      await applySetattr(fs, r, path, stats)
       ;({ path, stats } = await resolve(r.ino))
       return attributes(r.ino, path, stats)
     },

@@ -274,6 +274,21 @@ export class NodeTable {
     if (both && node.writer === undefined) node.writer = held
   }
 
+  /**
+   * {@link resolve}, or for a file with no name left that the node holds open (unlinked while
+   * the kernel has it open) its stats through the handle, with path `''`.
+   */
+  async resolveOrHeld(nodeid: number): Promise<{ path: string; stats: Stats }> {
+    try {
+      return await this.resolve(nodeid)
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ENOENT') throw error
+      const stats = await this.statByHandle(nodeid)
+      if (stats === undefined) throw error
+      return { path: '', stats }
+    }
+  }
+
   /** The node's own stats through its handle: a file unlinked while the kernel has it open. */
   async statByHandle(nodeid: number): Promise<Stats | undefined> {
     const node = this.of(nodeid)
