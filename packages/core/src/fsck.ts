@@ -1,6 +1,6 @@
 import { type Check, type FindRow, HISTORY_CHECKS } from './fsck-history.js'
 import { type Queryable, recursiveQueries } from './guard-driver.js'
-import { freeOrphan, holderAlive, listOrphans, META_ORPHAN } from './orphans.js'
+import { freeOrphans, holderAlive, listOrphans, META_ORPHAN } from './orphans.js'
 import {
   ROOT_INO,
   S_IFBLK,
@@ -166,7 +166,10 @@ const CHECKS: readonly Check[] = [
         ? `inode ${r.ino} is recorded as unlinked while open, but it has links or does not exist`
         : `inode ${r.ino} was unlinked while open in a process that is gone (${r.detail}); it is freed on repair`,
     async fix(tx) {
-      for (const row of await unlinkedOpen(tx)) await freeOrphan(tx, row.ino!)
+      await freeOrphans(
+        tx,
+        (await unlinkedOpen(tx)).map((row) => row.ino!),
+      )
     },
   },
   {

@@ -62,7 +62,7 @@ export {
   FREED_WITH_INODE,
   freeDeadOrphans,
   freeInode,
-  freeOrphan,
+  freeOrphans,
   holderAlive,
   keepOrphan,
   listOrphans,

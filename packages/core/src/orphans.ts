@@ -64,24 +64,40 @@ export async function freeInode(q: Queryable, ino: number): Promise<void> {
     await executeDeferred(q, { sql: `DELETE FROM ${table} WHERE ${column} = ?`, params: [ino] })
 }
 
+/** Inodes per statement of {@link freeOrphans} (well within every engine's parameter limit). */
+const BATCH = 500
+
 /**
- * Frees orphan `ino` (in the caller's transaction): its rows go if it is still without links
- * and entries (a database can be changed by others in between), and its `orphan.` row goes.
- * Returns whether the inode was freed.
+ * Frees orphans `inos` (in the caller's transaction), a batch per statement: the rows of each
+ * that still has no link go (a link made since would have raised its nlink), and every one's
+ * `orphan.` record goes. Returns how many inodes were freed.
  */
-export async function freeOrphan(q: Queryable, ino: number): Promise<boolean> {
-  await q.execute({
-    sql: 'DELETE FROM agentfs_meta WHERE key = ?',
-    params: [`${META_ORPHAN}${ino}`],
-  })
-  if (ino === ROOT_INO) return false
-  const { rows } = await q.execute<{ n: number }>({
-    sql: 'SELECT count(*) AS n FROM fs_inode i WHERE i.ino = ? AND i.nlink <= 0 AND NOT EXISTS (SELECT 1 FROM fs_dentry d WHERE d.ino = i.ino)',
-    params: [ino],
-  })
-  if (Number(rows[0]?.n ?? 0) === 0) return false
-  await freeInode(q, ino)
-  return true
+export async function freeOrphans(q: Queryable, inos: readonly number[]): Promise<number> {
+  let freed = 0
+  for (let i = 0; i < inos.length; i += BATCH) {
+    const batch = inos.slice(i, i + BATCH).filter((ino) => ino !== ROOT_INO)
+    if (batch.length === 0) continue
+    const list = batch.map(() => '?').join(', ')
+    await q.execute({
+      sql: `DELETE FROM agentfs_meta WHERE key IN (${list})`,
+      params: batch.map((ino) => `${META_ORPHAN}${ino}`),
+    })
+    const { rows } = await q.execute<{ ino: number }>({
+      // nlink alone, as the spec's unlink decides (fs_dentry has no index on ino to look in).
+      sql: `SELECT ino FROM fs_inode WHERE ino IN (${list}) AND nlink <= 0`,
+      params: batch,
+    })
+    const dead = rows.map((row) => Number(row.ino))
+    if (dead.length === 0) continue
+    const deadList = dead.map(() => '?').join(', ')
+    for (const [table, column] of FREED_WITH_INODE)
+      await q.execute({
+        sql: `DELETE FROM ${table} WHERE ${column} IN (${deadList})`,
+        params: dead,
+      })
+    freed += dead.length
+  }
+  return freed
 }
 
 /** The orphans recorded in the database: inode and holder. */
@@ -105,9 +121,10 @@ export async function listOrphans(q: Queryable): Promise<{ ino: number; holder: 
 export async function freeDeadOrphans(q: Queryable): Promise<number> {
   const dead = (await listOrphans(q)).filter((o) => !holderAlive(o.holder))
   if (dead.length === 0) return 0
-  return q.transaction(async (tx) => {
-    let freed = 0
-    for (const { ino } of dead) if (await freeOrphan(tx, ino)) freed++
-    return freed
-  })
+  return q.transaction((tx) =>
+    freeOrphans(
+      tx,
+      dead.map((o) => o.ino),
+    ),
+  )
 }

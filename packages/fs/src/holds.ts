@@ -1,4 +1,4 @@
-import { freeOrphan, type Queryable } from '@agentfs/core'
+import { freeOrphans, type Queryable } from '@agentfs/core'
 
 /**
  * The inodes this process holds open (one count per open handle) over one database, and which
@@ -52,7 +52,7 @@ export class Holds {
       this.#pending = []
       this.#batch = undefined
       return this.#db.transaction(async (tx) => {
-        for (const orphan of inos) await freeOrphan(tx, orphan)
+        await freeOrphans(tx, inos)
       })
     })
     await this.#batch
