@@ -316,8 +316,13 @@ export class NodeTable {
       if ((stats.mode & S_IFMT) !== S_IFREG) fail('EISDIR', `${path} is not a regular file`)
       if (!write) return this.#fs.open(path, constants.O_RDONLY)
       const both = await this.#fs.open(path, constants.O_RDWR).catch(() => undefined)
-      if (both !== undefined && node.reader === undefined && node.writer === opened)
+      if (both !== undefined && node.writer === opened && node.reader !== opened) {
+        // Reads go through it from now on: on a copy-on-write view the file it writes is the
+        // copy, and a handle opened for reading before still reads the base.
+        const previous = node.reader
         node.reader = opened
+        void previous?.then((h) => h.close()).catch(() => {})
+      }
       return both ?? this.#fs.open(path, constants.O_WRONLY)
     })
     if (write) node.writer = opened

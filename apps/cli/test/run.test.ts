@@ -107,7 +107,7 @@ describe.skipIf(!fuse)('agentfs run', () => {
     const dir = join(cwd, 'unlinked')
     await mkdir(dir)
     sh("printf 'from the host\\n' > host.txt", dir)
-    const script = String.raw`
+    const script = `
       exec 3<host.txt; rm host.txt
       echo "host: $(cat <&3) nlink $(stat -L -c %h /proc/self/fd/3)"
       echo new > made; exec 4<>made; rm made; echo rewritten >&4
@@ -124,6 +124,25 @@ describe.skipIf(!fuse)('agentfs run', () => {
     const changes = JSON.parse(diff.out) as { kind: string; path: string }[]
     expect(changes.map((c) => `${c.kind} ${c.path}`)).toEqual(['deleted /host.txt'])
   })
+
+  test.skipIf(!root)(
+    'in the view, reads after a write see the copy, not the host file',
+    async () => {
+      const dir = join(cwd, 'copied')
+      await mkdir(dir)
+      sh("printf 'from the host\\n' > f.txt", dir)
+      // Read first (through the host file), append (the view copies the file up), then read again
+      // with the kernel's page cache dropped, so that the read reaches the mount.
+      const script =
+        'cat f.txt > /dev/null; echo appended >> f.txt; sync; echo 1 > /proc/sys/vm/drop_caches; cat f.txt'
+      const run = runCli(cli, ['run', '--db', '../copied.db', '--', 'sh', '-c', script], {
+        cwd: dir,
+      })
+      expect(run.out).toBe('from the host\nappended\n')
+      expect(run.code).toBe(0)
+      expect(sh('cat f.txt', dir)).toBe('from the host\n')
+    },
+  )
 
   test('a session database of another directory is refused with one clear line', async () => {
     const other = join(cwd, 'other')
