@@ -8,8 +8,10 @@ export default defineConfig({
   ssr: { resolve: { conditions, externalConditions: ['@agentfs/source'] } },
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // A guard against hangs, not a speed check: on a loaded two-core CI machine, tests that take
+    // 20 s alone (a remote driver's 600 writes, a CLI building its examples' world) took over 30.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     pool: 'forks',
   },
 })
