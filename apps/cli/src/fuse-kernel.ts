@@ -143,7 +143,7 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
    */
   const createFile = async (r: Request, path: string): Promise<Entry> => {
     const flags = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY
-    const both = (flags & ~constants.O_WRONLY) | constants.O_RDWR
+    const both = constants.O_CREAT | constants.O_EXCL | constants.O_RDWR
     const set = foreignOwner(r)
     if (set !== undefined) {
       // Another user's file: created and given its owner in one transaction; the first write

@@ -1,6 +1,7 @@
-import { type Check, type FindRow, HISTORY_CHECKS } from './fsck-history.js'
+import type { Check, FindRow } from './fsck-check.js'
+import { HISTORY_CHECKS } from './fsck-history.js'
+import { ORPHAN_CHECKS } from './fsck-orphans.js'
 import { type Queryable, recursiveQueries } from './guard-driver.js'
-import { freeOrphans, holderAlive, listOrphans, META_ORPHAN } from './orphans.js'
 import {
   ROOT_INO,
   S_IFBLK,
@@ -97,23 +98,6 @@ const LINKS = `(SELECT COUNT(*) FROM fs_dentry d WHERE d.ino = i.ino) + (i.ino =
 const DERIVED_PARENT =
   "CASE WHEN instr(substr(path, 2), '/') = 0 THEN '/' ELSE substr(path, 1, length(rtrim(path, replace(path, '/', ''))) - 1) END"
 
-/**
- * Orphan records that need repair: inodes unlinked while open in a process that is gone
- * (`detail`: the holder), and records of inodes that have links again or no longer exist.
- */
-async function unlinkedOpen(q: Queryable): Promise<FindRow[]> {
-  const found: FindRow[] = []
-  for (const { ino, holder } of await listOrphans(q)) {
-    const { rows } = await q.execute<{ n: number }>({
-      sql: 'SELECT count(*) AS n FROM fs_inode i WHERE i.ino = ? AND i.nlink <= 0 AND NOT EXISTS (SELECT 1 FROM fs_dentry d WHERE d.ino = i.ino)',
-      params: [ino],
-    })
-    if (Number(rows[0]?.n ?? 0) === 0) found.push({ ino, detail: null })
-    else if (!holderAlive(holder)) found.push({ ino, detail: holder })
-  }
-  return found
-}
-
 /** Every consistency rule of spec v0.4, plus our extension tables. */
 const CHECKS: readonly Check[] = [
   {
@@ -150,28 +134,7 @@ const CHECKS: readonly Check[] = [
     message: (r) => `inode ${r.ino}: nlink ${r.detail}`,
     repair: `UPDATE fs_inode AS i SET nlink = ${LINKS} WHERE i.nlink != ${LINKS}`,
   },
-  {
-    rule: 'orphan-inode',
-    repairable: false,
-    // An inode unlinked while open is recorded as such (rule unlinked-open).
-    find: `SELECT i.ino AS ino, i.mode AS detail FROM fs_inode i WHERE i.ino != ${ROOT_INO} AND NOT EXISTS (SELECT 1 FROM fs_dentry d WHERE d.ino = i.ino) AND NOT EXISTS (SELECT 1 FROM agentfs_meta m WHERE m.key = '${META_ORPHAN}' || i.ino)`,
-    message: (r) => `inode ${r.ino} has no directory entry (unreachable)`,
-  },
-  {
-    rule: 'unlinked-open',
-    repairable: true,
-    find: unlinkedOpen,
-    message: (r) =>
-      r.detail === null
-        ? `inode ${r.ino} is recorded as unlinked while open, but it has links or does not exist`
-        : `inode ${r.ino} was unlinked while open in a process that is gone (${r.detail}); it is freed on repair`,
-    async fix(tx) {
-      await freeOrphans(
-        tx,
-        (await unlinkedOpen(tx)).map((row) => row.ino!),
-      )
-    },
-  },
+  ...ORPHAN_CHECKS,
   {
     rule: 'size',
     repairable: false,

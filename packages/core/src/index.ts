@@ -62,12 +62,15 @@ export {
   FREED_WITH_INODE,
   freeDeadOrphans,
   freeInode,
+  freeInodes,
   freeOrphans,
   holderAlive,
+  INODE_BATCH,
   keepOrphan,
   listOrphans,
   META_ORPHAN,
   orphanHolder,
+  unlinkedOf,
 } from './orphans.js'
 export type { ParsedPath, PathLike } from './path.js'
 export {

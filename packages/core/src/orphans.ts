@@ -64,8 +64,37 @@ export async function freeInode(q: Queryable, ino: number): Promise<void> {
     await executeDeferred(q, { sql: `DELETE FROM ${table} WHERE ${column} = ?`, params: [ino] })
 }
 
-/** Inodes per statement of {@link freeOrphans} (well within every engine's parameter limit). */
-const BATCH = 500
+/** Inodes per statement of the batched frees (well within every engine's parameter limit). */
+export const INODE_BATCH = 500
+
+/** `?, ?, …` for `count` parameters. */
+function placeholders(count: number): string {
+  return Array.from({ length: count }, () => '?').join(', ')
+}
+
+/** Of inodes `inos` (at most {@link INODE_BATCH}), those left without a link. */
+export async function unlinkedOf(q: Queryable, inos: readonly number[]): Promise<number[]> {
+  const { rows } = await q.execute<{ ino: number }>({
+    // nlink alone, as the spec's unlink decides (fs_dentry has no index on ino to look in).
+    sql: `SELECT ino FROM fs_inode WHERE ino IN (${placeholders(inos.length)}) AND nlink <= 0`,
+    params: [...inos],
+  })
+  return rows.map((row) => Number(row.ino))
+}
+
+/**
+ * Deletes the rows of inodes `inos` (see {@link FREED_WITH_INODE}) in the caller's transaction,
+ * a batch per statement. A synced database frees one inode at a time ({@link freeInode}): its
+ * replay relies on that statement order.
+ */
+export async function freeInodes(q: Queryable, inos: readonly number[]): Promise<void> {
+  for (let i = 0; i < inos.length; i += INODE_BATCH) {
+    const batch = inos.slice(i, i + INODE_BATCH)
+    const list = placeholders(batch.length)
+    for (const [table, column] of FREED_WITH_INODE)
+      await q.execute({ sql: `DELETE FROM ${table} WHERE ${column} IN (${list})`, params: batch })
+  }
+}
 
 /**
  * Frees orphans `inos` (in the caller's transaction), a batch per statement: the rows of each
@@ -74,37 +103,31 @@ const BATCH = 500
  */
 export async function freeOrphans(q: Queryable, inos: readonly number[]): Promise<number> {
   let freed = 0
-  for (let i = 0; i < inos.length; i += BATCH) {
-    const batch = inos.slice(i, i + BATCH).filter((ino) => ino !== ROOT_INO)
+  for (let i = 0; i < inos.length; i += INODE_BATCH) {
+    const batch = inos.slice(i, i + INODE_BATCH).filter((ino) => ino !== ROOT_INO)
     if (batch.length === 0) continue
-    const list = batch.map(() => '?').join(', ')
     await q.execute({
-      sql: `DELETE FROM agentfs_meta WHERE key IN (${list})`,
+      sql: `DELETE FROM agentfs_meta WHERE key IN (${placeholders(batch.length)})`,
       params: batch.map((ino) => `${META_ORPHAN}${ino}`),
     })
-    const { rows } = await q.execute<{ ino: number }>({
-      // nlink alone, as the spec's unlink decides (fs_dentry has no index on ino to look in).
-      sql: `SELECT ino FROM fs_inode WHERE ino IN (${list}) AND nlink <= 0`,
-      params: batch,
-    })
-    const dead = rows.map((row) => Number(row.ino))
-    if (dead.length === 0) continue
-    const deadList = dead.map(() => '?').join(', ')
-    for (const [table, column] of FREED_WITH_INODE)
-      await q.execute({
-        sql: `DELETE FROM ${table} WHERE ${column} IN (${deadList})`,
-        params: dead,
-      })
+    const dead = await unlinkedOf(q, batch)
+    await freeInodes(q, dead)
     freed += dead.length
   }
   return freed
 }
 
+/**
+ * The range of the `orphan.<ino>` keys, from (inclusive) and to (exclusive): `.` is followed by
+ * `/` in code-point order. A range over the primary key, which LIKE cannot use.
+ */
+export const ORPHAN_KEYS = [META_ORPHAN, `${META_ORPHAN.slice(0, -1)}/`] as const
+
 /** The orphans recorded in the database: inode and holder. */
 export async function listOrphans(q: Queryable): Promise<{ ino: number; holder: string }[]> {
-  // A range over the primary key rather than LIKE, which cannot use it.
   const { rows } = await q.execute<{ key: string; value: string }>({
-    sql: "SELECT key, value FROM agentfs_meta WHERE key >= 'orphan.' AND key < 'orphan/' ORDER BY key",
+    sql: 'SELECT key, value FROM agentfs_meta WHERE key >= ? AND key < ? ORDER BY key',
+    params: [...ORPHAN_KEYS],
   })
   return rows
     .map((row) => ({

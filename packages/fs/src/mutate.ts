@@ -2,14 +2,16 @@ import {
   type Executor,
   executeDeferred,
   explicitId,
-  FREED_WITH_INODE,
   freeInode,
+  freeInodes,
+  INODE_BATCH,
   insertedRowid,
   keepOrphan,
   type Queryable,
   ROOT_INO,
   recursiveQueries,
   type Timestamp,
+  unlinkedOf,
 } from '@agentfs/core'
 import type { Holds } from './holds.js'
 import { INODE_COLUMNS, type InodeRow, touchCtime } from './inode.js'
@@ -200,9 +202,6 @@ export async function dropLink(
   if ((rows[0]?.nlink ?? 0) <= 0 && !(await keptOpen(q, ino, holds))) await freeInode(q, ino)
 }
 
-/** Inodes per statement of {@link dropLinks} (well within every engine's parameter limit). */
-const DROP_BATCH = 500
-
 /**
  * {@link dropLink} for many inodes (`links`: inode → links removed), a batch of inodes per
  * statement: the link counts moved, the inodes left without links found, then their rows,
@@ -229,25 +228,16 @@ export async function dropLinks(
   const ctime = touchCtime(now)
   const dead: number[] = []
   for (const [count, inos] of byCount)
-    for (let i = 0; i < inos.length; i += DROP_BATCH) {
-      const batch = inos.slice(i, i + DROP_BATCH)
-      const list = batch.map(() => '?').join(', ')
+    for (let i = 0; i < inos.length; i += INODE_BATCH) {
+      const batch = inos.slice(i, i + INODE_BATCH)
       await q.execute({
-        sql: `UPDATE fs_inode SET nlink = nlink - ?, ${ctime.sql} WHERE ino IN (${list})`,
+        sql: `UPDATE fs_inode SET nlink = nlink - ?, ${ctime.sql} WHERE ino IN (${batch.map(() => '?').join(', ')})`,
         params: [count, ...ctime.params, ...batch],
       })
-      const { rows } = await q.execute<{ ino: number }>({
-        sql: `SELECT ino FROM fs_inode WHERE ino IN (${list}) AND nlink <= 0`,
-        params: batch,
-      })
-      for (const row of rows) if (!(await keptOpen(q, row.ino, holds))) dead.push(row.ino)
+      for (const ino of await unlinkedOf(q, batch))
+        if (!(await keptOpen(q, ino, holds))) dead.push(ino)
     }
-  for (let i = 0; i < dead.length; i += DROP_BATCH) {
-    const batch = dead.slice(i, i + DROP_BATCH)
-    const list = batch.map(() => '?').join(', ')
-    for (const [table, column] of FREED_WITH_INODE)
-      await q.execute({ sql: `DELETE FROM ${table} WHERE ${column} IN (${list})`, params: batch })
-  }
+  await freeInodes(q, dead)
 }
 
 /** Deepest directory nesting `pathOf` follows before it gives up (a cycle, or a damaged tree). */

@@ -146,6 +146,42 @@ describe('a file unlinked while open by a process that died', () => {
     }
   })
 
+  test('fsck checks the records in a fixed number of statements, however many a file holds', async () => {
+    const { fs, db } = await freshFs('better-sqlite3')
+    await fs.writeFile('/f', 'data')
+    const linked = (await fs.stat('/f')).ino
+    /** Statements fsck runs on the database. */
+    const statements = async () => {
+      let count = 0
+      const counting = new Proxy(db, {
+        get(target, key) {
+          if (key === 'execute')
+            return (statement: Parameters<Queryable['execute']>[0]) => {
+              count++
+              return target.execute(statement)
+            }
+          const value = Reflect.get(target, key)
+          return typeof value === 'function' ? value.bind(target) : value
+        },
+      })
+      const report = await fsck(counting)
+      return { count, findings: report.findings.length }
+    }
+    const record = (n: number, ino: number) =>
+      db.execute({
+        sql: 'INSERT INTO agentfs_meta (key, value) VALUES (?, ?)',
+        params: [`${META_ORPHAN}${ino}`, `${hostname()} ${process.pid} ${n}`],
+      })
+    // Records a hostile or damaged file may hold: of an inode with a link, and of missing ones.
+    await record(0, linked)
+    const few = await statements()
+    for (let n = 1; n <= 300; n++) await record(n, 1000 + n)
+    const many = await statements()
+    expect(few.findings).toBe(1)
+    expect(many.findings).toBe(301)
+    expect(many.count).toBe(few.count)
+  })
+
   test('fsck --repair frees it when no open did', async () => {
     const { fs, db } = await freshFs('better-sqlite3')
     await fs.writeFile('/f', 'data')

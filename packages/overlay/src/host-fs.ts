@@ -32,6 +32,7 @@ import {
 import { openListedDir, walkGlob, walkGrep } from './generic-search.js'
 import { copyHostFile, listTree, mkdirp, removeTree } from './host-tree.js'
 import {
+  asFsFileHandle,
   type HostResolution,
   HostWalker,
   hostError,
@@ -359,13 +360,7 @@ export class HostFileSystem implements FileSystem {
       { follow: true, allowMissing: (numeric & O_CREAT) !== 0 },
       (r) => openAt(r, numeric, mode),
     )
-    // Node's handle, with stat() answering as every FsFileHandle does (AgentFS Stats, to the
-    // nanosecond) instead of with Node's Stats.
-    const nodeStat = handle.stat.bind(handle)
-    Object.defineProperty(handle, 'stat', {
-      value: async () => statsFromNode(await nodeStat({ bigint: true })),
-    })
-    return handle as unknown as FsFileHandle
+    return asFsFileHandle(handle)
   }
 
   /** Lists the directory once, then iterates the listing. */

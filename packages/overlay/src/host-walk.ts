@@ -10,7 +10,7 @@ import {
   parsePath,
   resolvePath,
 } from '@agentfs/core'
-import { Stats } from '@agentfs/fs'
+import { type FsFileHandle, Stats } from '@agentfs/fs'
 
 const NS = 1_000_000_000n
 
@@ -276,4 +276,16 @@ export function lstatAt(r: HostResolution): Promise<BigIntStats> {
   return r.name === undefined
     ? fsp.stat(r.target, { bigint: true })
     : fsp.lstat(r.target, { bigint: true })
+}
+
+/**
+ * Node's handle as an {@link FsFileHandle}: its `stat()` answers as every one does (AgentFS
+ * Stats, to the nanosecond) instead of with Node's Stats.
+ */
+export function asFsFileHandle(handle: fsp.FileHandle): FsFileHandle {
+  const nodeStat = handle.stat.bind(handle)
+  Object.defineProperty(handle, 'stat', {
+    value: async () => statsFromNode(await nodeStat({ bigint: true })),
+  })
+  return handle as unknown as FsFileHandle
 }
