@@ -216,7 +216,7 @@ export function mountSession(
     db,
     changes: {
       sessionId,
-      follow: (signal) => followChanges(db, { signal, store: 'fs' }),
+      follow: (signal) => followChanges(db, { signal, store: 'fs', exceptSession: sessionId }),
     },
   }
 }

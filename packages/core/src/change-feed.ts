@@ -32,6 +32,11 @@ export interface ChangeQuery {
   readonly recursive?: boolean
   /** Only kv changes (`'kv'`) or only filesystem changes (`'fs'`). */
   readonly store?: 'fs' | 'kv'
+  /**
+   * Leave out the changes of this session (a writer that follows the feed for everyone else's
+   * changes, as a mount does): filtered by the database, so they cost no rows.
+   */
+  readonly exceptSession?: string
   /** Page size (default 100, at most 10,000). */
   readonly limit?: number
   /** Only changes at or after this time (ms since the epoch, or a Date). */
@@ -116,6 +121,10 @@ export async function readChanges(
   }
   if (query.store === 'kv') where.push("c.op LIKE 'kv-%'")
   if (query.store === 'fs') where.push("c.op NOT LIKE 'kv-%'")
+  if (query.exceptSession !== undefined) {
+    where.push('c.session_id IS NOT ?')
+    params.push(query.exceptSession)
+  }
   if (query.since !== undefined) {
     const ms = query.since instanceof Date ? query.since.getTime() : query.since
     if (!Number.isFinite(ms))

@@ -26,9 +26,16 @@ export const FREED_WITH_INODE = [
   ['fs_origin', 'delta_ino'],
 ] as const
 
+/** This machine's name, asked once (each `hostname()` is a system call). */
+let host: string | undefined
+const thisHost = () => {
+  host ??= hostname()
+  return host
+}
+
 /** This process, as an orphan's holder: `host pid`. */
 export function orphanHolder(): string {
-  return `${hostname()} ${process.pid}`
+  return `${thisHost()} ${process.pid}`
 }
 
 /**
@@ -39,7 +46,7 @@ export function orphanHolder(): string {
 export function holderAlive(holder: string): boolean {
   const match = /^(.*) (\d+)$/.exec(holder)
   if (match === null) return false
-  if (match[1] !== hostname()) return true
+  if (match[1] !== thisHost()) return true
   const pid = Number(match[2])
   if (pid === process.pid) return true
   try {

@@ -91,6 +91,25 @@ describe('change feed', () => {
     ])
   })
 
+  test("a follower leaves out its own session's changes, keeps everyone else's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfs-feed-'))
+    dirs.push(dir)
+    const path = join(dir, 'shared.db')
+    const mine = await open({ path, sessionId: 'mine' })
+    const theirs = await open({ path, sessionId: 'theirs' })
+    const anonymous = await open({ path })
+    await mine.fs.writeFile('/a', 'a')
+    await theirs.fs.writeFile('/b', 'b')
+    await anonymous.fs.writeFile('/c', 'c')
+    await mine.fs.unlink('/a')
+    const others = await mine.changes.since(0, { exceptSession: 'mine' })
+    expect(others.changes.map((c) => [c.path, c.sessionId])).toEqual([
+      ['/b', 'theirs'],
+      ['/c', null],
+    ])
+    expect((await mine.changes.since(0)).changes).toHaveLength(4)
+  })
+
   test('feed off: no rows', async () => {
     const agent = await open({ feed: false })
     await agent.fs.writeFile('/x', 'x')
