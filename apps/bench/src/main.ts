@@ -208,7 +208,11 @@ if (!values.workloads || values.workloads.split(',').includes('W12')) {
     )
     for (const r of rows)
       console.log(
-        `  ${r.command.padEnd(14)} plain ${fmt(r.plainSeconds, 3)}  mount ${fmt(r.fuseSeconds, 3)}  ×${fmt(r.ratio)}  --commit-delay ${GROUPED_DELAY_MS}: ${fmt(r.groupedSeconds, 3)} ×${fmt(r.groupedRatio)}${r.tmpfsSeconds === undefined ? '' : `   (in memory ${fmt(r.tmpfsSeconds, 3)}: ×${fmt(r.tmpfsRatio ?? 0)}, grouped ×${fmt(r.groupedTmpfsRatio ?? 0)})`}`,
+        `  ${r.command.padEnd(14)} plain ${fmt(r.plainSeconds, 3)}  mount ${fmt(r.fuseSeconds, 3)}  ×${fmt(r.ratio)}  --commit-delay ${GROUPED_DELAY_MS}: ${fmt(r.groupedSeconds, 3)} ×${fmt(r.groupedRatio)}${r.tmpfsSeconds === undefined ? '' : `   (in memory ${fmt(r.tmpfsSeconds, 3)}: ×${fmt(r.tmpfsRatio ?? 0)}, grouped ×${fmt(r.groupedTmpfsRatio ?? 0)})`}${r.floorSeconds === undefined ? '' : `   floor ${fmt(r.floorSeconds, 3)}${r.floorTmpfsRatio === undefined ? '' : ` ×${fmt(r.floorTmpfsRatio)} in memory`}, grouped ÷ floor ×${fmt(r.groupedFloorRatio ?? 0)}`}`,
+      )
+    if (rows.some((r) => r.floorSeconds !== undefined))
+      console.log(
+        '  (floor: an in-memory FUSE filesystem in C with handlers that cost next to nothing, native/floor-fs.c: the least any FUSE filesystem can take here)',
       )
   }
 }
