@@ -7,8 +7,9 @@
  * round trips: a ratio of `agentfs mount` to this mount is the cost of AgentFS itself.
  *
  * Enough of POSIX for cp -r, ls -lR, grep -r, git add + commit and rm -r; not a filesystem to
- * keep anything in (no limits, no files unlinked while open, no `.` and `..` in listings, data
- * freed at the last unlink). The bench builds it with `cc` and libfuse 3's headers.
+ * keep anything in (no symbolic links, no limits, no files unlinked while open, no `.` and `..`
+ * in listings, data freed at the last unlink). The bench builds it with `cc` and libfuse 3's
+ * headers.
  *
  *   floor-fs MOUNTPOINT     prints "mounted" once mounted; SIGTERM or SIGINT unmounts.
  */
@@ -30,7 +31,7 @@ typedef struct dentry {
 
 typedef struct {
   struct stat st;
-  char *data; /* a regular file's bytes, a symlink's target */
+  char *data; /* a regular file's bytes */
   size_t cap;
   dentry_t *entries; /* a directory's entries */
 } node_t;
@@ -207,20 +208,6 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
   make(req, parent, name, S_IFDIR | (mode & 07777));
 }
 
-static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name) {
-  if (find(parent, name) != NULL) {
-    fuse_reply_err(req, EEXIST);
-    return;
-  }
-  fuse_ino_t ino = new_node(req, S_IFLNK | 0777);
-  nodes[ino].data = strdup(target);
-  nodes[ino].st.st_size = (off_t)strlen(target);
-  add_entry(parent, name, ino);
-  reply_entry(req, ino);
-}
-
-static void op_readlink(fuse_req_t req, fuse_ino_t ino) { fuse_reply_readlink(req, nodes[ino].data); }
-
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name) {
   if (find(parent, name) != NULL) {
     fuse_reply_err(req, EEXIST);
@@ -372,12 +359,10 @@ static const struct fuse_lowlevel_ops operations = {
     .lookup = op_lookup,
     .getattr = op_getattr,
     .setattr = op_setattr,
-    .readlink = op_readlink,
     .mknod = op_mknod,
     .mkdir = op_mkdir,
     .unlink = op_unlink,
     .rmdir = op_rmdir,
-    .symlink = op_symlink,
     .rename = op_rename,
     .link = op_link,
     .open = op_open,
