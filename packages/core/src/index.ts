@@ -69,7 +69,10 @@ export {
   keepOrphan,
   listOrphans,
   META_ORPHAN,
+  ORPHAN_LEASE_MS,
+  ORPHAN_RENEW_MS,
   orphanHolder,
+  renewOrphans,
   unlinkedOf,
 } from './orphans.js'
 export type { ParsedPath, PathLike } from './path.js'

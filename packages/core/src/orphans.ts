@@ -33,20 +33,30 @@ const thisHost = () => {
   return host
 }
 
-/** This process, as an orphan's holder: `host pid`. */
-export function orphanHolder(): string {
-  return `${thisHost()} ${process.pid}`
+/**
+ * How often a process renews the records of the orphans it keeps (`renewOrphans`), and how old
+ * a renewal of another machine's process may be before its orphans count as abandoned: a
+ * process on another machine cannot be asked whether it still runs.
+ */
+export const ORPHAN_RENEW_MS = 60_000
+export const ORPHAN_LEASE_MS = 10 * ORPHAN_RENEW_MS
+
+/** This process, as an orphan's holder at time `now`: `host pid ms`. */
+export function orphanHolder(now = Date.now()): string {
+  return `${thisHost()} ${process.pid} ${now}`
 }
 
 /**
  * Whether the process named by an orphan's holder may still be running: a process of this
- * machine that no longer exists is not; one of another machine cannot be checked, and counts as
- * running.
+ * machine that no longer exists is not; one of another machine is while its last renewal is
+ * younger than {@link ORPHAN_LEASE_MS} (a holder written without one, by an earlier version,
+ * counts as running).
  */
-export function holderAlive(holder: string): boolean {
-  const match = /^(.*) (\d+)$/.exec(holder)
+export function holderAlive(holder: string, now = Date.now()): boolean {
+  const match = /^(\S+) (\d+)(?: (\d+))?$/.exec(holder)
   if (match === null) return false
-  if (match[1] !== thisHost()) return true
+  if (match[1] !== thisHost())
+    return match[3] === undefined || now - Number(match[3]) < ORPHAN_LEASE_MS
   const pid = Number(match[2])
   if (pid === process.pid) return true
   try {
@@ -122,6 +132,21 @@ export async function freeOrphans(q: Queryable, inos: readonly number[]): Promis
     freed += dead.length
   }
   return freed
+}
+
+/**
+ * Renews this process's records of orphans `inos` (a batch per statement; records that are gone,
+ * freed or rolled back, stay gone), so that other machines do not take them for abandoned.
+ */
+export async function renewOrphans(q: Queryable, inos: readonly number[]): Promise<void> {
+  const holder = orphanHolder()
+  for (let i = 0; i < inos.length; i += INODE_BATCH) {
+    const batch = inos.slice(i, i + INODE_BATCH)
+    await q.execute({
+      sql: `UPDATE agentfs_meta SET value = ? WHERE key IN (${placeholders(batch.length)})`,
+      params: [holder, ...batch.map((ino) => `${META_ORPHAN}${ino}`)],
+    })
+  }
 }
 
 /**

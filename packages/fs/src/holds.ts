@@ -1,10 +1,12 @@
-import { freeOrphans, type Queryable } from '@agentfs/core'
+import { freeOrphans, ORPHAN_RENEW_MS, type Queryable, renewOrphans } from '@agentfs/core'
 
 /**
  * The inodes this process holds open (one count per open handle) over one database, and which
  * of them lost their last link while open: an unlinked file stays readable and writable
  * through its open handles, as POSIX keeps it, and is freed when the last one closes.
- * Handles of every filesystem made over the same database object share one registry.
+ * Handles of every filesystem made over the same database object share one registry. While it
+ * keeps orphans, their records are renewed every {@link ORPHAN_RENEW_MS}, so that a process on
+ * another machine sharing the database does not take them for abandoned.
  */
 export class Holds {
   readonly #db: Queryable
@@ -14,6 +16,8 @@ export class Holds {
   /** Orphans whose last handle closed, freed together in the next turn of the event loop. */
   #pending: number[] = []
   #batch: Promise<void> | undefined
+  /** Renews the orphans' records while there are any (it keeps no process alive). */
+  #renewal: NodeJS.Timeout | undefined
 
   constructor(db: Queryable) {
     this.#db = db
@@ -31,6 +35,10 @@ export class Holds {
   /** An unlink kept `ino` (its transaction may yet roll back: the database decides later). */
   kept(ino: number): void {
     this.#orphans.add(ino)
+    this.#renewal ??= setInterval(() => {
+      // A database closed or busy meanwhile: the next renewal tries again, well within the lease.
+      renewOrphans(this.#db, [...this.#orphans]).catch(() => undefined)
+    }, ORPHAN_RENEW_MS).unref()
   }
 
   /**
@@ -46,6 +54,10 @@ export class Holds {
     }
     this.#open.delete(ino)
     if (!this.#orphans.delete(ino)) return
+    if (this.#orphans.size === 0) {
+      clearInterval(this.#renewal)
+      this.#renewal = undefined
+    }
     this.#pending.push(ino)
     this.#batch ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
       const inos = this.#pending

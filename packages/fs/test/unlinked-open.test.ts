@@ -2,9 +2,17 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fsck, listOrphans, META_ORPHAN, openDatabase, type Queryable } from '@agentfs/core'
+import {
+  fsck,
+  listOrphans,
+  META_ORPHAN,
+  ORPHAN_LEASE_MS,
+  ORPHAN_RENEW_MS,
+  openDatabase,
+  type Queryable,
+} from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
-import { describe, expect, test } from 'vitest'
+import { describe, expect, test, vi } from 'vitest'
 import { createFileSystem } from '../src/index.js'
 import { code, DRIVERS, freshFs } from './helpers.js'
 
@@ -180,6 +188,60 @@ describe('a file unlinked while open by a process that died', () => {
     expect(few.findings).toBe(1)
     expect(many.findings).toBe(301)
     expect(many.count).toBe(few.count)
+  })
+
+  test('held on another machine: gone once its last renewal is older than the lease', async () => {
+    const { fs, db } = await freshFs('better-sqlite3')
+    const inos: number[] = []
+    const handles = []
+    for (const name of ['stale', 'fresh', 'unstamped']) {
+      await fs.writeFile(`/${name}`, name)
+      const handle = await fs.open(`/${name}`, 'r')
+      handles.push(handle)
+      inos.push((await handle.stat()).ino)
+      await fs.unlink(`/${name}`)
+    }
+    const now = Date.now()
+    const holders = [
+      `other-machine 4242 ${now - ORPHAN_LEASE_MS - 1000}`,
+      `other-machine 4242 ${now - ORPHAN_LEASE_MS / 2}`,
+      // As an earlier version wrote it: no renewal time, so never taken for abandoned.
+      'other-machine 4242',
+    ]
+    for (const [i, holder] of holders.entries())
+      await db.execute({
+        sql: 'UPDATE agentfs_meta SET value = ? WHERE key = ?',
+        params: [holder, `${META_ORPHAN}${inos[i]}`],
+      })
+    const report = await fsck(db)
+    expect(report.findings.map((f) => [f.rule, f.ino])).toEqual([['unlinked-open', inos[0]]])
+    expect((await fsck(db, { repair: true })).ok).toBe(true)
+    expect(await rowsOf(db, inos[0]!)).toEqual({ inode: 0, chunks: 0 })
+    expect((await listOrphans(db)).map((o) => o.ino)).toEqual(inos.slice(1))
+    for (const handle of handles) await handle.close()
+  })
+
+  test('a process renews the records of the files it keeps, and stops when they are closed', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] })
+    try {
+      const { fs, db } = await freshFs('better-sqlite3')
+      await fs.writeFile('/f', 'data')
+      const handle = await fs.open('/f', 'r')
+      const ino = (await handle.stat()).ino
+      await fs.unlink('/f')
+      const renewed = async () => Number((await listOrphans(db))[0]!.holder.split(' ')[2])
+      const first = await renewed()
+      expect(first).toBe(Date.now())
+      await vi.advanceTimersByTimeAsync(ORPHAN_RENEW_MS)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(await renewed()).toBe(first + ORPHAN_RENEW_MS)
+      expect(vi.getTimerCount()).toBe(1)
+      await handle.close()
+      expect(await rowsOf(db, ino)).toEqual({ inode: 0, chunks: 0 })
+      expect(vi.getTimerCount()).toBe(0)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   test('fsck --repair frees it when no open did', async () => {
