@@ -31,14 +31,13 @@ export interface MountOptions {
   readonly flush?: () => Promise<void>
 }
 
-/** A feed of file changes, and the session this mount's own changes are recorded under. */
+/** A feed of the file changes made elsewhere than through this mount. */
 export interface ChangeSource {
-  /** This mount's own changes carry this session id (and need no invalidation). */
-  readonly sessionId: string
-  /** Every change from now on, until `signal` aborts. */
-  follow(
-    signal: AbortSignal,
-  ): AsyncIterable<{ path: string | null; path2: string | null; sessionId: string | null }>
+  /**
+   * Every change from now on that the mount did not make (the kernel saw its own), until
+   * `signal` aborts.
+   */
+  follow(signal: AbortSignal): AsyncIterable<{ path: string | null; path2: string | null }>
 }
 
 /** A mounted filesystem. */
@@ -184,8 +183,8 @@ export function mountKernel(fs: FileSystem, mountpoint: string, options: MountOp
 }
 
 /**
- * Invalidates what the kernel cached of each path changed elsewhere (the mount's own changes are
- * skipped: the kernel saw them). Runs until `signal` aborts; an error ends it with a report, and
+ * Invalidates what the kernel cached of each path changed elsewhere (the source leaves out the
+ * mount's own changes: the kernel saw them). Runs until `signal` aborts; an error ends it with a report, and
  * the kernel's timeouts (1 s) still bound how stale anything can be.
  */
 function followChanges(
@@ -203,7 +202,6 @@ function followChanges(
   }
   void (async () => {
     for await (const change of source.follow(signal)) {
-      if (change.sessionId === source.sessionId) continue
       invalidate(change.path)
       invalidate(change.path2)
     }

@@ -215,7 +215,6 @@ export function mountSession(
     fs: kernelFacing(sessionId),
     db,
     changes: {
-      sessionId,
       follow: (signal) => followChanges(db, { signal, store: 'fs', exceptSession: sessionId }),
     },
   }

@@ -7,8 +7,9 @@ import { ROOT_INO } from './schema.js'
  * Files unlinked while open. POSIX keeps such a file, with no name and nlink 0, until its last
  * open descriptor closes. AgentFS does the same for the handles of one process: the inode row
  * stays with nlink 0 and no entry, and `agentfs_meta` holds `orphan.<ino>` → the process that
- * keeps it (`host pid`), so that the inode is freed when that process closes it, or by the next
- * one to look after that process is gone (`freeDeadOrphans`, `fsck --repair`). Other processes
+ * keeps it and when it last said so (`host pid ms`), so that the inode is freed when that
+ * process closes it, or by the next one to look after that process is gone
+ * (`freeDeadOrphans`, `fsck --repair`). Other processes
  * cannot reach such an inode: no path leads to it.
  */
 export const META_ORPHAN = 'orphan.'
