@@ -131,6 +131,23 @@ static fuse_ino_t new_node(fuse_req_t req, mode_t mode) {
   return ino;
 }
 
+/* The largest file the floor holds (it keeps every byte in memory). */
+#define MAX_FILE ((size_t)1 << 36)
+
+/* Makes room for `size` bytes of a file's data, new bytes zeroed: 0, or why there is none. */
+static int reserve(node_t *n, size_t size) {
+  if (size <= n->cap) return 0;
+  if (size > MAX_FILE) return EFBIG;
+  size_t cap = n->cap < 4096 ? 4096 : n->cap;
+  while (cap < size) cap *= 2;
+  char *data = realloc(n->data, cap);
+  if (data == NULL) return ENOMEM;
+  memset(data + n->cap, 0, cap - n->cap);
+  n->data = data;
+  n->cap = cap;
+  return 0;
+}
+
 static void reply_entry(fuse_req_t req, fuse_ino_t ino) {
   struct fuse_entry_param e;
   memset(&e, 0, sizeof(e));
@@ -185,9 +202,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
   if (to_set & FUSE_SET_ATTR_GID) st->st_gid = attr->st_gid;
   if (to_set & FUSE_SET_ATTR_SIZE) {
     node_t *n = &nodes[ino];
-    if ((size_t)attr->st_size > n->cap) {
-      n->data = realloc(n->data, attr->st_size);
-      n->cap = attr->st_size;
+    int err = reserve(n, (size_t)attr->st_size);
+    if (err != 0) {
+      fuse_reply_err(req, err);
+      return;
     }
     if (attr->st_size > st->st_size) memset(n->data + st->st_size, 0, attr->st_size - st->st_size);
     st->st_size = attr->st_size;
@@ -297,12 +315,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
   (void)fi;
   node_t *n = &nodes[ino];
   size_t end = (size_t)off + size;
-  if (end > n->cap) {
-    size_t cap = n->cap < 4096 ? 4096 : n->cap;
-    while (cap < end) cap *= 2;
-    n->data = realloc(n->data, cap);
-    memset(n->data + n->cap, 0, cap - n->cap);
-    n->cap = cap;
+  int err = reserve(n, end);
+  if (err != 0) {
+    fuse_reply_err(req, err);
+    return;
   }
   memcpy(n->data + off, buf, size);
   if ((off_t)end > n->st.st_size) n->st.st_size = (off_t)end;
