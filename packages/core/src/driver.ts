@@ -60,6 +60,11 @@ export interface Executor {
   defer?(statement: Statement): void
 }
 
+/** `?, ?, …`: the parameter list of `count` values (an `IN (…)` or a `VALUES (…)`). */
+export function placeholders(count: number): string {
+  return count <= 0 ? '' : `?${', ?'.repeat(count - 1)}`
+}
+
 /**
  * Runs a statement whose result is not needed: queued with `defer` where the executor offers
  * it (a remote transaction sends it with the next statement), else executed and awaited. Use it

@@ -1,3 +1,4 @@
+import { placeholders } from './driver.js'
 import type { Check, FindRow } from './fsck-check.js'
 import { HISTORY_CHECKS } from './fsck-history.js'
 import { ORPHAN_CHECKS } from './fsck-orphans.js'
@@ -60,7 +61,7 @@ async function unreachable(q: Queryable): Promise<FindRow[]> {
     for (let i = 0; i < frontier.length; i += IN_BATCH) {
       const ids = frontier.slice(i, i + IN_BATCH)
       const { rows } = await q.execute<{ ino: number }>({
-        sql: `SELECT DISTINCT ino FROM fs_dentry WHERE parent_ino IN (${ids.map(() => '?').join(', ')})`,
+        sql: `SELECT DISTINCT ino FROM fs_dentry WHERE parent_ino IN (${placeholders(ids.length)})`,
         params: ids,
       })
       for (const { ino } of rows) {

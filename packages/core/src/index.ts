@@ -28,7 +28,7 @@ export type {
   Statement,
   SyncCapabilities,
 } from './driver.js'
-export { executeDeferred, fromSqlInteger, insertedRowid } from './driver.js'
+export { executeDeferred, fromSqlInteger, insertedRowid, placeholders } from './driver.js'
 export type { AgentFsErrorOptions, FsErrorInit, PosixCode } from './errors.js'
 export {
   AgentFsError,

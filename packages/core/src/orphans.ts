@@ -1,5 +1,5 @@
 import { hostname } from 'node:os'
-import { executeDeferred } from './driver.js'
+import { executeDeferred, placeholders } from './driver.js'
 import type { Queryable } from './guard-driver.js'
 import { ROOT_INO } from './schema.js'
 
@@ -84,11 +84,6 @@ export async function freeInode(q: Queryable, ino: number): Promise<void> {
 
 /** Inodes per statement of the batched frees (well within every engine's parameter limit). */
 export const INODE_BATCH = 500
-
-/** `?, ?, …` for `count` parameters. */
-function placeholders(count: number): string {
-  return Array.from({ length: count }, () => '?').join(', ')
-}
 
 /** Of inodes `inos` (at most {@link INODE_BATCH}), those left without a link. */
 export async function unlinkedOf(q: Queryable, inos: readonly number[]): Promise<number[]> {

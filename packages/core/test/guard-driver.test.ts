@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { guardDriver, isAgentFsError } from '../src/index.js'
+import { guardDriver, isAgentFsError, placeholders } from '../src/index.js'
 import { fakeDriver } from './fake-driver.js'
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -90,5 +90,14 @@ describe('guardDriver', () => {
       code: 'INVALID_ARGUMENT',
     })
     expect(log).toEqual([])
+  })
+})
+
+describe('placeholders', () => {
+  test('one ? per value, comma-separated, none for none', () => {
+    expect(placeholders(0)).toBe('')
+    expect(placeholders(1)).toBe('?')
+    expect(placeholders(3)).toBe('?, ?, ?')
+    expect(placeholders(500).split(', ')).toHaveLength(500)
   })
 })

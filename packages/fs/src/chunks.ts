@@ -1,4 +1,4 @@
-import { corruptError, type Executor, executeDeferred, fsError } from '@agentfs/core'
+import { corruptError, type Executor, executeDeferred, fsError, placeholders } from '@agentfs/core'
 
 /**
  * Largest file size, in bytes: 16 TiB (ext4's limit with 4 KiB blocks). Writes, truncates and
@@ -252,7 +252,7 @@ export async function writeRange(
   const old = new Map<number, Uint8Array>()
   if (needOld.length > 0) {
     const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
-      sql: `SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index IN (${needOld.map(() => '?').join(', ')})`,
+      sql: `SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index IN (${placeholders(needOld.length)})`,
       params: [ino, ...needOld],
     })
     for (const row of rows) old.set(row.chunk_index, chunkBytes(row.data, ino, 'write'))

@@ -7,6 +7,7 @@ import {
   INODE_BATCH,
   insertedRowid,
   keepOrphan,
+  placeholders,
   type Queryable,
   ROOT_INO,
   recursiveQueries,
@@ -231,7 +232,7 @@ export async function dropLinks(
     for (let i = 0; i < inos.length; i += INODE_BATCH) {
       const batch = inos.slice(i, i + INODE_BATCH)
       await q.execute({
-        sql: `UPDATE fs_inode SET nlink = nlink - ?, ${ctime.sql} WHERE ino IN (${batch.map(() => '?').join(', ')})`,
+        sql: `UPDATE fs_inode SET nlink = nlink - ?, ${ctime.sql} WHERE ino IN (${placeholders(batch.length)})`,
         params: [count, ...ctime.params, ...batch],
       })
       for (const ino of await unlinkedOf(q, batch))

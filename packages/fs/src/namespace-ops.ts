@@ -7,6 +7,7 @@ import {
   mkdirParents,
   normalizePath,
   parsePath,
+  placeholders,
   type Queryable,
   ROOT_INO,
   S_IFBLK,
@@ -172,7 +173,7 @@ export async function removeTree(
   for (let i = 0; i < rows.length; i += 500) {
     const ids = rows.slice(i, i + 500).map((r) => r.id)
     await q.execute({
-      sql: `DELETE FROM fs_dentry WHERE id IN (${ids.map(() => '?').join(', ')})`,
+      sql: `DELETE FROM fs_dentry WHERE id IN (${placeholders(ids.length)})`,
       params: ids,
     })
   }

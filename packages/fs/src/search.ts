@@ -3,6 +3,7 @@ import {
   fsError,
   joinPath,
   normalizePath,
+  placeholders,
   type Queryable,
   S_IFDIR,
   S_IFMT,
@@ -265,7 +266,7 @@ export async function grep(
       const { rows } = await q.execute<{ ino: number }>({
         sql: `SELECT DISTINCT a.ino AS ino FROM fs_data a
 LEFT JOIN fs_data b ON b.ino = a.ino AND b.chunk_index = a.chunk_index + 1
-WHERE a.ino IN (${batch.map(() => '?').join(', ')})
+WHERE a.ino IN (${placeholders(batch.length)})
   AND instr(CAST(a.data || COALESCE(substr(b.data, 1, ?), X'') AS BLOB), ?) > 0`,
         params: [...batch.map((f) => f.ino), Math.max(0, needle.length - 1), needle],
       })

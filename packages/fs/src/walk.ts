@@ -1,4 +1,12 @@
-import { badEntryName, corruptError, fsError, type Queryable, S_IFDIR, S_IFMT } from '@agentfs/core'
+import {
+  badEntryName,
+  corruptError,
+  fsError,
+  placeholders,
+  type Queryable,
+  S_IFDIR,
+  S_IFMT,
+} from '@agentfs/core'
 
 /**
  * Deepest directory nesting any walker descends to. A path of PATH_MAX (4096) bytes has at most
@@ -74,7 +82,7 @@ export async function walkTree(
         mtime_nsec: number
       }>({
         sql: `SELECT d.id AS id, d.parent_ino AS parent, d.name AS name, d.ino AS ino, i.mode AS mode, i.size AS size, i.mtime AS mtime, i.mtime_nsec AS mtime_nsec
-FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino IN (${batch.map(() => '?').join(', ')})`,
+FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino IN (${placeholders(batch.length)})`,
         params: batch.map((d) => d.ino),
       })
       for (const row of rows) {

@@ -4,6 +4,7 @@ import {
   appendChange,
   type Executor,
   hashChunks,
+  placeholders,
 } from '@agentfs/core'
 import { createFileSystem, type SqlFileSystem } from '@agentfs/fs'
 import {
@@ -54,7 +55,7 @@ export async function materialize(q: Executor, id: number, target: AgentDatabase
     for (const snap of inodes.rows) {
       const row = { ...snap, ...tokens.get(snap.ino) }
       await tx.execute({
-        sql: `INSERT INTO fs_inode (ino, ${INODE_COLUMNS.join(', ')}) VALUES (?, ${INODE_COLUMNS.map(() => '?').join(', ')})
+        sql: `INSERT INTO fs_inode (ino, ${INODE_COLUMNS.join(', ')}) VALUES (?, ${placeholders(INODE_COLUMNS.length)})
 ON CONFLICT(ino) DO UPDATE SET ${INODE_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}`,
         params: [row.ino, ...INODE_COLUMNS.map((c) => row[c])],
       })

@@ -1,4 +1,4 @@
-import { AgentFsError, type Executor } from '@agentfs/core'
+import { AgentFsError, type Executor, placeholders } from '@agentfs/core'
 
 /**
  * The overlay bookkeeping of a copy-on-write database (whiteouts, origins, the base state the
@@ -42,7 +42,7 @@ export async function writeOverlayState(q: Executor, json: string | null): Promi
     await q.execute({ sql: `DELETE FROM ${table}` })
     for (const row of state[table] ?? [])
       await q.execute({
-        sql: `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+        sql: `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${placeholders(columns.length)})`,
         params: row as (string | number | null)[],
       })
   }

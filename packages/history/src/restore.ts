@@ -1,5 +1,5 @@
 import type { Executor, Timestamp } from '@agentfs/core'
-import { hashesOf, readBlob } from '@agentfs/core'
+import { hashesOf, placeholders, readBlob } from '@agentfs/core'
 import { type Candidates, noCandidates } from './capture.js'
 import { INODE_COLUMNS, isRegMode, type SnapInode, visibleAt } from './rows.js'
 
@@ -39,7 +39,7 @@ WHERE ${visibleAt('s')} AND s.until IS NOT NULL ORDER BY s.ino`,
     const older = 'ctime * 1000000000 + ctime_nsec < ?'
     const plain = INODE_COLUMNS.filter((c) => c !== 'ctime' && c !== 'ctime_nsec')
     await q.execute({
-      sql: `INSERT INTO fs_inode (ino, ${INODE_COLUMNS.join(', ')}) VALUES (?, ${INODE_COLUMNS.map(() => '?').join(', ')})
+      sql: `INSERT INTO fs_inode (ino, ${INODE_COLUMNS.join(', ')}) VALUES (?, ${placeholders(INODE_COLUMNS.length)})
 ON CONFLICT(ino) DO UPDATE SET ${plain.map((c) => `${c} = excluded.${c}`).join(', ')},
   ctime = CASE WHEN ${older} THEN excluded.ctime ELSE ctime + (ctime_nsec + 1) / 1000000000 END,
   ctime_nsec = CASE WHEN ${older} THEN excluded.ctime_nsec ELSE (ctime_nsec + 1) % 1000000000 END`,

@@ -4,6 +4,7 @@ import {
   type Executor,
   FS_INODE_COLUMNS,
   META_ORPHAN,
+  placeholders,
   S_IFDIR,
   S_IFLNK,
   S_IFMT,
@@ -90,7 +91,7 @@ AND NOT EXISTS (SELECT 1 FROM agentfs_meta m WHERE m.key = '${META_ORPHAN}' || i
 export async function insertSnapInode(q: Executor, row: SnapInode, since: number): Promise<void> {
   await q.execute({
     sql: `INSERT INTO agentfs_snap_inode (ino, since, until, ${INODE_COLUMNS.join(', ')}, target, chunks)
-VALUES (?, ?, NULL, ${INODE_COLUMNS.map(() => '?').join(', ')}, ?, ?)`,
+VALUES (?, ?, NULL, ${placeholders(INODE_COLUMNS.length)}, ?, ?)`,
     params: [row.ino, since, ...INODE_COLUMNS.map((c) => row[c]), row.target, row.chunks],
   })
 }

@@ -4,6 +4,7 @@ import {
   type PathSteps,
   parentPath,
   parsePath,
+  placeholders,
   type Queryable,
   resolvePath,
   undefinedIfAbsent,
@@ -49,7 +50,7 @@ export class MergedView {
     for (let p = path; p !== '/'; p = parentPath(p)) candidates.push(p)
     if (candidates.length === 0) return false
     const { rows } = await this.q.execute({
-      sql: `SELECT 1 FROM fs_whiteout WHERE path IN (${candidates.map(() => '?').join(', ')}) LIMIT 1`,
+      sql: `SELECT 1 FROM fs_whiteout WHERE path IN (${placeholders(candidates.length)}) LIMIT 1`,
       params: candidates,
     })
     return rows.length > 0

@@ -1,6 +1,7 @@
 import {
   type Executor,
   explicitId,
+  placeholders,
   type Queryable,
   ROOT_INO,
   SLOT_SPAN,
@@ -244,7 +245,7 @@ export async function reconcile(
     const named = new Set<number>()
     for (let i = 0; i < swapped.length; i += IN_BATCH) {
       const ids = swapped.slice(i, i + IN_BATCH)
-      const marks = ids.map(() => '?').join(', ')
+      const marks = placeholders(ids.length)
       for (const { ino } of (
         await q.execute<{ ino: number }>({
           sql: `SELECT ino FROM fs_inode WHERE ino IN (${marks})`,

@@ -7,6 +7,7 @@ import {
   explicitId,
   type IdSource,
   insertedRowid,
+  placeholders,
   type Queryable,
   withActor,
 } from '@agentfs/core'
@@ -129,7 +130,7 @@ export class ToolCalls {
       const row: Array<string | number | null> = chosen === undefined ? values : [chosen, ...values]
       if (this.#reference) row.push(failed ? 'error' : 'success')
       const insert = {
-        sql: `INSERT INTO tool_calls (${this.#reference ? `${names}, status` : names}) VALUES (${row.map(() => '?').join(', ')})`,
+        sql: `INSERT INTO tool_calls (${this.#reference ? `${names}, status` : names}) VALUES (${placeholders(row.length)})`,
         params: row,
       }
       let id: number
