@@ -122,8 +122,10 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
   /** A lost group's error, for the next flush. */
   let lost: unknown
   /**
-   * Moves when a group or a call is rolled back, or a statement that may change something runs
-   * in a group (see `GuardedDriver.generation`: caches compare it).
+   * Moves when a group or a call is rolled back, and when a call that may change something (a
+   * transaction, a statement other than a plain SELECT) is made, before it runs (see
+   * `GuardedDriver.generation`: caches compare it, and know without a statement that a change
+   * of this connection may have made them stale).
    */
   let moves = 0
   let closing: Promise<void> | undefined
@@ -292,6 +294,7 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
     transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
       if (closing) return Promise.reject(closedError())
       if (!grouping) return db.transaction(fn)
+      moves++
       return inGroup(fn, false)
     },
     flush,

@@ -53,14 +53,17 @@ export class PathCache {
 
   constructor(readonly source: SnapshotSource) {}
 
-  /** The directory at `key` (names joined by `/`; `''` is the root) while the cache holds. */
+  /**
+   * The directory at `key` (names joined by `/`; `''` is the root) while the cache holds:
+   * undefined once the connection's generation moved (a change of its own, a transaction), so
+   * that a lookup then resolves the path afresh without first running a statement bound to fail.
+   */
   dir(key: string): number | undefined {
-    if (key === '') return ROOT_INO
     if (this.#token?.generation !== this.source.generation) {
       this.clear()
       return undefined
     }
-    return this.#dirs.get(key)
+    return key === '' ? ROOT_INO : this.#dirs.get(key)
   }
 
   /**

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type AgentDatabase, fixedClock, openDatabase } from '@agentfs/core'
+import { type AgentDatabase, fixedClock, groupCommits, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFileSystem, type SqlFileSystem } from '../src/index.js'
@@ -59,6 +59,50 @@ describe('path cache', () => {
     expect((await fs.stat('/a/b/g')).size).toBe(2)
     expect(await fs.readdir('/a/b')).toEqual(['f', 'g'])
     expect(statements).toHaveLength(2)
+  })
+
+  it('after a change of its own, resolves a path afresh in one statement, grouped or not', async () => {
+    const driver = betterSqlite3Driver({ path: join(dir, 'own.db') })
+    const selects: string[] = []
+    const counted = <E extends Pick<typeof driver, 'execute'>>(executor: E): E =>
+      new Proxy(executor, {
+        get: (target, key, receiver) =>
+          key === 'execute'
+            ? (statement: { sql: string }) => {
+                if (/^\s*SELECT\s/i.test(statement.sql)) selects.push(statement.sql)
+                return target.execute(statement as never)
+              }
+            : Reflect.get(target, key, receiver),
+      })
+    const execute = driver.execute.bind(driver)
+    driver.execute = (statement) => counted({ execute }).execute(statement)
+    const transaction = driver.transaction.bind(driver)
+    // A group's statements run in its transaction: counted there too.
+    driver.transaction = (fn) => transaction((tx) => fn(counted(tx)))
+    const plain = await openDatabase({ driver, clock: fixedClock() })
+    open.push(plain)
+    const grouped = groupCommits(plain, { maxDelayMs: 1000 })
+    for (const db of [plain, grouped]) {
+      const fs = createFileSystem(db)
+      await fs.mkdir('/a/b', { recursive: true })
+      await fs.writeFile('/a/b/f', 'x')
+      await fs.writeFile('/top', 'y')
+      await warm(fs)
+      for (const [path, size] of [
+        ['/a/b/f', 1],
+        ['/top', 1],
+      ] as const) {
+        // The cache knows from the handle alone that it may be stale: no statement that is
+        // bound to fail before the walk.
+        await fs.writeFile('/a/b/other', 'z')
+        selects.length = 0
+        expect((await fs.stat(path)).size).toBe(size)
+        expect(selects).toHaveLength(1)
+      }
+      await fs.rm('/a', { recursive: true })
+      await fs.unlink('/top')
+    }
+    await grouped.flush()
   })
 
   it('sees a rename made by another connection', async () => {
