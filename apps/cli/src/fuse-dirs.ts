@@ -73,11 +73,13 @@ export class SubdirCounts {
     this.#known.delete(nodeid)
   }
 
-  async nlink(nodeid: number, path: string, s: Stats): Promise<number> {
+  /** `path`: the directory's path, or how to find it (asked only when it must be listed). */
+  async nlink(nodeid: number, path: string | (() => Promise<string>), s: Stats): Promise<number> {
     let known = this.#known.get(nodeid)
     if (known === undefined || (known.mtime !== undefined && known.mtime !== s.mtimeNs)) {
       let count = 0
-      for (const entry of await this.#fs.readdir(path, { withFileTypes: true }))
+      const at = typeof path === 'string' ? path : await path()
+      for (const entry of await this.#fs.readdir(at, { withFileTypes: true }))
         if (entry.isDirectory()) count++
       known = { count, mtime: s.mtimeNs }
       this.#known.set(nodeid, known)

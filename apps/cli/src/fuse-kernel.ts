@@ -1,5 +1,5 @@
 import { constants } from 'node:fs'
-import type { FileSystem, Stats } from '@agentfs/fs'
+import type { FileSystem, InodeReads, Stats } from '@agentfs/fs'
 import type { Attributes, Entry, Operations, PlusListing, Request } from '@agentfs/fuse'
 import { SET_ATTR } from '@agentfs/fuse'
 import {
@@ -22,12 +22,14 @@ import { applySetattr } from './fuse-setattr.js'
 /**
  * A {@link FileSystem} as libfuse's low-level operations: the kernel names files by node id, and
  * one node stands for one inode however many names reach it (hard links are one file to the
- * kernel, with one nlink and one ctime). A node remembers the names it was found under; a call
- * on a node runs on the first name that still leads to the same inode (another process may have
- * renamed or removed it), so every mutation stays one call, and one transaction, on the
- * filesystem. New inodes belong to the caller (and to a setgid directory's group); directories
- * report 2 + their subdirectories as nlink, as Linux does. The kernel checks permissions
- * (`default_permissions`), against these owners and modes.
+ * kernel, with one nlink and one ctime). Where the filesystem reads by inode number
+ * (`fs.inodes`: a database filesystem without a policy), `getattr` reads the node's inode and
+ * `lookup` the name in the directory's inode, without a path. A node also remembers the names it
+ * was found under; a change on a node runs on the first name that still leads to the same inode
+ * (another process may have renamed or removed it), so every mutation stays one call, and one
+ * transaction, on the filesystem. New inodes belong to the caller (and to a setgid directory's
+ * group); directories report 2 + their subdirectories as nlink, as Linux does. The kernel checks
+ * permissions (`default_permissions`), against these owners and modes.
  *
  * Files are read and written by node, not per open: there is no `open`, `create`, `flush` or
  * `release` handler, so the kernel opens and closes files without asking (libfuse's "no open"
@@ -89,6 +91,11 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   const isDirectory = (s: { mode: number }) => (s.mode & S_IFMT) === S_IFDIR
   const childPath = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`)
   const resolve = (nodeid: number) => table.resolve(nodeid)
+  /** Reads by inode number, where the filesystem offers them (not on a copy-on-write view). */
+  const inodes = fs.inodes
+  /** The filesystem's inode number of a node (the root's is the filesystem's). */
+  const inodeOf = (nodeid: number, reads: InodeReads) =>
+    nodeid === ROOT ? reads.root : table.of(nodeid).ino
   const holdWritable = options.copyOnWrite !== true
   /** fsync's promise: the changes so far are stored; a lost commit answers EIO (and once only). */
   const flush = async () => {
@@ -104,8 +111,15 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
   const dirOf = (fh: number) => dirs.get(fh) ?? fail('EBADF', `directory handle ${fh} is not open`)
   const changed = (parent: number, delta = 0) => subdirs.changed(parent, delta)
 
-  /** Attributes as the kernel shows them: directory nlink counted, owners as asked. */
-  const attributes = async (nodeid: number, path: string, s: Stats): Promise<Attributes> => {
+  /**
+   * Attributes as the kernel shows them: directory nlink counted, owners as asked. `path` (or
+   * how to find it) is needed only to count a directory's subdirectories.
+   */
+  const attributes = async (
+    nodeid: number,
+    path: string | (() => Promise<string>),
+    s: Stats,
+  ): Promise<Attributes> => {
     const nlink = isDirectory(s) ? await subdirs.nlink(nodeid, path, s) : s.nlink
     return {
       ino: s.ino,
@@ -208,25 +222,40 @@ export function kernelOperations(fs: FileSystem, options: KernelOptions): Kernel
         await resolve(ROOT)
         rootKnown = true
       }
-      const path = pathOf(r.ino, r.name)
-      const stats = await fs.lstat(path)
+      const name = r.name as string
+      /** The name's path: for the filesystem without reads by inode, messages and counting. */
+      const path = () => pathOf(r.ino, name)
+      let stats: Stats
+      if (inodes !== undefined) {
+        // In the directory the kernel means, wherever it is now: no path walked.
+        stats =
+          (await inodes.lookup(inodeOf(r.ino, inodes), name)) ??
+          fail('ENOENT', `no entry ${name} in node ${r.ino}`)
+      } else stats = await fs.lstat(path())
       const known = table.known(stats)
       // A directory reached through a second name (a cycle or a directory hard link in a
       // damaged database): refused, so cp -r, find and du cannot loop.
       if (isDirectory(stats) && known !== undefined) {
-        if (known === ROOT) fail('ELOOP', `directory cycle at ${path}; run agentfs fsck`)
+        if (known === ROOT) fail('ELOOP', `directory cycle at ${path()}; run agentfs fsck`)
         const first = table.get(known)?.names[0]
-        if (first && (first[0] !== r.ino || first[1] !== r.name)) {
+        if (first && (first[0] !== r.ino || first[1] !== name)) {
           const other = await resolve(known).catch(() => undefined)
-          if (other && other.path !== path)
-            fail('ELOOP', `directory cycle at ${path}; run agentfs fsck`)
+          if (other && other.path !== path())
+            fail('ELOOP', `directory cycle at ${path()}; run agentfs fsck`)
         }
       }
-      const node = table.remember(stats, r.ino, r.name as string, true)
-      return { nodeid: node.nodeid, attr: await attributes(node.nodeid, path, stats) }
+      const node = table.remember(stats, r.ino, name, true)
+      return { nodeid: node.nodeid, attr: await attributes(node.nodeid, async () => path(), stats) }
     },
     forget: (ino, nlookup) => table.forget(ino, nlookup),
     getattr: async (r) => {
+      if (inodes !== undefined) {
+        // The inode's own attributes, whatever names it has now (none: a file unlinked while
+        // open, which shows nlink 0).
+        const stats = await inodes.stat(inodeOf(r.ino, inodes))
+        table.refresh(r.ino, stats)
+        return attributes(r.ino, async () => (await resolve(r.ino)).path, stats)
+      }
       const { path, stats } = await table.resolveOrHeld(r.ino)
       const attr = await attributes(r.ino, path, stats)
       // No name leads to it (a view's base file keeps its own links below the view).

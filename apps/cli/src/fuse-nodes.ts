@@ -174,6 +174,13 @@ export class NodeTable {
     return fail('ENOENT', `node ${nodeid}: no name leads to it any more`)
   }
 
+  /** The node's inode was just read (by number): its type and group as they are now. */
+  refresh(nodeid: number, s: Stats): void {
+    const node = this.of(nodeid)
+    node.mode = s.mode
+    node.gid = s.gid
+  }
+
   /** The kernel dropped `nlookup` references. */
   forget(nodeid: number, nlookup: number): void {
     const node = this.#nodes.get(nodeid)

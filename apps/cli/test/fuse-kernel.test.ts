@@ -90,4 +90,31 @@ describe('the mount’s node table', () => {
       await agent.close()
     }
   })
+
+  test('lookup and getattr read by inode: a directory renamed elsewhere answers through its node', async () => {
+    const agent = await AgentFS.open({ path: ':memory:' })
+    try {
+      await agent.fs.mkdir('/a/sub', { recursive: true })
+      await agent.fs.writeFile('/a/f', 'xyz')
+      const ops = kernelOperations(agent.fs, { uid: 0, gid: 0 })
+      const a = await ops.lookup!(request({ ino: 1, name: 'a' }))
+      expect(a.attr.nlink).toBe(3)
+      // Renamed by another process: the kernel still holds node `a` and asks by it.
+      await agent.fs.rename('/a', '/b')
+      const f = await ops.lookup!(request({ ino: a.nodeid, name: 'f' }))
+      expect(f.attr.size).toBe(3)
+      expect(f.attr.ino).toBe((await agent.fs.lstat('/b/f')).ino)
+      expect((await ops.getattr!(request({ ino: a.nodeid }))).nlink).toBe(3)
+      await expect(ops.lookup!(request({ ino: a.nodeid, name: 'gone' }))).rejects.toMatchObject({
+        code: 'ENOENT',
+      })
+      // Freed: the node's inode is gone, whatever name it had.
+      await agent.fs.rm('/b', { recursive: true })
+      await expect(ops.getattr!(request({ ino: a.nodeid }))).rejects.toMatchObject({
+        code: 'ENOENT',
+      })
+    } finally {
+      await agent.close()
+    }
+  })
 })

@@ -9,6 +9,7 @@ export type { HandleWriteOptions } from './file-handle.js'
 export { FileHandle } from './file-handle.js'
 export type { InodeRow } from './inode.js'
 export { versionOf } from './inode.js'
+export type { InodeReads } from './inode-reads.js'
 export type { GlobMatchOptions, LineMatcher, RegexOptions } from './matchers.js'
 export {
   compileGlob,

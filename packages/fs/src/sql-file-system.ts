@@ -7,6 +7,7 @@ import { Dir } from './dir.js'
 import { type FileHandle, openHandle } from './file-handle.js'
 import { parseFlags } from './flags.js'
 import { Guard } from './guard.js'
+import { type InodeReads, inodeReads } from './inode-reads.js'
 import { openOrCreate, statfsOf } from './listing-ops.js'
 import * as meta from './metadata-ops.js'
 import * as ns from './namespace-ops.js'
@@ -57,7 +58,12 @@ export class SqlFileSystem implements FileSystem {
   constructor(ctx: FsContext) {
     this.#ctx = ctx
     this.#guard = new Guard(ctx, (c) => new SqlFileSystem(c))
+    // A policy or enforced permissions decide by path: no way around them by inode number.
+    this.inodes = ctx.policy === undefined && ctx.caller === undefined ? inodeReads(ctx) : undefined
   }
+
+  /** Reads by inode number (see `FileSystem.inodes`); undefined with a policy or a caller. */
+  readonly inodes: InodeReads | undefined
 
   /** `fs_config.chunk_size` of the database. */
   get chunkSize(): number {

@@ -1,4 +1,5 @@
 import type { Readable, Writable } from 'node:stream'
+import type { InodeReads } from './inode-reads.js'
 import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
 import type { Dirent, Stats } from './stats.js'
 import type { ReadStreamOptions, WriteStreamOptions } from './streams.js'
@@ -167,6 +168,12 @@ export interface FileSystem {
    * MUST match in linear time and stop at its byte and time budget rather than run unbounded.
    */
   grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]>
+  /**
+   * Reads by inode number, where the filesystem has stable inode numbers and decides nothing by
+   * path (no policy, no permission checks): what a server that names files by inode (the FUSE
+   * mount) answers `getattr` and `lookup` with. Undefined elsewhere: callers resolve paths.
+   */
+  readonly inodes?: InodeReads | undefined
 }
 
 /** Options of `cp`. */
