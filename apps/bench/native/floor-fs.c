@@ -3,8 +3,8 @@
  * by libfuse 3's low-level API on one thread, as `agentfs mount` is served (one event loop: after
  * each request it reads the device again for 50 µs before it waits, as the mount does), in its
  * "no open" mode (files are read and written by node, the kernel opens and closes them
- * without asking), with `default_permissions` and 1 s entry and attribute timeouts, as the mount
- * has. Every handler is a few memory operations, so what W12 measures on it is the kernel's
+ * without asking), with `default_permissions`, 1 s entry and attribute timeouts and listings that
+ * carry their entries' attributes (readdirplus), as the mount has. Every handler is a few memory operations, so what W12 measures on it is the kernel's
  * round trips: a ratio of `agentfs mount` to this mount is the cost of AgentFS itself.
  *
  * Enough of POSIX for cp -r, ls -lR, grep -r, git add + commit and rm -r; not a filesystem to
@@ -364,6 +364,33 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   free(buf);
 }
 
+/* Entries with their attributes, as the mount lists: the kernel needs no lookup per name. */
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi) {
+  (void)ino;
+  listing_t *l = (listing_t *)(uintptr_t)fi->fh;
+  char *buf = malloc(size);
+  if (buf == NULL) {
+    fuse_reply_err(req, ENOMEM);
+    return;
+  }
+  size_t used = 0;
+  for (size_t i = (size_t)off; i < l->count; i++) {
+    struct fuse_entry_param e;
+    memset(&e, 0, sizeof(e));
+    e.ino = l->stats[i].st_ino;
+    e.attr = nodes[e.ino].st;
+    e.attr_timeout = TIMEOUT;
+    e.entry_timeout = TIMEOUT;
+    size_t need =
+        fuse_add_direntry_plus(req, buf + used, size - used, l->names[i], &e, (off_t)(i + 1));
+    if (need > size - used) break;
+    used += need;
+  }
+  fuse_reply_buf(req, buf, used);
+  free(buf);
+}
+
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   (void)ino;
   listing_t *l = (listing_t *)(uintptr_t)fi->fh;
@@ -389,6 +416,7 @@ static const struct fuse_lowlevel_ops operations = {
     .write = op_write,
     .opendir = op_opendir,
     .readdir = op_readdir,
+    .readdirplus = op_readdirplus,
     .releasedir = op_releasedir,
 };
 
