@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { AgentFS } from '@agentfs/sdk'
-import { HOSTILE_BASE, HOSTILE_CASES } from '@agentfs/test-kit'
+import { HOSTILE_BASE, HOSTILE_CASES, HOSTILE_OPERATIONS } from '@agentfs/test-kit'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { bundleChild } from './helpers.js'
 
@@ -62,7 +62,8 @@ describe('hostile databases through the SDK', () => {
       expect(result.timedOut, `${hostile.name} hung:\n${result.out}`).toBe(false)
       expect(result.code, result.out).toBe(0)
       const lines = result.out.trim().split('\n')
-      expect(lines).toHaveLength(14)
+      // Every operation of the corpus, and the kv listing.
+      expect(lines).toHaveLength(HOSTILE_OPERATIONS.length + 1)
       for (const line of lines) expect(line, hostile.name).toMatch(/^(ok|error) /)
       // Reads agree with the size: 3 bytes when the size says 3, whatever the chunks hold.
       if (hostile.name === 'chunks past EOF')

@@ -92,6 +92,87 @@ INSERT INTO fs_dentry (name, parent_ino, ino) VALUES ('x', 900, 901), ('y', 901,
   },
 ]
 
+/**
+ * What {@link HOSTILE_OPERATIONS} call: the read APIs and walkers of a `node:fs/promises`-shaped
+ * filesystem (`@agentfs/fs`'s `FileSystem` has every one).
+ */
+export interface HostileFs {
+  readdir(
+    path: string,
+    options?: { recursive?: boolean; withFileTypes?: boolean },
+  ): Promise<unknown>
+  opendir(path: string): Promise<AsyncIterable<unknown>>
+  stat(path: string): Promise<unknown>
+  readFile(path: string): Promise<Uint8Array>
+  createReadStream(path: string): AsyncIterable<unknown>
+  open(
+    path: string,
+    flags: string,
+  ): Promise<{
+    read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<unknown>
+    close(): Promise<void>
+  }>
+  appendFile(path: string, data: string): Promise<void>
+  glob(pattern: string): Promise<unknown>
+  grep(pattern: string): Promise<unknown>
+  cp(from: string, to: string, options: { recursive: boolean }): Promise<void>
+  mkdir(path: string): Promise<unknown>
+  rename(from: string, to: string): Promise<void>
+  rm(path: string, options: { recursive: boolean }): Promise<void>
+}
+
+/**
+ * Every read API of a filesystem, and the walkers that write, to run on each case: each must
+ * answer with a result or a typed error, in time. The names are what the reports print.
+ */
+export const HOSTILE_OPERATIONS: ReadonlyArray<
+  readonly [name: string, run: (fs: HostileFs) => Promise<unknown>]
+> = [
+  ['readdir /', (fs) => fs.readdir('/')],
+  ['readdir -r /', (fs) => fs.readdir('/', { recursive: true, withFileTypes: true })],
+  [
+    'opendir /dir',
+    async (fs) => {
+      for await (const _ of await fs.opendir('/dir'));
+    },
+  ],
+  ['stat /top.txt', (fs) => fs.stat('/top.txt')],
+  ['readFile /top.txt', (fs) => fs.readFile('/top.txt')],
+  ['readFile /dir/sub/file.txt', (fs) => fs.readFile('/dir/sub/file.txt')],
+  [
+    'read stream /dir/sub/file.txt',
+    async (fs) => {
+      for await (const _ of fs.createReadStream('/dir/sub/file.txt'));
+    },
+  ],
+  [
+    'handle read /dir/sub/file.txt',
+    async (fs) => {
+      const h = await fs.open('/dir/sub/file.txt', 'r')
+      try {
+        await h.read(new Uint8Array(64), 0, 64, 0)
+      } finally {
+        await h.close()
+      }
+    },
+  ],
+  ['append /dir/sub/file.txt', (fs) => fs.appendFile('/dir/sub/file.txt', '!')],
+  ['glob **/*', (fs) => fs.glob('**/*')],
+  ['grep hello', (fs) => fs.grep('hello')],
+  ['cp -r /dir /copy', (fs) => fs.cp('/dir', '/copy', { recursive: true })],
+  // Into the tree, as an agent would move its work: the inside-check walks up from /dir/sub,
+  // through whatever parents the case gave it.
+  [
+    'rename a directory into /dir/sub',
+    async (fs) => {
+      await fs.mkdir('/moving')
+      await fs.rename('/moving', '/dir/sub/moving')
+    },
+  ],
+  ['rename /dir into /dir/sub', (fs) => fs.rename('/dir', '/dir/sub/inner')],
+  ['rm -r /dir', (fs) => fs.rm('/dir', { recursive: true })],
+]
+
 /** The clean tree every case starts from: directories, then files with their content. */
 export const HOSTILE_BASE = {
   dirs: ['/dir', '/dir/sub'],

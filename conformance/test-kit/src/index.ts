@@ -15,6 +15,11 @@ export type {
   SuiteStats,
 } from './filesystem-suite.js'
 export { FILESYSTEM_SUITE_IDS, runFileSystemSuite } from './filesystem-suite.js'
-export type { HostileCase } from './hostile.js'
-export { HOSTILE_BASE, HOSTILE_CASES, writeHostileCorpus } from './hostile.js'
+export type { HostileCase, HostileFs } from './hostile.js'
+export {
+  HOSTILE_BASE,
+  HOSTILE_CASES,
+  HOSTILE_OPERATIONS,
+  writeHostileCorpus,
+} from './hostile.js'
 export { MOCK_USAGE, mockText, mockToolCall } from './mock-model.js'

@@ -282,10 +282,13 @@ export async function isInside(q: Executor, ino: number, ancestor: number): Prom
   if (ino === ancestor) return true
   if (!recursiveQueries(q)) return isInsideByLoop(q, ino, ancestor)
   const { rows } = await q.execute<{ found: number }>({
-    sql: `WITH RECURSIVE up(ino, depth) AS (
-  SELECT ?, 0
-  UNION ALL
-  SELECT d.parent_ino, up.depth + 1 FROM up JOIN fs_dentry d ON d.ino = up.ino WHERE up.ino != ${ROOT_INO} AND up.depth < ${MAX_PATH_DEPTH}
+    // UNION, not UNION ALL: each inode is visited once, so a crafted tree (a directory with
+    // several parent entries, a cycle) costs at most one row per directory, never a row per
+    // path through it.
+    sql: `WITH RECURSIVE up(ino) AS (
+  SELECT ?
+  UNION
+  SELECT d.parent_ino FROM up JOIN fs_dentry d ON d.ino = up.ino WHERE up.ino != ${ROOT_INO}
 )
 SELECT COUNT(*) AS found FROM up WHERE ino = ?`,
     params: [ino, ancestor],
