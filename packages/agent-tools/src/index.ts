@@ -8,7 +8,7 @@ export {
 } from './create-agent-tools.js'
 export { failureOutput, ToolFailure } from './failure.js'
 export type { ChangeSource } from './history-tools.js'
-export { createPathPolicy, landing } from './paths.js'
+export { climbsAboveRoot, createPathPolicy, landing } from './paths.js'
 export { isText } from './text.js'
 export type {
   AgentTool,

@@ -85,6 +85,11 @@ export function createPathPolicy(options: {
     async resolve(modelPath: string, fs: FileSystem): Promise<string> {
       if (typeof modelPath !== 'string' || modelPath.length === 0)
         throw new ToolFailure('EINVAL', 'Error: path must be a non-empty string.')
+      if (climbsAboveRoot(modelPath))
+        throw new ToolFailure(
+          'EACCES',
+          `Error: path traversal: ${JSON.stringify(modelPath)} climbs above / with "..". Use a path inside /.`,
+        )
       let normal: string
       try {
         normal = normalizePath(modelPath.startsWith('/') ? modelPath : `/${modelPath}`)
@@ -118,6 +123,20 @@ export function createPathPolicy(options: {
       return fs.restrict({ read: globs, write: options.readOnly ? [] : globs })
     },
   }
+}
+
+/**
+ * Whether `..` in a model's path climbs above its `/` (read from `/` for a relative path):
+ * refused as a traversal attempt rather than clamped, so `/../x` never quietly means `/x`.
+ */
+export function climbsAboveRoot(path: string): boolean {
+  let depth = 0
+  for (const name of path.split('/')) {
+    if (name === '..') depth--
+    else if (name !== '' && name !== '.') depth++
+    if (depth < 0) return true
+  }
+  return false
 }
 
 function joinRoot(root: string, path: string): string {

@@ -222,7 +222,10 @@ describe('options and audit', () => {
     const write = await jailed.get('write_file')!.execute({ path: '/project/x.md', content: 'hi' })
     expect(write.text).toContain('/project/x.md')
     expect(await agent.fs.readFile('/workspace/project/x.md', 'utf8')).toBe('hi')
-    expect((await jailed.get('read_file')!.execute({ path: '/../secret.txt' })).code).toBe('ENOENT')
+    // .. above the root is a traversal attempt: refused with that name, not clamped to the root.
+    const climb = await jailed.get('read_file')!.execute({ path: '/../secret.txt' })
+    expect(climb.code).toBe('EACCES')
+    expect(climb.text).toMatch(/path traversal/)
     expect((await jailed.get('read_file')!.execute({ path: '/project/link' })).code).toBe('EACCES')
     const limited = createAgentTools({ fs: agent.fs, allowedRoots: ['/workspace'] })
     expect((await limited.get('read_file')!.execute({ path: '/secret.txt' })).code).toBe('EACCES')

@@ -1,5 +1,10 @@
-import { auditCopy, createToolEnvironment, ToolFailure } from '@agentfs/agent-tools'
-import { isAgentFsError, joinPath, parentPath, withActor } from '@agentfs/core'
+import {
+  auditCopy,
+  climbsAboveRoot,
+  createToolEnvironment,
+  ToolFailure,
+} from '@agentfs/agent-tools'
+import { isAgentFsError, joinPath, normalizePath, parentPath, withActor } from '@agentfs/core'
 import type { FileSystem, Stats } from '@agentfs/fs'
 import type { ToolCalls } from '@agentfs/tool-calls'
 import type {
@@ -247,6 +252,9 @@ export class AgentFSBackend implements BackendProtocolV2 {
   delete(filePath: string): Promise<DeleteResult> {
     return this.#audited('delete', { filePath }, async () => {
       const p = await this.#resolve(filePath, true, false)
+      // The agent's / (with a root: that directory) holds the workspace; it is never removed.
+      if (this.#env.paths.display(p) === '/')
+        throw new ToolFailure('EPERM', 'Error: the root directory cannot be deleted.')
       const st = await this.#fs.lstat(p).catch(() => undefined)
       if (!st) return { error: `Error: '${filePath}' not found` }
       // A directory with everything in it, in one transaction; a link itself, never its target.
@@ -298,10 +306,15 @@ export class AgentFSBackend implements BackendProtocolV2 {
     if (mutates && this.#options.readOnly)
       throw new ToolFailure('EROFS', `Error: permission denied: '${path}' is read-only here.`)
     if (follow) return this.#env.paths.resolve(path, this.#options.fs)
-    const normal = path.replace(/\/+$/, '') || '/'
+    // The name itself is judged, not what it leads to: the directory it is in is resolved,
+    // then the name appended. `.` and `..` are taken lexically first (above / is refused).
+    if (typeof path !== 'string' || climbsAboveRoot(path))
+      return this.#env.paths.resolve(path, this.#options.fs)
+    const normal = normalizePath(`/${path}`)
+    if (normal === '/') return this.#env.paths.resolve('/', this.#options.fs)
     const slash = normal.lastIndexOf('/')
     const dir = await this.#env.paths.resolve(normal.slice(0, slash) || '/', this.#options.fs)
-    return slash < 0 ? joinPath(dir, normal) : joinPath(dir, normal.slice(slash + 1))
+    return joinPath(dir, normal.slice(slash + 1))
   }
 
   /** What `full` leads to, when that is inside the roots (undefined otherwise or when missing). */

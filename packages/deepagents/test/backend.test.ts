@@ -163,3 +163,32 @@ test('allowedRoots on a host directory: every operation refuses paths outside, l
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+describe("a root is the agent's /: never deleted, never left", () => {
+  test("delete('/') with a root removes nothing and is refused as without one", async () => {
+    await agentfs.fs.mkdir('/workspace/src', { recursive: true })
+    await agentfs.fs.writeFile('/workspace/src/a.ts', 'a')
+    await agentfs.fs.writeFile('/outside.txt', 'o')
+    const rooted = new AgentFSBackend({ fs: agentfs.fs, root: '/workspace' })
+    const plain = new AgentFSBackend({ fs: agentfs.fs })
+    for (const path of ['/', '', '.', '/.', '/src/..'])
+      expect((await rooted.delete(path)).error, path).toMatch(/root directory cannot be deleted/)
+    expect((await plain.delete('/')).error).toMatch(/root directory cannot be deleted/)
+    expect(await agentfs.fs.readFile('/workspace/src/a.ts', 'utf8')).toBe('a')
+    expect(await agentfs.fs.readFile('/outside.txt', 'utf8')).toBe('o')
+  })
+
+  test('.. above the root is refused as a path traversal, not clamped to the root', async () => {
+    await agentfs.fs.mkdir('/workspace', { recursive: true })
+    await agentfs.fs.writeFile('/workspace/a.txt', 'a')
+    const rooted = new AgentFSBackend({ fs: agentfs.fs, root: '/workspace' })
+    for (const path of ['/../a.txt', '../a.txt', '/x/../../a.txt', '/..'])
+      expect((await rooted.read(path)).error, path).toMatch(/path traversal/)
+    expect((await rooted.write('/../../b.txt', 'b')).error).toMatch(/path traversal/)
+    expect((await rooted.delete('/..')).error).toMatch(/path traversal/)
+    expect(await agentfs.fs.exists('/workspace/b.txt')).toBe(false)
+    expect(await agentfs.fs.readFile('/workspace/a.txt', 'utf8')).toBe('a')
+    // Inside the root, .. is fine.
+    expect((await rooted.read('/x/../a.txt')).content).toBe('a')
+  })
+})

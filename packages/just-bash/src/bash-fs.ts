@@ -148,6 +148,8 @@ export class BashFileSystem implements IFileSystem {
       path,
       true,
       async (p) => {
+        // The shell's / (with a root: that directory) is never removed, as without a root.
+        if (this.#scope.paths.display(p) === '/') throw bashError('EPERM', 'rm', path)
         const st = await this.#fs.lstat(p).catch((error: unknown) => {
           if (options?.force && isAgentFsError(error, 'ENOENT')) return undefined
           throw error

@@ -112,6 +112,12 @@ describe('a root confines scripts: nothing outside it is read or changed', () =>
     'ln -s / r; mv inside.txt r/moved.txt',
     'ln -s / r; rm -rf r/',
     'ln -s / r; sed -i s/key/pwned/ r/secret.txt',
+    // The root itself is never removed, however asked (its contents may be).
+    'rm -rf /',
+    'rm -rf --no-preserve-root /',
+    'rmdir /',
+    'cd / && rm -rf .',
+    'cd / && rm -rf /.',
   ]
 
   const check = async (

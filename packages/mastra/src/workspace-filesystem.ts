@@ -97,7 +97,10 @@ export class AgentFSFilesystem extends MastraFilesystem {
       return await this.#env.paths.resolve(path, this.#options.fs)
     } catch (error) {
       if (error instanceof ToolFailure && error.code === 'EACCES')
-        throw new PermissionError(path, `${operation} (outside the workspace's allowed paths)`)
+        throw new PermissionError(
+          path,
+          `${operation} (${/path traversal/.test(error.message) ? 'path traversal: .. climbs above the workspace root' : "outside the workspace's allowed paths"})`,
+        )
       if (error instanceof ToolFailure)
         throw new FilesystemError(error.message.replace(/^Error: /, ''), error.code, path)
       throw error
@@ -238,6 +241,9 @@ export class AgentFSFilesystem extends MastraFilesystem {
     await this.ensureReady()
     this.#writable('rmdir')
     const p = await this.#resolve(path, 'rmdir')
+    // The workspace's / (with a root: that directory) is never removed, as without a root.
+    if (this.#env.paths.display(p) === '/')
+      throw new PermissionError(path, 'rmdir (the root directory cannot be removed)')
     try {
       const st = await this.#fs.lstat(p)
       if (!st.isDirectory()) throw new NotDirectoryError(path)

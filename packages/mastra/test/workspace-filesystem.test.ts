@@ -200,7 +200,13 @@ describe('policy', () => {
     await fs._init()
     await fs.writeFile('/inside.txt', 'in')
     expect(await agent.fs.readFile('/ws/inside.txt', 'utf8')).toBe('in')
-    expect(await fs.readFile('/../../secret.txt').catch((e) => e)).toBeInstanceOf(FileNotFoundError)
+    // .. above the root is refused as a traversal, not clamped to the root.
+    for (const path of ['/', '.', '/inside/..'])
+      await expect(fs.rmdir(path, { recursive: true })).rejects.toBeInstanceOf(PermissionError)
+    expect(await agent.fs.readFile('/ws/inside.txt', 'utf8')).toBe('in')
+    const climb = await fs.readFile('/../../secret.txt').catch((e) => e)
+    expect(climb).toBeInstanceOf(PermissionError)
+    expect(climb.message).toMatch(/path traversal/)
     for (const path of ['/out', '/rootlink/secret.txt', 'rootlink/secret.txt']) {
       await expect(fs.readFile(path)).rejects.toBeInstanceOf(PermissionError)
       await expect(fs.writeFile(path, 'pwned')).rejects.toBeInstanceOf(PermissionError)
