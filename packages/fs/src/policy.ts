@@ -52,10 +52,18 @@ export interface FsPolicy {
 
 type Matcher = (path: string) => boolean
 
+/**
+ * Rules and paths meet in Unicode NFC: a rule written `café` (one code point for é) judges a name
+ * stored as `cafe` + U+0301 too, and the other way round, so no spelling of a name slips past a
+ * rule written in another. (Names themselves are stored as given, as POSIX filesystems do.)
+ */
 const matcher = (globs: readonly string[] | undefined): Matcher | undefined => {
   if (!globs) return undefined
-  const tests = globs.map((g) => compileGlob(g, { dot: true }))
-  return (path) => tests.some((t) => t(path))
+  const tests = globs.map((g) => compileGlob(g.normalize('NFC'), { dot: true }))
+  return (path) => {
+    const nfc = path.normalize('NFC')
+    return tests.some((t) => t(nfc))
+  }
 }
 
 function checkLimit(value: number | undefined, name: string): void {

@@ -97,6 +97,36 @@ describe('read-only and protected paths, denied operations', () => {
     expect(await code(fs.rm('/docs', { recursive: true }))).toBe('EROFS')
   })
 
+  test('rules and names meet in Unicode NFC: a rule in one form protects a name stored in the other', async () => {
+    const nfc = 'caf\u00e9'
+    const nfd = 'cafe\u0301'
+    for (const [rule, stored] of [
+      [nfc, nfd],
+      [nfd, nfc],
+    ] as const) {
+      const { fs, admin } = await setup({
+        readOnly: [`/workspace/${rule}/**`],
+        protected: [`/workspace/${rule}-notes.md`],
+        read: ['/workspace', '/workspace/**'],
+      })
+      await admin.mkdir(`/workspace/${stored}`)
+      await admin.writeFile(`/workspace/${stored}/menu.md`, 'menu')
+      await admin.writeFile(`/workspace/${stored}-notes.md`, 'notes')
+      // Named in either form, the stored name is judged by the rule.
+      for (const name of [nfc, nfd]) {
+        expect(await code(fs.writeFile(`/workspace/${stored}/menu.md`, 'x'))).toBe('EROFS')
+        expect(await code(fs.unlink(`/workspace/${stored}/menu.md`))).toBe('EROFS')
+        expect(await code(fs.writeFile(`/workspace/${stored}/${name}.md`, 'new'))).toBe('EROFS')
+        expect(await code(fs.unlink(`/workspace/${stored}-notes.md`))).toBe('EPERM')
+      }
+      // A read allowed in one form is allowed in the other.
+      expect(await fs.readFile(`/workspace/${stored}/menu.md`, 'utf8')).toBe('menu')
+      // Creating the other form beside it lands under the same rule.
+      expect(await code(fs.mkdir(`/workspace/${rule === nfc ? nfd : nfc}`))).toBe('EROFS')
+      expect(await admin.readFile(`/workspace/${stored}/menu.md`, 'utf8')).toBe('menu')
+    }
+  })
+
   test('protected paths can be edited but not deleted, moved or replaced, also through a parent', async () => {
     const { fs } = await setup({ protected: ['/workspace/README.md'] })
     await fs.writeFile('/workspace/README.md', '# Edited\n')
