@@ -141,6 +141,7 @@ export const POSIX_ERRORS = {
   ENOSPC: [28, 'no space left on device'],
   EROFS: [30, 'read-only file system'],
   EMLINK: [31, 'too many links'],
+  EDEADLK: [35, 'resource deadlock would occur'],
   ENAMETOOLONG: [36, 'name too long'],
   ENOSYS: [38, 'function not implemented'],
   ENOTEMPTY: [39, 'directory not empty'],
@@ -148,6 +149,7 @@ export const POSIX_ERRORS = {
   ENOTSUP: [95, 'operation not supported'],
   ETIMEDOUT: [110, 'operation timed out'],
   EDQUOT: [122, 'disk quota exceeded'],
+  ECANCELED: [125, 'operation canceled'],
 } as const satisfies Record<string, readonly [number, string]>
 
 /** A POSIX error code the filesystem can raise. */

@@ -69,6 +69,12 @@ export interface GuardedDriver extends Queryable {
    * by {@link snapshotSource} compare it.
    */
   readonly generation: number
+  /**
+   * True while a transaction (or a script) of this handle is under way: a caller that would
+   * block its thread until another connection to the same file gets the write lock can tell
+   * that it would be waiting on itself.
+   */
+  readonly transactionOpen: boolean
   executeScript(sql: string): Promise<void>
   /** Waits for running calls, then closes the driver. Idempotent. */
   close(): Promise<void>
@@ -209,6 +215,8 @@ export function guardDriver(driver: Driver): GuardedDriver {
   let running = 0
   let whenIdle: (() => void) | undefined
   let generation = 0
+  /** Transactions and scripts under way (several on a concurrent driver). */
+  let open = 0
 
   const guard = <T>(fn: () => Promise<T>): Promise<T> => {
     if (closeRequested) return Promise.reject(closedError(driver.name))
@@ -239,6 +247,9 @@ export function guardDriver(driver: Driver): GuardedDriver {
     },
     get generation() {
       return generation
+    },
+    get transactionOpen() {
+      return open > 0
     },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       try {
@@ -281,6 +292,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
         if (closed) throw closedError(driver.name)
         let handle: TransactionHandle | undefined
         generation++
+        open++
         try {
           return await driver.transaction(async (tx) => {
             handle = new TransactionHandle(tx, 0, driver.name, driver.capabilities)
@@ -297,6 +309,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
           }
           throw error
         } finally {
+          open--
           generation++
         }
       })
@@ -304,11 +317,13 @@ export function guardDriver(driver: Driver): GuardedDriver {
     executeScript(sql: string): Promise<void> {
       return guard(async () => {
         generation++
+        open++
         try {
           await driver.executeScript(sql)
         } catch (error) {
           throw mapSqliteError(error)
         } finally {
+          open--
           generation++
         }
       })

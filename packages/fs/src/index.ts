@@ -29,7 +29,15 @@ export { SqlFileSystem } from './sql-file-system.js'
 export { Dirent, Stats } from './stats.js'
 export type { ReadStreamOptions, WriteStreamOptions } from './streams.js'
 export { ReadStream, WriteStream } from './streams.js'
-export { portSyncBridge, SYNC_FD_BASE, SYNC_TIMEOUT_MS, serveSync } from './sync-bridge.js'
+export type { SyncBridgeOptions, SyncTarget } from './sync-bridge.js'
+export {
+  portSyncBridge,
+  SYNC_FD_BASE,
+  SYNC_SHARED_BYTES,
+  SYNC_TIMEOUT_MS,
+  SYNC_TRANSACTIONAL,
+  serveSync,
+} from './sync-bridge.js'
 export type {
   AtimeMode,
   CpOptions,

@@ -11,13 +11,93 @@ export const SYNC_FD_BASE = 0x100000
 /** How long one synchronous call may take before it fails with ETIMEDOUT (default 60 s). */
 export const SYNC_TIMEOUT_MS = 60_000
 
+/**
+ * The shared words of a bridge (an `Int32Array` over its `SharedArrayBuffer`, 8 bytes at least):
+ * [REPLY] the id of the request whose reply was posted last; [STATE] the current request's id
+ * and phase, so that caller and worker decide with one compare-and-swap who wins a race
+ * between a time-out and the call taking effect (no phase of one request is ever mistaken for
+ * another's).
+ */
+const REPLY = 0
+const STATE = 1
+/** Bytes the bridge's `SharedArrayBuffer` needs. */
+export const SYNC_SHARED_BYTES = 8
+
+/** Phases of a request, the low two bits of [STATE]. */
+const PENDING = 0
+const RUNNING = 1
+const COMMITTING = 2
+const CANCELLED = 3
+const word = (id: number, phase: number) => (id << 2) | phase | 0
+/** Ids wrap below 2^29, so id and phase fit one 32-bit word; 0 is never an id. */
+const MAX_ID = 2 ** 29 - 1
+
+/**
+ * The calls that change the tree by path: the worker runs each in a transaction of its own and
+ * takes it back unless the caller is still waiting at the commit, so a call reported as timed
+ * out never takes effect. Descriptor writes (`fd.*`) and reads cannot be taken back (a read has
+ * no effect to take back).
+ */
+export const SYNC_TRANSACTIONAL = new Set([
+  'writeFile',
+  'appendFile',
+  'mkdir',
+  'mkdtemp',
+  'rmdir',
+  'rm',
+  'unlink',
+  'rename',
+  'copyFile',
+  'cp',
+  'symlink',
+  'link',
+  'chmod',
+  'lchmod',
+  'chown',
+  'lchown',
+  'utimes',
+  'lutimes',
+  'truncate',
+])
+
+/** Calls that read only: a timed-out one has changed nothing. */
+const READS = new Set([
+  'exists',
+  'access',
+  'stat',
+  'lstat',
+  'readFile',
+  'readdir',
+  'readlink',
+  'realpath',
+  'opendir',
+  'fd.read',
+  'fd.fstat',
+])
+
 interface Request {
+  readonly id: number
   readonly method: string
   readonly args: readonly unknown[]
   readonly actor: Actor | undefined
 }
 
-type Reply = { readonly value: unknown } | { readonly error: Record<string, unknown> }
+type Reply = { readonly id: number } & (
+  | { readonly value: unknown }
+  | { readonly error: Record<string, unknown> }
+)
+
+/** Options of {@link portSyncBridge}. */
+export interface SyncBridgeOptions {
+  /** How long one call may wait for its answer before it fails with ETIMEDOUT. */
+  readonly timeoutMs?: number
+  /**
+   * Asked before each call: a reason the call cannot run now (it would wait on the caller
+   * itself, e.g. the caller's own database holds a transaction open), or undefined. A reason
+   * fails the call at once with EDEADLK, before anything is sent.
+   */
+  readonly blocked?: () => string | undefined
+}
 
 /**
  * The caller's side of a synchronous bridge: each call is posted to a worker thread (which runs
@@ -25,30 +105,98 @@ type Reply = { readonly value: unknown } | { readonly error: Record<string, unkn
  * `Atomics.wait`, so `readFileSync` really returns the file. Results are rebuilt as `Stats`,
  * `Dirent`s, Buffers; errors keep their class, code, syscall and path. The change feed
  * attributes a call to the caller's session and tool call.
+ *
+ * Requests and replies are matched by id: a reply that comes after its call gave up is dropped,
+ * never taken for the next call's. A call that times out says what became of it: not run, taken
+ * back (the calls in {@link SYNC_TRANSACTIONAL}), nothing to take back (reads), or — for
+ * descriptor writes only — that it may still take effect.
  */
 export function portSyncBridge(
   port: MessagePort,
   shared: SharedArrayBuffer,
-  timeoutMs = SYNC_TIMEOUT_MS,
+  options: SyncBridgeOptions | number = {},
 ): SyncBridge {
-  const flag = new Int32Array(shared)
+  const { timeoutMs = SYNC_TIMEOUT_MS, blocked } =
+    typeof options === 'number' ? { timeoutMs: options } : options
+  const words = new Int32Array(shared)
+  let lastId = 0
+  /** Waits until the reply of `id` is posted or `ms` pass; true when it was posted. */
+  const waitFor = (id: number, ms: number): boolean => {
+    const until = Date.now() + ms
+    for (;;) {
+      const seen = Atomics.load(words, REPLY)
+      if (seen === id) return true
+      const left = until - Date.now()
+      if (left <= 0) return false
+      Atomics.wait(words, REPLY, seen, left)
+    }
+  }
+  /** The reply of `id` from the port; replies of calls that gave up earlier are dropped. */
+  const replyOf = (id: number): Reply | undefined => {
+    for (;;) {
+      const message = receiveMessageOnPort(port)?.message as Reply | undefined
+      if (message === undefined || message.id === id) return message
+    }
+  }
+  const timedOut = (method: string, outcome: string) =>
+    new FsError({
+      code: 'ETIMEDOUT',
+      syscall: method,
+      hint: `the synchronous call took over ${timeoutMs} ms (an unfinished change on the same database, by this agent or another process, holds it?); ${outcome}`,
+    })
   return {
     call(method: string, args: readonly unknown[]): unknown {
-      Atomics.store(flag, 0, 0)
-      port.postMessage({ method, args: args.map(plain), actor: currentActor() } satisfies Request)
-      if (Atomics.wait(flag, 0, 0, timeoutMs) === 'timed-out')
-        throw new FsError({
-          code: 'ETIMEDOUT',
-          syscall: method,
-          hint: `the synchronous call took over ${timeoutMs} ms (an unfinished asynchronous change on the same database holds it?)`,
-        })
-      const reply = receiveMessageOnPort(port)?.message as Reply | undefined
+      const reason = blocked?.()
+      if (reason !== undefined)
+        throw new FsError({ code: 'EDEADLK', syscall: method, hint: reason })
+      const id = lastId >= MAX_ID ? 1 : lastId + 1
+      lastId = id
+      Atomics.store(words, STATE, word(id, PENDING))
+      port.postMessage({
+        id,
+        method,
+        args: args.map(plain),
+        actor: currentActor(),
+      } satisfies Request)
+      if (!waitFor(id, timeoutMs)) {
+        // Whoever moves the state first decides: the worker (running, committing) or the caller.
+        const pending = word(id, PENDING)
+        if (Atomics.compareExchange(words, STATE, pending, word(id, CANCELLED)) === pending)
+          throw timedOut(method, 'it was not run')
+        const running = word(id, RUNNING)
+        if (Atomics.compareExchange(words, STATE, running, word(id, CANCELLED)) === running)
+          throw timedOut(
+            method,
+            SYNC_TRANSACTIONAL.has(method)
+              ? 'it was taken back and has no effect'
+              : READS.has(method)
+                ? 'it changed nothing'
+                : 'it had started and may still take effect',
+          )
+        // The worker is committing it: its answer is on the way.
+        if (!waitFor(id, timeoutMs))
+          throw timedOut(method, 'it was being committed and has taken effect or will')
+      }
+      const reply = replyOf(id)
       if (!reply)
         throw new FsError({ code: 'EIO', syscall: method, hint: 'the sync worker sent no reply' })
       if ('error' in reply) throw reviveError(reply.error)
       return revive(reply.value)
     },
   }
+}
+
+/** What {@link serveSync} runs requests on. */
+export interface SyncTarget {
+  readonly fs: FileSystem
+  /** `fs` in the `node:fs/promises` shape. */
+  readonly promises: Record<string, unknown>
+  /**
+   * Runs `fn` in one transaction of the database, on the `node:fs/promises` shape of a
+   * filesystem bound to it; rolled back when `fn` throws. Without it, the calls in
+   * {@link SYNC_TRANSACTIONAL} run as they are (and cannot be taken back after a time-out).
+   */
+  readonly transaction?: <T>(fn: (promises: Record<string, unknown>) => Promise<T>) => Promise<T>
 }
 
 /**
@@ -59,9 +207,9 @@ export function portSyncBridge(
 export function serveSync(
   port: MessagePort,
   shared: SharedArrayBuffer,
-  ready: Promise<{ fs: FileSystem; promises: Record<string, unknown> }>,
+  ready: Promise<SyncTarget>,
 ): void {
-  const flag = new Int32Array(shared)
+  const words = new Int32Array(shared)
   const fds = new Map<number, FsFileHandle>()
   let nextFd = SYNC_FD_BASE
   const handle = (fd: unknown, syscall: string): FsFileHandle => {
@@ -69,8 +217,11 @@ export function serveSync(
     if (!found) throw new FsError({ code: 'EBADF', syscall })
     return found
   }
-  const run = async ({ method, args }: Request): Promise<unknown> => {
-    const { fs, promises } = await ready
+  const run = async (
+    { method, args }: Request,
+    fs: FileSystem,
+    promises: Record<string, unknown>,
+  ): Promise<unknown> => {
     const [first, ...rest] = args
     switch (method) {
       case 'exists':
@@ -142,16 +293,34 @@ export function serveSync(
       }
     }
   }
+  /** Runs a request unless its caller gave up first; a transactional one commits only while
+   * its caller still waits. */
+  const answer = async (request: Request): Promise<unknown> => {
+    const { id, method } = request
+    const target = await ready
+    const pending = word(id, PENDING)
+    if (Atomics.compareExchange(words, STATE, pending, word(id, RUNNING)) !== pending)
+      throw new FsError({ code: 'ECANCELED', syscall: method, hint: 'the caller gave up' })
+    if (!target.transaction || !SYNC_TRANSACTIONAL.has(method))
+      return run(request, target.fs, target.promises)
+    return target.transaction(async (promises) => {
+      const value = await run(request, target.fs, promises)
+      const running = word(id, RUNNING)
+      if (Atomics.compareExchange(words, STATE, running, word(id, COMMITTING)) !== running)
+        throw new FsError({ code: 'ECANCELED', syscall: method, hint: 'the caller gave up' })
+      return value
+    })
+  }
   port.on('message', (request: Request) => {
-    withActor(request.actor ?? {}, () => run(request))
+    withActor(request.actor ?? {}, () => answer(request))
       .then(
-        (value) => ({ value: plain(value) }),
-        (error: unknown) => ({ error: plainError(error) }),
+        (value) => ({ id: request.id, value: plain(value) }),
+        (error: unknown) => ({ id: request.id, error: plainError(error) }),
       )
       .then((reply: Reply) => {
         port.postMessage(reply)
-        Atomics.store(flag, 0, 1)
-        Atomics.notify(flag, 0)
+        Atomics.store(words, REPLY, request.id)
+        Atomics.notify(words, REPLY)
       })
   })
 }

@@ -255,15 +255,21 @@ export class AgentFS implements AgentScope {
    * The filesystem as a `node:fs`-shaped object (`promises`, callbacks, streams, `Stats`, …)
    * for libraries that take an `fs`, with the `…Sync` calls too when the database is a file:
    * those run on a worker thread with its own connection, opened with this agent's options and
-   * policy, while the caller waits. One per agent; closed with it.
+   * policy, while the caller waits. One per agent (the options of the first call hold);
+   * closed with it. A `…Sync` call while this agent has a transaction open fails at once with
+   * EDEADLK (it would wait on the caller itself); one that waits past `syncTimeoutMs` (60 s)
+   * fails with ETIMEDOUT and says whether it took effect (a change by path never does).
    *
    * @example
    * const fs = agent.nodeFs()
    * fs.writeFileSync('/a.txt', 'hi')
    * await git.init({ fs, dir: '/repo' })
    */
-  nodeFs(): NodeFs {
-    this.#nodeFs ??= syncNodeFs(this.fs, this.path, this.#options)
+  nodeFs(options: { syncTimeoutMs?: number } = {}): NodeFs {
+    this.#nodeFs ??= syncNodeFs(this.fs, this.path, this.#options, {
+      transactionOpen: () => this.db.driver.transactionOpen,
+      ...(options.syncTimeoutMs === undefined ? {} : { timeoutMs: options.syncTimeoutMs }),
+    })
     return this.#nodeFs.nodeFs
   }
 

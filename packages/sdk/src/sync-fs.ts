@@ -1,7 +1,13 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { MessageChannel, Worker } from 'node:worker_threads'
-import { type NodeFs, portSyncBridge, type SqlFileSystem, toNodeFs } from '@agentfs/fs'
+import {
+  type NodeFs,
+  portSyncBridge,
+  type SqlFileSystem,
+  SYNC_SHARED_BYTES,
+  toNodeFs,
+} from '@agentfs/fs'
 import type { AgentFSOptions } from './agentfs.js'
 
 /** What the worker may be given: the open options that cross threads (no driver, clock, ids). */
@@ -77,6 +83,11 @@ export function syncNodeFs(
   fs: SqlFileSystem,
   path: string | undefined,
   options: AgentFSOptions,
+  bridge: {
+    /** True while the caller's own database holds a transaction open. */
+    readonly transactionOpen: () => boolean
+    readonly timeoutMs?: number
+  } = { transactionOpen: () => false },
 ): SyncNodeFs {
   if (path === undefined || path === ':memory:')
     return {
@@ -89,7 +100,7 @@ export function syncNodeFs(
       close: async () => {},
     }
   const execArgv = workerExecArgv(process.execArgv)
-  const shared = new SharedArrayBuffer(4)
+  const shared = new SharedArrayBuffer(SYNC_SHARED_BYTES)
   const { port1, port2 } = new MessageChannel()
   const worker = new Worker(workerFile(), {
     workerData: { port: port2, shared, options: workerOptions(path, options) },
@@ -100,7 +111,17 @@ export function syncNodeFs(
   worker.unref()
   port1.unref()
   return {
-    nodeFs: toNodeFs(fs, { sync: portSyncBridge(port1, shared) }),
+    nodeFs: toNodeFs(fs, {
+      sync: portSyncBridge(port1, shared, {
+        ...(bridge.timeoutMs === undefined ? {} : { timeoutMs: bridge.timeoutMs }),
+        // The worker's connection would wait for this one's write lock while this thread, the
+        // only one that can release it, waits for the worker.
+        blocked: () =>
+          bridge.transactionOpen()
+            ? 'this agent has a transaction open on the same database, and a …Sync call would wait for it forever; finish the transaction first, or use the promise API (fs.promises, or tx.fs inside the transaction)'
+            : undefined,
+      }),
+    }),
     async close() {
       port1.close()
       await worker.terminate()

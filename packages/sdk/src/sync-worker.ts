@@ -1,4 +1,5 @@
 import { type MessagePort, workerData } from 'node:worker_threads'
+import type { SyncTarget } from '@agentfs/fs'
 import type { AgentFSOptions } from './agentfs.js'
 
 // The worker behind `agent.nodeFs()`'s `…Sync` calls: its own connection to the same database
@@ -13,24 +14,31 @@ try {
     import('@agentfs/fs'),
     import('./agentfs.js'),
   ])
-  const ready = AgentFS.open({ ...options, migrate: false }).then((agent) => ({
-    fs: agent.fs,
-    promises: toNodeFs(agent.fs).promises as Record<string, unknown>,
-  }))
+  const ready = AgentFS.open({ ...options, migrate: false }).then(
+    (agent): SyncTarget => ({
+      fs: agent.fs,
+      promises: toNodeFs(agent.fs).promises as Record<string, unknown>,
+      // A change by path runs in a transaction of its own, taken back if the caller gave up.
+      transaction: (fn) =>
+        agent.transaction((tx) => fn(toNodeFs(tx.fs).promises as Record<string, unknown>)),
+    }),
+  )
   // A failure to open is every call's answer (serveSync awaits `ready`), not an unhandled one.
   ready.catch(() => undefined)
   serveSync(port, shared, ready)
 } catch (error) {
   // The caller is blocked waiting: answer every call with why the worker could not start.
-  const flag = new Int32Array(shared)
-  port.on('message', () => {
+  const words = new Int32Array(shared)
+  port.on('message', ({ id }: { id: number }) => {
     port.postMessage({
+      id,
       error: {
         kind: 'Error',
         message: `the sync worker could not start: ${(error as Error).message}`,
       },
     })
-    Atomics.store(flag, 0, 1)
-    Atomics.notify(flag, 0)
+    // The reply word of the bridge (see portSyncBridge): the id of the reply posted.
+    Atomics.store(words, 0, id)
+    Atomics.notify(words, 0)
   })
 }

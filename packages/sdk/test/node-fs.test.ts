@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FsError } from '@agentfs/core'
-import { afterAll, expect, test } from 'vitest'
+import { afterAll, describe, expect, test } from 'vitest'
 import { AgentFS } from '../src/index.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'agentfs-nodefs-'))
@@ -101,4 +101,55 @@ test('in memory the …Sync calls say why they cannot run; the rest works', asyn
   await fs.promises.writeFile('/x', 'y')
   expect(await fs.promises.readFile('/x', 'utf8')).toBe('y')
   await agent.close()
+})
+
+describe('the …Sync bridge under contention', () => {
+  test('inside the agent’s own transaction a …Sync call fails at once, and nothing is applied later', async () => {
+    const agent = await AgentFS.open({ path: join(dir, 'own-tx.db') })
+    const fs = agent.nodeFs({ syncTimeoutMs: 5_000 })
+    fs.writeFileSync('/a.txt', 'a')
+    const started = Date.now()
+    await agent.transaction(async (tx) => {
+      await tx.fs.writeFile('/in-tx.txt', 'x')
+      expect(() => fs.writeFileSync('/b.txt', 'b')).toThrow(
+        expect.objectContaining({ code: 'EDEADLK', message: expect.stringMatching(/transaction/) }),
+      )
+      expect(() => fs.readFileSync('/a.txt')).toThrow(expect.objectContaining({ code: 'EDEADLK' }))
+    })
+    expect(Date.now() - started).toBeLessThan(4_000)
+    // Later calls get their own answers, and the refused write never happens.
+    expect(fs.readFileSync('/a.txt', 'utf8')).toBe('a')
+    expect(fs.existsSync('/b.txt')).toBe(false)
+    expect(fs.existsSync('/nope')).toBe(false)
+    expect(fs.readFileSync('/in-tx.txt', 'utf8')).toBe('x')
+    await agent.close()
+  })
+
+  test('a call that times out is taken back, and its late reply never answers a later call', async () => {
+    const path = join(dir, 'timeout.db')
+    const agent = await AgentFS.open({ path })
+    const fs = agent.nodeFs({ syncTimeoutMs: 300 })
+    fs.writeFileSync('/a.txt', 'a')
+    // Another connection (another process, as far as the worker can tell) holds the write lock.
+    const { default: Database } = await import('better-sqlite3')
+    const other = new Database(path)
+    other.exec('BEGIN IMMEDIATE')
+    let error: unknown
+    try {
+      fs.writeFileSync('/b.txt', 'b')
+    } catch (e) {
+      error = e
+    }
+    expect(error).toMatchObject({ code: 'ETIMEDOUT' })
+    expect(String((error as Error).message)).toMatch(/taken back and has no effect/)
+    other.exec('COMMIT')
+    // The worker's write now gets the lock, and is rolled back: its caller gave up.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(fs.readFileSync('/a.txt', 'utf8')).toBe('a')
+    expect(fs.existsSync('/b.txt')).toBe(false)
+    expect(fs.existsSync('/nope')).toBe(false)
+    expect(await agent.fs.exists('/b.txt')).toBe(false)
+    other.close()
+    await agent.close()
+  })
 })
