@@ -1,4 +1,4 @@
-import { createTwoFilesPatch } from 'diff'
+import { unifiedDiff } from '@agentfs/core'
 
 /** True when bytes look like text (no NUL in the first 8 KiB). */
 export const isText = (bytes: Uint8Array) => !bytes.subarray(0, 8192).includes(0)
@@ -35,11 +35,12 @@ export function matchLines(text: string, needle: string): number[] {
   }
 }
 
-/** A short unified diff (at most `maxLines` lines). */
+/**
+ * A short unified diff (at most `maxLines` lines), within the diff budget of `unifiedDiff`: a
+ * wholly rewritten file gives one linear hunk, never seconds of diffing.
+ */
 export function shortDiff(path: string, before: string, after: string, maxLines = 60): string {
-  const patch = createTwoFilesPatch(`a${path}`, `b${path}`, before, after, undefined, undefined, {
-    context: 2,
-  })
+  const patch = unifiedDiff(`a${path}`, `b${path}`, before, after, { context: 2 }).text
   const lines = patch.split('\n').slice(2)
   return lines.length > maxLines
     ? `${lines.slice(0, maxLines).join('\n')}\n… [diff truncated]`

@@ -115,6 +115,26 @@ describe('edit_file and write_file', () => {
     expect(staleEdit.code).toBe('STALE')
   })
 
+  test('a stale write of a whole rewritten file answers at once with a bounded diff', async () => {
+    const { agent, run } = await setup()
+    const lines = (tag: string) =>
+      `${Array.from({ length: 10_000 }, (_, i) => `line ${i} ${tag}`).join('\n')}\n`
+    const written = await run('write_file', { path: '/big.txt', content: lines('v1') })
+    await agent.fs.writeFile('/big.txt', lines('theirs'))
+    // Quadratic diffing took 48 s here; bounded, it is one linear hunk (a hang guard, not a
+    // speed target: the bench measures speed).
+    const started = Date.now()
+    const stale = await run('write_file', {
+      path: '/big.txt',
+      content: lines('mine'),
+      expected_version: written.data?.version as string,
+    })
+    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(stale.code).toBe('STALE')
+    expect(stale.text).toContain('-line 0 theirs')
+    expect(stale.text).toContain('[diff truncated]')
+  })
+
   test('multi_edit checks every edit first and applies all or nothing, across files', async () => {
     const { agent, run } = await setup()
     await agent.fs.writeFile('/x.txt', 'alpha beta\n')

@@ -115,5 +115,7 @@ export {
 export { MAX_SLOT, SLOT_SPAN, slotIds } from './slot-ids.js'
 export type { SnapshotSource, SnapshotToken } from './snapshot.js'
 export { SNAPSHOT_COLUMNS, sameSnapshot, snapshotSource, tokenOf } from './snapshot.js'
+export type { BoundedDiff, DiffBudget, DiffMethod } from './text-diff.js'
+export { DIFF_BUDGET, unifiedDiff } from './text-diff.js'
 export type { VersionRetention } from './versions.js'
 export { captureVersion, VERSION_DEFAULTS, versionRetention } from './versions.js'

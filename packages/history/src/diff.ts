@@ -1,5 +1,4 @@
-import type { Executor } from '@agentfs/core'
-import { createTwoFilesPatch } from 'diff'
+import { type Executor, unifiedDiff } from '@agentfs/core'
 import { isDirMode, isLinkMode, isRegMode, type SnapInode } from './rows.js'
 import { contentOf, walkAt } from './view.js'
 
@@ -47,7 +46,8 @@ async function textDiff(
   const a = before ? await contentOf(q, before, path) : Buffer.alloc(0)
   const b = after ? await contentOf(q, after, path) : Buffer.alloc(0)
   if (a.subarray(0, 8192).includes(0) || b.subarray(0, 8192).includes(0)) return undefined
-  return createTwoFilesPatch(path, path, a.toString('utf8'), b.toString('utf8'))
+  // Bounded: a minimal diff within the budget, else one linear hunk, else a summary line.
+  return unifiedDiff(path, path, a.toString('utf8'), b.toString('utf8')).text
 }
 
 /**

@@ -122,6 +122,20 @@ describe('snapshots', () => {
     expect(await history.deleteSnapshot('two')).toBe(false)
   })
 
+  test('a diff of a wholly rewritten 10,000-line file is bounded: one linear hunk, at once', async () => {
+    const { fs, history } = await fresh(fixedClock())
+    const lines = (tag: string) =>
+      `${Array.from({ length: 10_000 }, (_, i) => `line ${i} ${tag}`).join('\n')}\n`
+    await fs.writeFile('/big.txt', lines('old'))
+    await history.snapshot('s')
+    await fs.writeFile('/big.txt', lines('new'))
+    // Quadratic diffing took 48 s here (a hang guard, not a speed target).
+    const started = Date.now()
+    const [change] = await history.diff('s')
+    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(change!.diff!.match(/^@@ -1,10000 \+1,10000 @@$/gm)).toHaveLength(1)
+  })
+
   test('diff against now does not keep a snapshot', async () => {
     const { fs, history } = await fresh(fixedClock())
     await fs.writeFile('/a', 'a\n')

@@ -1,6 +1,5 @@
-import { joinPath, type Queryable, undefinedIfAbsent } from '@agentfs/core'
+import { joinPath, type Queryable, undefinedIfAbsent, unifiedDiff } from '@agentfs/core'
 import type { Dirent, FileSystem, Stats } from '@agentfs/fs'
-import { createTwoFilesPatch } from 'diff'
 import type { OverlayFs } from './overlay-fs.js'
 
 /** One difference between the overlay and its base. */
@@ -61,12 +60,13 @@ async function textDiff(
   const old = before ? await overlay.base.readFile(path) : Buffer.alloc(0)
   const now = after ? await overlay.delta.readFile(path) : Buffer.alloc(0)
   if (!isText(old) || !isText(now)) return undefined
-  return createTwoFilesPatch(
+  // Bounded: a minimal diff within the budget, else one linear hunk, else a summary line.
+  return unifiedDiff(
     before ? `a${path}` : '/dev/null',
     after ? `b${path}` : '/dev/null',
     old.toString('utf8'),
     now.toString('utf8'),
-  )
+  ).text
 }
 
 /** What the overlay changed relative to its base: added, modified and deleted entries. */
