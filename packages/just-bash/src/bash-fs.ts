@@ -37,6 +37,43 @@ export interface BashFileSystemScope {
   readonly base: FileSystem
   readonly paths: PathPolicy
   readonly readOnly: boolean
+  /**
+   * A script's time limit: once it has passed, every call fails at once with ETIMEDOUT, before
+   * any effect, so a loop cannot go on changing files past the limit.
+   */
+  readonly limit?: ScriptLimit
+}
+
+/**
+ * A wall-clock limit read from the clock on every check: a loop whose filesystem calls all
+ * settle as microtasks never lets a timer (or `AbortSignal.timeout`) fire, so the limit cannot
+ * wait for one. `controller` is aborted at the first check past `deadline` (and by the timer,
+ * when the event loop is free), so just-bash's own checks of its signal stop the script too.
+ */
+export class ScriptLimit {
+  readonly controller = new AbortController()
+  readonly deadline: number
+  readonly #timer: ReturnType<typeof setTimeout>
+
+  constructor(readonly timeoutMs: number) {
+    this.deadline = Date.now() + timeoutMs
+    this.#timer = setTimeout(() => this.controller.abort(), timeoutMs)
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal
+  }
+
+  /** True once the limit has passed (and the signal is aborted). */
+  get expired(): boolean {
+    if (!this.controller.signal.aborted && Date.now() >= this.deadline) this.controller.abort()
+    return this.controller.signal.aborted
+  }
+
+  /** Stops the timer (the script ended). */
+  dispose(): void {
+    clearTimeout(this.#timer)
+  }
 }
 
 /**
@@ -70,6 +107,11 @@ export class BashFileSystem implements IFileSystem {
       paths: env.paths,
       readOnly: options.readOnly === true,
     }
+  }
+
+  /** This filesystem for one script: every call refused once `limit` has passed. */
+  withLimit(limit: ScriptLimit): BashFileSystem {
+    return new BashFileSystem({ ...this.#scope, limit })
   }
 
   async readFile(path: string, options?: ReadFileOptions | BufferEncoding): Promise<string> {
@@ -292,6 +334,8 @@ export class BashFileSystem implements IFileSystem {
   }
 
   async #resolve(path: string, syscall: string): Promise<string> {
+    // Every call resolves a path first: past the script's time limit, nothing more happens.
+    if (this.#scope.limit?.expired) throw bashError('ETIMEDOUT', syscall, path)
     try {
       return await trusted(() => this.#scope.paths.resolve(path, this.#scope.base))
     } catch (error) {

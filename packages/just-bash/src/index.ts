@@ -1,5 +1,5 @@
 export type { BashFileSystemOptions, BashFileSystemScope } from './bash-fs.js'
-export { BashFileSystem, bashError } from './bash-fs.js'
+export { BashFileSystem, bashError, ScriptLimit } from './bash-fs.js'
 export type { BashToolOptions } from './bash-tool.js'
 export { bashTool } from './bash-tool.js'
 export type { ScriptResult } from './run.js'

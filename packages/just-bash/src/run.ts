@@ -1,6 +1,6 @@
 import { ToolFailure } from '@agentfs/agent-tools'
 import { Bash } from 'just-bash'
-import type { BashFileSystem } from './bash-fs.js'
+import { type BashFileSystem, ScriptLimit } from './bash-fs.js'
 import type { BashToolOptions } from './bash-tool.js'
 
 /** What a script printed and how it ended. */
@@ -22,27 +22,32 @@ export async function runScript(
 ): Promise<ScriptResult> {
   const cwd = options.cwd ?? '/'
   if (!readOnly && cwd !== '/') await fs.mkdir(cwd, { recursive: true })
+  const timeoutMs = options.timeoutMs ?? 30_000
+  const limit = new ScriptLimit(timeoutMs)
+  const { signal } = limit
   const bash = new Bash({
-    fs,
+    // The filesystem checks the time limit on every call (just-bash checks its signal between
+    // some commands only, and no timer fires while a loop's calls settle as microtasks).
+    fs: fs.withLimit(limit),
     cwd,
     ...(options.env ? { env: options.env } : {}),
     ...(options.executionLimits ? { executionLimits: options.executionLimits } : {}),
     ...(options.commands ? { commands: options.commands } : {}),
   })
-  const timeoutMs = options.timeoutMs ?? 30_000
-  const signal = AbortSignal.timeout(timeoutMs)
   try {
     const result = await bash.exec(command, { signal })
-    if (signal.aborted) throw timedOut(timeoutMs)
+    if (limit.expired) throw timedOut(timeoutMs)
     return { stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode }
   } catch (error) {
-    if (signal.aborted) throw timedOut(timeoutMs)
+    if (limit.expired) throw timedOut(timeoutMs)
     // just-bash lets a filesystem error in a redirection's final write escape (its own
     // filesystems never fail there); here a refused write (EACCES, EROFS, EDQUOT…) is the
     // script's failure, reported as bash would.
     if (error instanceof Error && typeof (error as { code?: unknown }).code === 'string')
       return { stdout: '', stderr: `bash: ${error.message}\n`, exitCode: 1 }
     throw error
+  } finally {
+    limit.dispose()
   }
 }
 

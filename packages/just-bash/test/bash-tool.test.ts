@@ -7,7 +7,7 @@ import { HostFileSystem } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import { Bash } from 'just-bash'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { BashFileSystem, bashTool } from '../src/index.js'
+import { agentFsSandbox, BashFileSystem, bashTool } from '../src/index.js'
 
 let agent: AgentFS
 beforeEach(async () => {
@@ -86,6 +86,45 @@ describe('the bash tool', () => {
     const out = await bash.execute({ command: 'while true; do :; done' })
     expect(out.isError).toBe(true)
     expect(out.text).toMatch(/too many|limit|timed out|longer than/i)
+  })
+
+  // The wall-clock limit holds inside loops: checked by the filesystem on every call, so a
+  // loop of changes stops changing things at the limit, and the answer says it timed out.
+  const LOOPS = [
+    'for i in $(seq 1 1500); do touch f$i; done',
+    'seq 1 100000 | while read i; do echo $i > n$i; done',
+  ]
+  test.each(LOOPS)('the time limit holds inside loops: %s', async (command) => {
+    const bash = createAgentTools({
+      fs: agent.fs,
+      tools: [bashTool({ timeoutMs: 500 })],
+    }).get('bash')!
+    const started = Date.now()
+    const out = await bash.execute({ command })
+    const took = Date.now() - started
+    expect(out.isError).toBe(true)
+    expect(out.code).toBe('ETIMEDOUT')
+    expect(out.text).toMatch(/longer than 500 ms/)
+    // A hang guard, not a speed target: these ran 47 s and 260 s against their limits.
+    expect(took).toBeLessThan(10_000)
+    // Nothing was created after the limit: what exists now stays.
+    const made = (await agent.fs.readdir('/')).length
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect((await agent.fs.readdir('/')).length).toBe(made)
+  })
+
+  test.each(LOOPS)('the sandbox holds the time limit too: %s', async (command) => {
+    const sandbox = agentFsSandbox({ fs: agent.fs, audit: agent.tools, timeoutMs: 500 })
+    const started = Date.now()
+    const failure = await sandbox.executeCommand(command).then(
+      () => undefined,
+      (error: { code?: string; message?: string }) => error,
+    )
+    expect(Date.now() - started).toBeLessThan(10_000)
+    expect(failure).toMatchObject({ code: 'ETIMEDOUT' })
+    // The audit row says the command failed by time.
+    const [call] = await agent.tools.recent()
+    expect(call).toMatchObject({ name: 'bash', status: 'error' })
   })
 
   test('a second tool named bash is refused', () => {
