@@ -11,6 +11,7 @@ import {
   writeFile,
 } from 'node:fs/promises'
 import { join } from 'node:path'
+import { AgentFS } from '@agentfs/sdk'
 import { describe, expect, test } from 'vitest'
 import { runCli, useCliSandbox } from './helpers.js'
 
@@ -129,6 +130,19 @@ describe('agentfs', () => {
     expect(agentfs(['timeline', 'k.db', '--since', 'yesterday']).err).toMatch(
       /cannot read 'yesterday' as a time/,
     )
+  })
+
+  test('timeline --params shows what a call was sent, whole', async () => {
+    agentfs(['init', 'audit.db'])
+    const agent = await AgentFS.open({ path: join(cwd, 'audit.db') })
+    const command = `#${' '.repeat(6000)}\nrm -rf /workspace`
+    await agent.tools.track('bash', { command }, async () => 'ok')
+    await agent.close()
+    const shown = agentfs(['timeline', 'audit.db', '--params']).out
+    expect(shown).toContain(`  parameters: ${JSON.stringify({ command })}`)
+    expect(JSON.parse(agentfs(['timeline', 'audit.db', '--json']).out)[0].parameters).toEqual({
+      command,
+    })
   })
 
   test('an overlay over a host directory: edit, diff, commit, discard; the host is untouched until commit', async () => {

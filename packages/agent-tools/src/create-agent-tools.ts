@@ -25,9 +25,6 @@ export const TOOL_DEFINITIONS: readonly AgentToolDefinition<never>[] = [
 
 /** Default of `maxInputBytes`. */
 export const MAX_INPUT_BYTES = 64 * 1024 * 1024
-/** Default of `auditMaxString`. */
-export const AUDIT_MAX_STRING = 4096
-const PREVIEW = 256
 /** Nesting followed when measuring or copying an input (deeper is refused). */
 const MAX_DEPTH = 64
 
@@ -41,23 +38,27 @@ function inputSize(value: unknown, depth = 0): number {
   return 8
 }
 
-/** The input as the audit log keeps it: long strings replaced by their length, hash and head. */
-export function auditCopy(value: unknown, maxString = AUDIT_MAX_STRING, depth = 0): unknown {
-  if (typeof value === 'string') {
-    if (value.length <= maxString) return value
-    return {
-      $truncated: true,
-      length: value.length,
-      sha256: createHash('sha256').update(value).digest('hex'),
-      preview: value.slice(0, PREVIEW),
+/**
+ * The input as the audit log keeps it: whole — every string, however long, so nothing an agent
+ * sends (a command padded past any preview, a large write) drops out of the audit. Only nesting
+ * past {@link MAX_DEPTH} levels, which the tools refuse before running (EFBIG), is replaced by
+ * a marker with the SHA-256 of its JSON, where it has one.
+ */
+export function auditCopy(value: unknown, depth = 0): unknown {
+  if (depth > MAX_DEPTH) {
+    let sha256: string | undefined
+    try {
+      sha256 = createHash('sha256')
+        .update(JSON.stringify(value) ?? 'null')
+        .digest('hex')
+    } catch {
+      // Deeper than JSON.stringify can go: the refusal is recorded without it.
     }
+    return { $nested: 'too deeply to keep; the call was refused', ...(sha256 ? { sha256 } : {}) }
   }
-  if (depth > MAX_DEPTH) return { $truncated: true, reason: 'nested too deeply' }
-  if (Array.isArray(value)) return value.map((v) => auditCopy(v, maxString, depth + 1))
+  if (Array.isArray(value)) return value.map((v) => auditCopy(v, depth + 1))
   if (value && typeof value === 'object')
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, auditCopy(v, maxString, depth + 1)]),
-    )
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, auditCopy(v, depth + 1)]))
   return value
 }
 
@@ -179,10 +180,7 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
         if (options.audit) {
           await options.audit.record({
             name,
-            parameters: auditCopy(
-              input ?? null,
-              options.auditMaxString ?? AUDIT_MAX_STRING,
-            ) as never,
+            parameters: auditCopy(input ?? null) as never,
             ...(output.isError
               ? { error: output.text }
               : {

@@ -1,5 +1,4 @@
 export {
-  AUDIT_MAX_STRING,
   auditCopy,
   createAgentTools,
   createToolEnvironment,

@@ -105,11 +105,6 @@ export interface AgentToolsOptions {
    * EFBIG before any work, so one call cannot exhaust memory.
    */
   readonly maxInputBytes?: number
-  /**
-   * Longest string kept verbatim in the audit log's `parameters` (default 4,096 characters).
-   * Longer ones are stored by reference: `{ $truncated: true, length, sha256, preview }`.
-   */
-  readonly auditMaxString?: number
 }
 
 /** A ready tool: its public name and an `execute` that validates, runs and audits. */

@@ -74,7 +74,7 @@ describe.each([
 })
 
 describe('large inputs', () => {
-  test('the audit log keeps a large write by reference; an input over the cap is refused first', async () => {
+  test('the audit log keeps a large write whole; an input over the cap is refused first', async () => {
     const agent = await setup()
     const tools = createAgentTools({ fs: agent.fs, audit: agent.tools, maxInputBytes: 8 << 20 })
     const content = 'x'.repeat(4 << 20)
@@ -83,15 +83,29 @@ describe('large inputs', () => {
     const { rows } = await agent.db.execute<{ parameters: string }>({
       sql: "SELECT parameters FROM tool_calls WHERE name = 'write_file'",
     })
-    expect(rows[0]!.parameters.length).toBeLessThan(2000)
     const stored = JSON.parse(rows[0]!.parameters)
-    expect(stored.content).toMatchObject({ $truncated: true, length: 4 << 20 })
-    expect(stored.content.sha256).toMatch(/^[0-9a-f]{64}$/)
+    expect(stored.content).toBe(content)
     const tooBig = await tools
       .get('write_file')!
       .execute({ path: '/huge.txt', content: 'y'.repeat(9 << 20) })
     expect(tooBig).toMatchObject({ isError: true, code: 'EFBIG' })
     expect(await agent.fs.exists('/huge.txt')).toBe(false)
+  })
+})
+
+describe('nothing an agent sends drops out of the audit', () => {
+  test('a command padded past any preview is kept whole, on every front end that records', async () => {
+    const agent = await setup()
+    const hidden = `#${' '.repeat(10_000)}\nrm -rf /workspace`
+    const tools = createAgentTools({ fs: agent.fs, audit: agent.tools })
+    // An unknown field still reaches the audit whole, as the model sent it.
+    await tools.get('write_file')!.execute({ path: '/w.txt', content: hidden, note: hidden })
+    const [call] = await agent.tools.recent()
+    expect(call!.parameters).toEqual({ path: '/w.txt', content: hidden, note: hidden })
+    // A refused (invalid) call is recorded whole too.
+    await tools.get('read_file')!.execute({ path: 42, padding: hidden })
+    const [refused] = await agent.tools.recent()
+    expect(refused!.parameters).toEqual({ path: 42, padding: hidden })
   })
 })
 

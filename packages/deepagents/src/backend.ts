@@ -355,7 +355,7 @@ export class AgentFSBackend implements BackendProtocolV2 {
       const error = (result as { error?: string }).error
       await audit.record({
         name,
-        parameters: auditCopy(parameters, 4096) as never,
+        parameters: auditCopy(parameters) as never,
         ...(error === undefined ? { result: summary(result) as never } : { error }),
         startedAt: startedAt!,
         completedAt: audit.clock.now(),

@@ -121,7 +121,7 @@ function recordRefusals(server: McpServer, options: McpServerOptions): void {
     } catch (error) {
       await audit.record({
         name,
-        parameters: auditCopy(args ?? null, options.auditMaxString) as never,
+        parameters: auditCopy(args ?? null) as never,
         error: error instanceof Error ? error.message : String(error),
         startedAt,
         completedAt: audit.clock.now(),

@@ -19,7 +19,8 @@ export function registerInspect(program: Command): void {
     .option('--since <time>', 'ISO time or ms since the epoch')
     .option('--errors', 'only failed calls')
     .option('--limit <n>', 'at most this many', positiveInteger('--limit'), 50)
-    .option('--json', 'print JSON')
+    .option('--params', "each call's parameters (JSON, whole) under its line")
+    .option('--json', 'print JSON (parameters included, whole)')
     .action(
       async (
         db: string,
@@ -29,6 +30,7 @@ export function registerInspect(program: Command): void {
           since?: string
           errors?: boolean
           limit: number
+          params?: boolean
           json?: boolean
         },
       ) =>
@@ -54,6 +56,8 @@ export function registerInspect(program: Command): void {
             print(
               `${new Date(c.startedAt).toISOString()} #${c.id} ${c.name} ${c.status}${c.durationMs === null ? '' : ` ${c.durationMs.toFixed(1)}ms`}${c.error ? ` — ${c.error.split('\n')[0]}` : ''}`,
             )
+            // Whole, as recorded: nothing an agent sent is shortened here either.
+            if (o.params) print(`  parameters: ${JSON.stringify(c.parameters)}`)
           }
         }),
     )
