@@ -208,7 +208,13 @@ Examples:
         process.on('SIGTERM', ignore)
         try {
           code = sandboxed
-            ? await runSandboxed(argv, { ...sandboxed, project, view })
+            ? await runSandboxed(argv, {
+                ...sandboxed,
+                project,
+                view,
+                hideDirs: [join(project, '.agentfs')],
+                hideFiles: ['', '-wal', '-shm', '-journal'].map((end) => `${dbPath}${end}`),
+              })
             : await runIn(argv, view, project, canUseNamespace())
         } finally {
           process.off('SIGINT', ignore)

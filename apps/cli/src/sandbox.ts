@@ -25,6 +25,13 @@ export interface SandboxOptions {
   readonly read?: readonly string[]
   /** The home directory to hide (default $HOME); none when undefined or `/`. */
   readonly home?: string | undefined
+  /**
+   * Directories shown empty (a private tmpfs), mounted after the view: the project's
+   * `.agentfs`, so the command can neither read nor change the session's own database.
+   */
+  readonly hideDirs?: readonly string[]
+  /** Files shown as an empty read-only file (the session database and its -wal, -shm). */
+  readonly hideFiles?: readonly string[]
 }
 
 /** The path as an absolute, existing host path, or an error that says which flag is wrong. */
@@ -37,7 +44,14 @@ export function hostPath(flag: string, path: string): string {
 
 /** bwrap's arguments for running `argv` in the sandbox (order matters: later mounts win). */
 export function bwrapArgs(o: SandboxOptions, argv: readonly string[]): string[] {
-  const given = [o.project, o.view, ...(o.read ?? []), ...(o.writable ?? [])]
+  const given = [
+    o.project,
+    o.view,
+    ...(o.read ?? []),
+    ...(o.writable ?? []),
+    ...(o.hideDirs ?? []),
+    ...(o.hideFiles ?? []),
+  ]
   if (!given.every((path) => isAbsolute(path)))
     throw new Error('the sandbox needs absolute paths (hostPath gives them)')
   const args = [
@@ -67,18 +81,16 @@ export function bwrapArgs(o: SandboxOptions, argv: readonly string[]): string[] 
   for (const path of o.read ?? []) args.push('--ro-bind', path, path)
   for (const path of o.writable ?? []) args.push('--bind', path, path)
   // Last: the project's path is the view whatever was mounted above or around it.
-  args.push(
-    '--bind',
-    o.view,
-    o.project,
-    '--chdir',
-    o.project,
-    '--setenv',
-    'AGENTFS_SANDBOX',
-    '1',
-    '--',
-    ...argv,
-  )
+  args.push('--bind', o.view, o.project)
+  // After the view: what the session keeps of its own (its database) is out of the command's
+  // reach, inside the view and out of it (a --db elsewhere would be readable through the
+  // read-only host).
+  const hiddenDirs = (o.hideDirs ?? []).filter((dir) => isDirectory(dir) && !isLink(dir))
+  for (const dir of hiddenDirs) args.push('--tmpfs', dir)
+  for (const file of o.hideFiles ?? [])
+    if (existsSync(file) && !hiddenDirs.some((dir) => file.startsWith(`${dir}/`)))
+      args.push('--ro-bind', '/dev/null', file)
+  args.push('--chdir', o.project, '--setenv', 'AGENTFS_SANDBOX', '1', '--', ...argv)
   return args
 }
 

@@ -4,7 +4,7 @@ import { join, relative, sep } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { badEntryName, corruptError } from '@agentfs/core'
 import type { Dirent, FileSystem } from '@agentfs/fs'
-import { HostFileSystem } from '@agentfs/overlay'
+import { HostFileSystem, SPECIAL_BITS, specialBitNames } from '@agentfs/overlay'
 import { SingleBar } from 'cli-progress'
 
 /** Counts shown while copying. */
@@ -130,8 +130,23 @@ async function copyIn(
   return { entries: entries.length, bytes }
 }
 
+/** Lines telling what an export or commit left out: special bits dropped, entries skipped. */
+export function leftOutLines(
+  droppedBits: readonly { path: string; bits: readonly string[] }[],
+  skipped: readonly { path: string; reason: string }[],
+  flag: string,
+): string[] {
+  return [
+    ...droppedBits.map(
+      (d) => `dropped ${d.bits.join(', ')} from ${d.path} (pass ${flag} to keep such bits)`,
+    ),
+    ...skipped.map((s) => `skipped ${s.path}: ${s.reason}`),
+  ]
+}
+
 /**
- * Copies the filesystem into a host directory (modes, times and symlinks kept). Everything is
+ * Copies the filesystem into a host directory (modes, times and symlinks kept; setuid, setgid
+ * and sticky bits dropped unless `keepSpecialBits`, as a commit does). Everything is
  * written through a no-follow {@link HostFileSystem} rooted at `hostDir`, and every name is
  * checked first: a crafted database (a dentry named `../x`, a link planted in `hostDir`) gets
  * a typed error, never a write outside `hostDir`.
@@ -139,8 +154,13 @@ async function copyIn(
 export async function exportTree(
   fs: FileSystem,
   hostDir: string,
-  options: { force?: boolean } = {},
-): Promise<{ entries: number; bytes: number }> {
+  options: { force?: boolean; keepSpecialBits?: boolean } = {},
+): Promise<{
+  entries: number
+  bytes: number
+  droppedBits: { path: string; bits: string[] }[]
+  skipped: string[]
+}> {
   await fsp.mkdir(hostDir, { recursive: true })
   const present = await fsp.readdir(hostDir)
   if (present.length > 0 && !options.force)
@@ -157,11 +177,18 @@ export async function exportTree(
   const bar = progress(entries.length, 'export')
   let bytes = 0
   const directories: Array<[string, { atimeNs: bigint; mtimeNs: bigint }]> = []
+  const droppedBits: { path: string; bits: string[] }[] = []
+  const skipped: string[] = []
   try {
     for (const entry of entries) {
       const path = `${entry.parentPath === '/' ? '' : entry.parentPath}/${entry.name}`
       const stats = await fs.lstat(path)
-      const mode = stats.mode & 0o7777
+      let mode = stats.mode & 0o7777
+      if (!options.keepSpecialBits && mode & SPECIAL_BITS && !stats.isSymbolicLink()) {
+        droppedBits.push({ path, bits: specialBitNames(mode) })
+        mode &= ~SPECIAL_BITS
+      }
+      if (!stats.isDirectory() && !stats.isSymbolicLink() && !stats.isFile()) skipped.push(path)
       if (stats.isDirectory()) {
         await out.mkdir(path, { recursive: true })
         await out.chmod(path, mode)
@@ -183,5 +210,5 @@ export async function exportTree(
   } finally {
     bar.stop()
   }
-  return { entries: entries.length, bytes }
+  return { entries: entries.length, bytes, droppedBits, skipped }
 }

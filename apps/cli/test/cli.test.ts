@@ -132,6 +132,22 @@ describe('agentfs', () => {
     )
   })
 
+  test('export drops setuid, setgid and sticky bits unless --keep-setuid, and says so', async () => {
+    agentfs(['init', 'modes.db'])
+    const agent = await AgentFS.open({ path: join(cwd, 'modes.db') })
+    await agent.fs.writeFile('/rootsh', '#!/bin/sh\n')
+    await agent.fs.chmod('/rootsh', 0o4755)
+    await agent.fs.mknod('/pipe', 0o010644)
+    await agent.close()
+    const plain = agentfs(['export', 'modes.db', join(cwd, 'modes-out')])
+    expect(plain.out).toMatch(/dropped setuid from \/rootsh \(pass --keep-setuid/)
+    expect(plain.out).toMatch(/skipped \/pipe: a FIFO, socket or device/)
+    expect((await lstat(join(cwd, 'modes-out', 'rootsh'))).mode & 0o7777).toBe(0o755)
+    const kept = agentfs(['export', '--keep-setuid', 'modes.db', join(cwd, 'modes-kept')])
+    expect(kept.out).not.toMatch(/dropped/)
+    expect((await lstat(join(cwd, 'modes-kept', 'rootsh'))).mode & 0o7777).toBe(0o4755)
+  })
+
   test('timeline --params shows what a call was sent, whole', async () => {
     agentfs(['init', 'audit.db'])
     const agent = await AgentFS.open({ path: join(cwd, 'audit.db') })

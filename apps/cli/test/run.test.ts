@@ -231,6 +231,48 @@ describe.skipIf(!fuse || !sandboxUsable)('agentfs run --sandbox', () => {
     }
   }, 120_000)
 
+  test('the session database is out of reach; commit plants no setuid file and lists what it leaves out', async () => {
+    const project = join(cwd, 'boxed-setuid')
+    await mkdir(project)
+    sh('printf "#!/bin/sh\\necho tool\\n" > tool.sh && chmod 755 tool.sh', project)
+    const script = `
+      cp /bin/sh rootsh && chmod 4755 rootsh
+      chmod 6777 tool.sh
+      mkfifo pipe
+      if ls .agentfs/*.db >/dev/null 2>&1; then echo "session db visible"; fi
+      if head -c 15 "$DB" 2>/dev/null | grep -q SQLite; then echo "session db readable"; fi
+      echo tampered > .agentfs/sess.db 2>/dev/null || true
+      rm -f .agentfs/sess.db-wal 2>/dev/null || true
+      true
+    `
+    const run = runCli(cli, ['run', '--sandbox', '--db', 'sess', '--', 'bash', '-c', script], {
+      cwd: project,
+      env: { ...process.env, DB: join(project, '.agentfs', 'sess.db') },
+    })
+    expect(run.code).toBe(0)
+    expect(run.out).not.toMatch(/session db (visible|readable)/)
+    // The review shows modes (and what commit will drop), as text and JSON.
+    const diff = runCli(cli, ['diff', 'sess'], { cwd: project })
+    expect(diff.out).toMatch(
+      /^M \/tool\.sh\n {4}mode 755 -> 6777 \(setuid, setgid: dropped by commit/m,
+    )
+    expect(diff.out).toMatch(/^A \/rootsh\n {4}mode 4755 \(setuid: dropped by commit/m)
+    expect(diff.out).toMatch(/^A \/pipe {2}\(a FIFO, socket or device: commit skips it\)/m)
+    expect(diff.out).not.toMatch(/\.agentfs/)
+    const json = JSON.parse(runCli(cli, ['diff', '--json', 'sess'], { cwd: project }).out)
+    expect(json.find((c: { path: string }) => c.path === '/tool.sh').mode).toEqual({
+      before: 0o755,
+      after: 0o6777,
+    })
+    const commit = runCli(cli, ['commit', 'sess'], { cwd: project })
+    expect(commit.code).toBe(0)
+    expect(commit.out).toMatch(/dropped setuid from \/rootsh \(pass --keep-setuid/)
+    expect(commit.out).toMatch(/dropped setuid, setgid from \/tool\.sh/)
+    expect(commit.out).toMatch(/skipped \/pipe: a FIFO/)
+    expect(sh('stat -c %a rootsh tool.sh', project)).toBe('755\n777\n')
+    expect(existsSync(join(project, 'pipe'))).toBe(false)
+  }, 120_000)
+
   test('signals reach the sandboxed command; its status is the run status', async () => {
     const project = join(cwd, 'boxed-signal')
     await mkdir(project)

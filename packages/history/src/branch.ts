@@ -188,7 +188,9 @@ export async function commitOnto(
   })
   try {
     const result = await live.transaction(async (fs) => {
-      const applied = await branch.commit(fs)
+      // Into the database, not onto a host: a mode stays as the branch gave it (an export or
+      // an overlay commit to a host drops special bits).
+      const applied = await branch.commit(fs, { keepSpecialBits: true })
       await appendChange(
         fs.queryable,
         { op: 'commit', path: '/', path2: snapshot },

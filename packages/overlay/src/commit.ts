@@ -11,7 +11,7 @@ import {
   undefinedIfAbsent,
 } from '@agentfs/core'
 import { compareCodePoints, type Dirent, type FileSystem } from '@agentfs/fs'
-import { diffOverlay, type OverlayChange, typeOf } from './diff.js'
+import { diffOverlay, type OverlayChange, SPECIAL_BITS, specialBitNames, typeOf } from './diff.js'
 import { HostFileSystem } from './host-fs.js'
 import type { OverlayFs } from './overlay-fs.js'
 
@@ -35,9 +35,29 @@ export class OverlayConflictError extends AgentFsError<'CONFLICT'> {
   }
 }
 
+/** Options of a commit. */
+export interface CommitOptions {
+  /**
+   * Give committed files and directories their setuid, setgid and sticky bits (default false:
+   * they are dropped, so an agent cannot plant a setuid program in the target; the result
+   * lists what lost them).
+   */
+  readonly keepSpecialBits?: boolean
+  /**
+   * Paths (with everything below them) a commit never changes in the target, whatever the
+   * overlay holds there: e.g. the directory of AgentFS's own databases. Their changes are
+   * listed in `skipped`.
+   */
+  readonly protect?: readonly string[]
+}
+
 /** Result of a commit. */
 export interface CommitResult {
   readonly applied: readonly OverlayChange[]
+  /** Entries a commit cannot make (FIFOs, sockets, devices): not applied, listed here. */
+  readonly skipped?: readonly { readonly path: string; readonly reason: string }[]
+  /** Entries committed without the special bits the overlay gave them. */
+  readonly droppedBits?: readonly { readonly path: string; readonly bits: readonly string[] }[]
   /** True when this call finished a commit that an earlier, interrupted one had begun. */
   readonly resumed?: boolean
 }
@@ -136,6 +156,7 @@ export async function commitOverlay(
   overlay: OverlayFs,
   q: Queryable,
   baseTarget: FileSystem,
+  options: CommitOptions = {},
 ): Promise<CommitResult> {
   const target = strictTarget(baseTarget)
   const journal = await journalSteps(q)
@@ -143,7 +164,15 @@ export async function commitOverlay(
     await runSteps(overlay, q, target, journal)
     return { applied: [], resumed: true }
   }
-  const changes = await diffOverlay(overlay, q)
+  const skipped: { path: string; reason: string }[] = []
+  const protectedPath = (path: string) =>
+    (options.protect ?? []).some((p) => path === p || path.startsWith(`${p}/`))
+  const changes: OverlayChange[] = []
+  for (const change of await diffOverlay(overlay, q)) {
+    if (protectedPath(change.path))
+      skipped.push({ path: change.path, reason: 'a protected path: a commit never changes it' })
+    else changes.push(change)
+  }
   const conflicts: { path: string; reason: string }[] = []
   const recorded = async (path: string) => {
     const { rows } = await q.execute<{ token: string }>({
@@ -200,6 +229,7 @@ export async function commitOverlay(
 
   // The plan: deletions deepest first, then directories, links and files in path order.
   const plan: Omit<Step, 'step'>[] = []
+  const droppedBits: { path: string; bits: string[] }[] = []
   const deletions = changes
     .filter((c) => c.kind === 'deleted')
     .sort((a, b) => compareCodePoints(b.path, a.path))
@@ -210,7 +240,16 @@ export async function commitOverlay(
     const existing = await target.lstat(change.path).catch(undefinedIfAbsent)
     if (existing && (typeOf(existing) !== change.type || change.type === 'symlink'))
       plan.push({ op: 'rm', path: change.path, arg: null, mode: null, atime: null, mtime: null })
-    const mode = stats.mode & 0o7777
+    let mode = stats.mode & 0o7777
+    if (!options.keepSpecialBits && mode & SPECIAL_BITS && change.type !== 'symlink') {
+      droppedBits.push({ path: change.path, bits: specialBitNames(mode) })
+      mode &= ~SPECIAL_BITS
+    }
+    if (change.type === 'other')
+      skipped.push({
+        path: change.path,
+        reason: 'a FIFO, socket or device: a commit makes files, directories and links only',
+      })
     if (change.type === 'directory')
       plan.push({ op: 'mkdir', path: change.path, arg: null, mode, atime: null, mtime: null })
     else if (change.type === 'symlink')
@@ -247,7 +286,12 @@ export async function commitOverlay(
     target,
     plan.map((step, index) => ({ ...step, step: index })),
   )
-  return { applied: changes }
+  const skippedPaths = new Set(skipped.map((s) => s.path))
+  return {
+    applied: changes.filter((c) => !skippedPaths.has(c.path)),
+    ...(skipped.length > 0 ? { skipped } : {}),
+    ...(droppedBits.length > 0 ? { droppedBits } : {}),
+  }
 }
 
 const tempOf = (step: Step) => joinPath(parentPath(step.path), `${TEMP_PREFIX}${step.arg}`)

@@ -9,6 +9,29 @@ export interface OverlayChange {
   readonly type: 'file' | 'directory' | 'symlink' | 'other'
   /** Unified diff, for text files up to 1 MiB. */
   readonly diff?: string
+  /**
+   * Permission bits (`mode & 0o7777`) before and after, when they changed (an added entry:
+   * after only). Setuid, setgid and sticky bits are kept here as the agent set them; a commit
+   * drops them unless asked to keep them (see {@link SPECIAL_BITS}).
+   */
+  readonly mode?: { readonly before?: number; readonly after: number }
+  /** Owner before and after, when it changed (a commit to a host directory applies no owner). */
+  readonly owner?: {
+    readonly before: { readonly uid: number; readonly gid: number }
+    readonly after: { readonly uid: number; readonly gid: number }
+  }
+}
+
+/** Setuid, setgid and sticky: never given to host files by a commit or export unless asked. */
+export const SPECIAL_BITS = 0o7000
+
+/** The names of the special bits set in `mode`. */
+export function specialBitNames(mode: number): string[] {
+  return [
+    ...(mode & 0o4000 ? ['setuid'] : []),
+    ...(mode & 0o2000 ? ['setgid'] : []),
+    ...(mode & 0o1000 ? ['sticky'] : []),
+  ]
 }
 
 export const typeOf = (s: Stats): OverlayChange['type'] =>
@@ -86,10 +109,13 @@ export async function diffOverlay(overlay: OverlayFs, q: Queryable): Promise<Ove
         kind: 'added',
         type: typeOf(now),
         ...withDiff(await textDiff(overlay, path, undefined, now)),
+        ...(now.isSymbolicLink() ? {} : { mode: { after: now.mode & 0o7777 } }),
       })
       continue
     }
-    let modified = typeOf(before) !== typeOf(now) || (before.mode & 0o7777) !== (now.mode & 0o7777)
+    const modeChanged = !now.isSymbolicLink() && (before.mode & 0o7777) !== (now.mode & 0o7777)
+    const ownerChanged = before.uid !== now.uid || before.gid !== now.gid
+    let modified = typeOf(before) !== typeOf(now) || modeChanged || ownerChanged
     if (!modified && now.isFile())
       modified =
         before.size !== now.size ||
@@ -102,6 +128,17 @@ export async function diffOverlay(overlay: OverlayFs, q: Queryable): Promise<Ove
         kind: 'modified',
         type: typeOf(now),
         ...withDiff(await textDiff(overlay, path, before, now)),
+        ...(modeChanged
+          ? { mode: { before: before.mode & 0o7777, after: now.mode & 0o7777 } }
+          : {}),
+        ...(ownerChanged
+          ? {
+              owner: {
+                before: { uid: before.uid, gid: before.gid },
+                after: { uid: now.uid, gid: now.gid },
+              },
+            }
+          : {}),
       })
     }
   }

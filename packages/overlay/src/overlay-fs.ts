@@ -35,6 +35,7 @@ import {
   writeFileOptions,
 } from '@agentfs/fs'
 import {
+  type CommitOptions,
   type CommitResult,
   commitOverlay,
   discardOverlay,
@@ -81,10 +82,11 @@ export class OverlayFs implements FileSystem {
 
   /**
    * Applies the changes to `target` (default: the base, which must then be writable, e.g. a
-   * `HostFileSystem` with `writable: true`), then empties the delta.
+   * `HostFileSystem` with `writable: true`), then empties the delta. Setuid, setgid and sticky
+   * bits are dropped unless `keepSpecialBits`; FIFOs, sockets and devices are skipped and listed.
    */
-  commit(target: FileSystem = this.base): Promise<CommitResult> {
-    return commitOverlay(this, this.#q, target)
+  commit(target: FileSystem = this.base, options: CommitOptions = {}): Promise<CommitResult> {
+    return commitOverlay(this, this.#q, target, options)
   }
 
   /** A commit that was interrupted midway (the next `commit` finishes it), if any. */

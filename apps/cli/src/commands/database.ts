@@ -4,7 +4,7 @@ import { saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { databasePath, explainDatabaseError, openExisting, syncToken, viewOf } from '../open.js'
-import { exportTree, importTree } from '../transfer.js'
+import { exportTree, importTree, leftOutLines } from '../transfer.js'
 import { positiveInteger, print, withAgent } from './shared.js'
 
 /** `init`: create a database, or an overlay over a host directory. */
@@ -113,10 +113,19 @@ export function registerTransfer(program: Command): void {
     .argument('<db>')
     .argument('<hostdir>')
     .option('-f, --force', 'export into a folder that is not empty, replacing what is there')
-    .action(async (db: string, hostDir: string, o: { force?: boolean }) =>
+    .option('--keep-setuid', 'keep setuid, setgid and sticky bits (dropped by default)')
+    .action(async (db: string, hostDir: string, o: { force?: boolean; keepSetuid?: boolean }) =>
       withAgent(db, async (agent) => {
-        const result = await exportTree(await viewOf(agent), hostDir, { force: o.force ?? false })
+        const result = await exportTree(await viewOf(agent), hostDir, {
+          force: o.force ?? false,
+          keepSpecialBits: o.keepSetuid === true,
+        })
         print(`exported ${result.entries} entries (${result.bytes} bytes) to ${hostDir}`)
+        const skipped = result.skipped.map((path) => ({
+          path,
+          reason: 'a FIFO, socket or device: an export makes files, directories and links only',
+        }))
+        for (const line of leftOutLines(result.droppedBits, skipped, '--keep-setuid')) print(line)
       }),
     )
 }

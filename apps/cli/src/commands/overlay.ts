@@ -1,7 +1,15 @@
 import { commitOnto } from '@agentfs/history'
-import { HostFileSystem, openOverlay, pendingCommit, readOverlayBase } from '@agentfs/overlay'
+import {
+  HostFileSystem,
+  type OverlayChange,
+  openOverlay,
+  pendingCommit,
+  readOverlayBase,
+  specialBitNames,
+} from '@agentfs/overlay'
 import type { Command } from 'commander'
 import { openBranchBase } from '../open.js'
+import { leftOutLines } from '../transfer.js'
 import { printSnapshotDiff } from './history.js'
 import { colorDiff, json, print, useColor, withAgent } from './shared.js'
 
@@ -31,8 +39,10 @@ export function registerOverlay(program: Command): void {
         if (changes.length === 0) return print('no changes')
         for (const c of changes) {
           print(
-            `${c.kind === 'added' ? 'A' : c.kind === 'deleted' ? 'D' : 'M'} ${c.path}${c.type === 'directory' ? '/' : ''}`,
+            `${c.kind === 'added' ? 'A' : c.kind === 'deleted' ? 'D' : 'M'} ${c.path}${c.type === 'directory' ? '/' : ''}${c.type === 'other' ? '  (a FIFO, socket or device: commit skips it)' : ''}`,
           )
+          // Everything a commit will do is shown: modes (and the bits it will drop), owners.
+          for (const line of metadataLines(c)) print(`    ${line}`)
           if (c.diff) print(colorDiff(c.diff, useColor()))
         }
       }),
@@ -45,7 +55,11 @@ export function registerOverlay(program: Command): void {
     )
     .argument('<db>')
     .option('--no-snapshot', 'do not snapshot first (then agentfs undo cannot take it back)')
-    .action(async (db: string, o: { snapshot: boolean }) =>
+    .option(
+      '--keep-setuid',
+      'give committed files their setuid, setgid and sticky bits (dropped by default)',
+    )
+    .action(async (db: string, o: { snapshot: boolean; keepSetuid?: boolean }) =>
       withAgent(db, async (agent) => {
         const described = await readOverlayBase(agent.db)
         const overlay = await openOverlay(agent.db, { openBase: openBranchBase })
@@ -71,12 +85,22 @@ export function registerOverlay(program: Command): void {
         const target = base.root
           ? new HostFileSystem({ root: base.root, writable: true })
           : overlay.base
-        const result = await overlay.commit(target)
+        const result = await overlay.commit(target, {
+          keepSpecialBits: o.keepSetuid === true,
+          // AgentFS's own databases (sessions, this one) are never written by a commit.
+          protect: ['/.agentfs'],
+        })
         print(
           result.resumed
             ? 'finished the interrupted commit'
             : `applied ${result.applied.length} change(s)`,
         )
+        for (const line of leftOutLines(
+          result.droppedBits ?? [],
+          result.skipped ?? [],
+          '--keep-setuid',
+        ))
+          print(line)
       }),
     )
 
@@ -90,4 +114,22 @@ export function registerOverlay(program: Command): void {
         print('discarded')
       }),
     )
+}
+
+const octal = (mode: number) => mode.toString(8).padStart(3, '0')
+
+/** A change's mode and owner lines, as `agentfs diff` prints them under the path. */
+function metadataLines(c: OverlayChange): string[] {
+  const lines: string[] = []
+  if (c.mode) {
+    const special = specialBitNames(c.mode.after)
+    lines.push(
+      `mode ${c.mode.before === undefined ? '' : `${octal(c.mode.before)} -> `}${octal(c.mode.after)}${special.length > 0 ? ` (${special.join(', ')}: dropped by commit unless --keep-setuid)` : ''}`,
+    )
+  }
+  if (c.owner)
+    lines.push(
+      `owner ${c.owner.before.uid}:${c.owner.before.gid} -> ${c.owner.after.uid}:${c.owner.after.gid} (commit applies no owner: files are the committing user's)`,
+    )
+  return lines
 }
