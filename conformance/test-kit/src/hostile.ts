@@ -90,6 +90,15 @@ INSERT INTO fs_dentry (name, parent_ino, ino) SELECT 'back2', s.ino, d.ino FROM 
 INSERT INTO fs_dentry (name, parent_ino, ino) VALUES ('x', 900, 901), ('y', 901, 900)`,
     rules: ['unreachable'],
   },
+  {
+    // A zip bomb: one stored 4 KiB chunk (32 bytes of 'A' as its hash) referred to 20,000
+    // times by one file of a snapshot, so restoring or branching it would write 80 MB.
+    name: 'snapshot expanding one chunk 20,000 times',
+    sql: `INSERT INTO agentfs_blob (hash, data, refs) VALUES (CAST('${'A'.repeat(32)}' AS BLOB), CAST(replace(hex(zeroblob(2048)), '00', 'AA') AS BLOB), 20000);
+INSERT INTO agentfs_snapshot (name, created_us, seq, kind) VALUES ('bomb', 0, 0, 'manual');
+INSERT INTO agentfs_snap_inode (ino, since, until, mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec, target, chunks) SELECT 4242, id, NULL, 33188, 1, 0, 0, 81920000, 0, 0, 0, 0, 0, 0, 0, NULL, CAST(replace(hex(zeroblob(20000)), '00', '${'A'.repeat(32)}') AS BLOB) FROM agentfs_snapshot WHERE name = 'bomb'`,
+    rules: ['snapshot-expansion'],
+  },
 ]
 
 /**

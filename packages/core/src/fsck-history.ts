@@ -2,6 +2,7 @@ import { HASH_BYTES } from './blob-store.js'
 import type { Check } from './fsck-check.js'
 import type { Queryable } from './guard-driver.js'
 import { META_HISTORY_TRIMMED } from './meta.js'
+import { EXPANSION_LIMIT, overExpansion, snapshotExpansion } from './snapshot-expansion.js'
 
 /** How many references each chunk hash has from snapshot and version rows (hex → count). */
 async function references(q: Queryable): Promise<Map<string, number>> {
@@ -102,6 +103,36 @@ UNION ALL SELECT ino, since AS detail FROM agentfs_snap_dentry WHERE until IS NO
     },
     message: (r) =>
       `snapshot or version content refers to chunk ${r.detail}, which the chunk store lost; delete the snapshots that need it`,
+  },
+  {
+    rule: 'snapshot-expansion',
+    repairable: false,
+    async find(q) {
+      const config = await q.execute<{ value: string }>({
+        sql: "SELECT value FROM fs_config WHERE key = 'chunk_size'",
+      })
+      const chunkSize = Number(config.rows[0]?.value ?? 4096)
+      // A cheap count first: only a snapshot whose chunk references could pass the floor is
+      // read hash by hash.
+      const { rows } = await q.execute<{ id: number; name: string | null; refs: number }>({
+        sql: `SELECT s.id AS id, s.name AS name, (SELECT coalesce(sum(length(i.chunks)), 0) / ${HASH_BYTES} FROM agentfs_snap_inode i
+  WHERE i.since <= s.id AND (i.until IS NULL OR i.until > s.id) AND i.chunks IS NOT NULL) AS refs
+FROM agentfs_snapshot s ORDER BY s.id`,
+      })
+      const found: { ino: null; detail: string }[] = []
+      for (const { id, name, refs } of rows) {
+        if (Number(refs) * chunkSize <= EXPANSION_LIMIT.minBytes) continue
+        const e = await snapshotExpansion(q, id, chunkSize)
+        if (overExpansion(e))
+          found.push({
+            ino: null,
+            detail: `'${name ?? id}' expands to ${e.bytes} bytes from ${e.stored} stored`,
+          })
+      }
+      return found
+    },
+    message: (r) =>
+      `snapshot ${r.detail}, over ${EXPANSION_LIMIT.ratio}x: crafted? restore and branch refuse it; delete the snapshot`,
   },
   {
     rule: 'chunk-refs',

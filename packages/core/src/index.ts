@@ -115,6 +115,13 @@ export {
 export { MAX_SLOT, SLOT_SPAN, slotIds } from './slot-ids.js'
 export type { SnapshotSource, SnapshotToken } from './snapshot.js'
 export { SNAPSHOT_COLUMNS, sameSnapshot, snapshotSource, tokenOf } from './snapshot.js'
+export type { ExpansionLimit } from './snapshot-expansion.js'
+export {
+  checkExpansion,
+  EXPANSION_LIMIT,
+  overExpansion,
+  snapshotExpansion,
+} from './snapshot-expansion.js'
 export type { BoundedDiff, DiffBudget, DiffMethod } from './text-diff.js'
 export { DIFF_BUDGET, unifiedDiff } from './text-diff.js'
 export type { VersionRetention } from './versions.js'

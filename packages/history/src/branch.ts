@@ -86,6 +86,7 @@ export async function snapshotBase(
 ): Promise<SqlFileSystem> {
   const snapshot = await history.getSnapshot(name)
   if (!snapshot) throw noSnapshot(name)
+  await history.checkExpansion(q, snapshot.id, name)
   await materialize(q, snapshot.id, target)
   return createFileSystem(target, { feed: { enabled: false } })
 }

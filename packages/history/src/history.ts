@@ -2,8 +2,11 @@ import {
   AgentFsError,
   appendChange,
   type Clock,
+  checkExpansion,
   dropRefs,
+  EXPANSION_LIMIT,
   type Executor,
+  type ExpansionLimit,
   lastChange,
   micros,
   normalizePath,
@@ -86,12 +89,31 @@ export class History {
   readonly #clock: Clock
   readonly #chunkSize: number
   readonly #sessionId: string | undefined
+  readonly #expansion: ExpansionLimit
 
-  constructor(q: Queryable, options: { clock: Clock; chunkSize: number; sessionId?: string }) {
+  constructor(
+    q: Queryable,
+    options: {
+      clock: Clock
+      chunkSize: number
+      sessionId?: string
+      /**
+       * What one snapshot may expand to on restore or branch (default `EXPANSION_LIMIT`: 100x
+       * its distinct stored bytes, or 64 MiB); past it, TOO_BIG before any change.
+       */
+      expansion?: ExpansionLimit
+    },
+  ) {
     this.#q = q
     this.#clock = options.clock
     this.#chunkSize = options.chunkSize
     this.#sessionId = options.sessionId
+    this.#expansion = options.expansion ?? EXPANSION_LIMIT
+  }
+
+  /** Refuses a snapshot that would expand past the limit (see `ExpansionLimit`). */
+  checkExpansion(q: Executor, id: number, name: string): Promise<void> {
+    return checkExpansion(q, id, name, this.#chunkSize, this.#expansion)
   }
 
   /** The clock changes are stamped with. */
@@ -177,6 +199,7 @@ export class History {
   restore(name: string): Promise<{ restored: SnapshotInfo; before: SnapshotInfo }> {
     return this.#q.transaction(async (tx) => {
       const target = await need(tx, name)
+      await this.checkExpansion(tx, target.id, name)
       // Compared in full, not from the feed: a restore must be exact (and so must its undo)
       // even after writers that bypassed the feed.
       const before = await this.#take(tx, undefined, {

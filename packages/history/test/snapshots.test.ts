@@ -9,8 +9,9 @@ import {
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { createFileSystem } from '@agentfs/fs'
 import { createKvStore } from '@agentfs/kv'
+import { HOSTILE_CASES } from '@agentfs/test-kit'
 import { afterEach, describe, expect, test } from 'vitest'
-import { History } from '../src/index.js'
+import { History, snapshotBase } from '../src/index.js'
 
 const open: AgentDatabase[] = []
 afterEach(async () => {
@@ -170,5 +171,51 @@ describe('snapshots', () => {
     const error = await history.restore('one').catch((e: unknown) => e)
     expect(isAgentFsError(error, 'CORRUPT')).toBe(true)
     expect(await fs.readFile('/a', 'utf8')).toBe('two')
+  })
+})
+
+describe('a crafted snapshot cannot expand without limit', () => {
+  test('restore and branch refuse a snapshot referring to one chunk 20,000 times; fsck reports it', async () => {
+    const bomb = HOSTILE_CASES.find((c) => c.name.startsWith('snapshot expanding'))!
+    const { db, fs, history, count } = await fresh(fixedClock())
+    await fs.writeFile('/kept.txt', 'kept')
+    for (const sql of bomb.sql.split(';\n')) await db.execute({ sql })
+    const size = async () =>
+      (
+        await db.execute<{ n: number }>({
+          sql: 'SELECT coalesce(sum(length(data)), 0) AS n FROM fs_data',
+        })
+      ).rows[0]!.n
+    const before = await size()
+    const refused = await history.restore('bomb').then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    expect(isAgentFsError(refused, 'TOO_BIG')).toBe(true)
+    expect((refused as Error).message).toMatch(
+      /snapshot 'bomb' would expand to 81920000 bytes from 4096 stored/,
+    )
+    // Nothing changed: no before-snapshot, no data, the live file as it was.
+    expect(await size()).toBe(before)
+    expect(await count('agentfs_snapshot')).toBe(1)
+    expect(await fs.readFile('/kept.txt', 'utf8')).toBe('kept')
+    const target = await openDatabase({ driver: betterSqlite3Driver({ path: ':memory:' }) })
+    open.push(target)
+    const branched = await snapshotBase(db, history, 'bomb', target).then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    expect(isAgentFsError(branched, 'TOO_BIG')).toBe(true)
+    expect(await count('fs_inode')).toBeGreaterThan(0)
+    const report = await fsck(db)
+    expect(report.findings.map((f) => f.rule)).toContain('snapshot-expansion')
+    // A limit raised on purpose lets it through (a user who means it).
+    const lenient = new History(db, {
+      clock: db.clock,
+      chunkSize: db.chunkSize,
+      expansion: { ratio: 1e9, minBytes: 0 },
+    })
+    await lenient.restore('bomb')
+    expect(await size()).toBe(81_920_000)
   })
 })
