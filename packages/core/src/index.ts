@@ -112,7 +112,8 @@ export {
   SPEC_TABLES,
   SPEC_VERSION,
 } from './schema.js'
-export { MAX_SLOT, SLOT_SPAN, slotIds } from './slot-ids.js'
+export type { SlotAllocator } from './slot-ids.js'
+export { ID_TABLES, idColumn, MAX_SLOT, SLOT_SPAN, slotIds } from './slot-ids.js'
 export type { SnapshotSource, SnapshotToken } from './snapshot.js'
 export { SNAPSHOT_COLUMNS, sameSnapshot, snapshotSource, tokenOf } from './snapshot.js'
 export type { ExpansionLimit } from './snapshot-expansion.js'

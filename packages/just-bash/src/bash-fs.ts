@@ -121,6 +121,7 @@ export class BashFileSystem implements IFileSystem {
   }
 
   async readFileBuffer(path: string): Promise<Uint8Array> {
+    if (isDevNull(path)) return new Uint8Array(0)
     return this.#run('open', path, false, (p) => this.#fs.readFile(p))
   }
 
@@ -129,6 +130,7 @@ export class BashFileSystem implements IFileSystem {
     content: FileContent,
     options?: WriteFileOptions | BufferEncoding,
   ): Promise<void> {
+    if (isDevNull(path)) return
     await this.#run('write', path, true, async (p) => {
       await this.#fs.mkdir(parentPath(p), { recursive: true })
       await this.#fs.writeFile(p, encode(content, options))
@@ -140,6 +142,7 @@ export class BashFileSystem implements IFileSystem {
     content: FileContent,
     options?: WriteFileOptions | BufferEncoding,
   ): Promise<void> {
+    if (isDevNull(path)) return
     await this.#run('append', path, true, async (p) => {
       await this.#fs.mkdir(parentPath(p), { recursive: true })
       await this.#fs.appendFile(p, encode(content, options))
@@ -148,6 +151,7 @@ export class BashFileSystem implements IFileSystem {
 
   async exists(path: string): Promise<boolean> {
     if (path.includes('\0')) return false
+    if (isDevNull(path)) return true
     try {
       return await trusted(async () => this.#fs.exists(await this.#resolve(path, 'access')))
     } catch {
@@ -156,10 +160,12 @@ export class BashFileSystem implements IFileSystem {
   }
 
   async stat(path: string): Promise<FsStat> {
+    if (isDevNull(path)) return DEV_NULL_STAT
     return this.#run('stat', path, false, async (p) => bashStat(await this.#fs.stat(p)))
   }
 
   async lstat(path: string): Promise<FsStat> {
+    if (isDevNull(path)) return DEV_NULL_STAT
     return this.#run('lstat', path, false, async (p) => bashStat(await this.#fs.lstat(p)), false)
   }
 
@@ -376,6 +382,24 @@ function encode(content: FileContent, options?: WriteFileOptions | BufferEncodin
   if (typeof content !== 'string') return content
   const encoding = typeof options === 'string' ? options : (options?.encoding ?? 'utf8')
   return Buffer.from(content, encoding as Encoding)
+}
+
+/**
+ * `/dev/null` is the shell's, not a file of the database: writes vanish, reads are empty, in
+ * every mode and policy (scripts redirect to it everywhere: `2>/dev/null`), and nothing about
+ * it is stored or audited as a change.
+ */
+const isDevNull = (path: string) => posix.resolve('/', path) === '/dev/null'
+
+const DEV_NULL_STAT: FsStat = {
+  isFile: false,
+  isDirectory: false,
+  isSymbolicLink: false,
+  mode: 0o666,
+  size: 0,
+  mtime: new Date(0),
+  dev: 0,
+  ino: 0,
 }
 
 function bashStat(st: Stats): FsStat {

@@ -127,6 +127,26 @@ describe('the bash tool', () => {
     expect(call).toMatchObject({ name: 'bash', status: 'error' })
   })
 
+  test.each([
+    ['no policy', {}],
+    ['a root', { root: '/ws' }],
+    ['allowed roots', { allowedRoots: ['/ws'] }],
+    ['read-only', { readOnly: true }],
+  ] as const)(
+    '/dev/null works with %s, and is never a file of the database',
+    async (_name, options) => {
+      await agent.fs.mkdir('/ws')
+      const bash = bashOf({ fs: agent.fs, ...options })
+      const out = await bash.execute({
+        command:
+          'ls /nope 2>/dev/null; echo hidden > /dev/null; echo x | tee /dev/null > /dev/null; cat /dev/null; echo after',
+      })
+      expect(out.text).toBe('after\n[exit status 0]')
+      expect(await agent.fs.exists('/dev/null')).toBe(false)
+      expect(await agent.fs.exists('/ws/dev/null')).toBe(false)
+    },
+  )
+
   test('a second tool named bash is refused', () => {
     expect(() => createAgentTools({ fs: agent.fs, tools: [bashTool(), bashTool()] })).toThrow(
       /Two tools are named 'bash'/,

@@ -1,4 +1,4 @@
-import { AgentFsError, fsck } from '@agentfs/core'
+import { AgentFsError, fsck, type SlotAllocator } from '@agentfs/core'
 import type { TursoAsyncDriver } from '@agentfs/driver-turso'
 import type { AgentFS } from '@agentfs/sdk'
 import type { Database } from '@tursodatabase/sync'
@@ -13,13 +13,15 @@ export interface Context {
   readonly state: ClientState
   readonly slot: number
   readonly remote: SyncRemote
+  /** This client's id allocator: what it handed out tells its rows from a peer's. */
+  readonly allocator?: Pick<SlotAllocator, 'issued'>
 }
 
 export function withSync(
   agent: AgentFS,
   driver: TursoAsyncDriver,
   database: Database,
-  { options, state, slot, remote }: Context,
+  { options, state, slot, remote, allocator }: Context,
   useRecord: (record: PushRecord) => void,
 ): SyncedAgentFS {
   const save = () => writeState(options.path, state)
@@ -47,10 +49,13 @@ export function withSync(
   const reconcileNow = async (): Promise<{ conflicts: SyncConflict[]; changed: boolean }> => {
     const swaps = state.swaps.length
     const kv = state.kv.length
-    const result = await reconcile(agent.db, slot, {
-      swaps: state.swaps.slice(0, swaps),
-      kv: state.kv.slice(0, kv),
-    })
+    const result = await reconcile(
+      agent.db,
+      slot,
+      { swaps: state.swaps.slice(0, swaps), kv: state.kv.slice(0, kv) },
+      Date.now,
+      allocator,
+    )
     state.swaps.splice(0, swaps)
     state.kv.splice(0, kv)
     save()

@@ -52,10 +52,11 @@ export async function openSynced(options: OpenSyncedOptions): Promise<SyncedAgen
     remote,
     conflictRules(() => record),
   )
+  const allocator = slotIds(slot)
   const driver: TursoAsyncDriver = tursoAsyncDriver({
     database,
     name: 'turso-sync',
-    sync: slotIds(slot),
+    sync: allocator,
     refuseSchemaChanges:
       'the schema of a synced database changes only through an AgentFS upgrade (the 0.7 sync engine aborts the process when it pushes a schema change); overlays and custom tables need a database that does not sync',
   })
@@ -63,11 +64,13 @@ export async function openSynced(options: OpenSyncedOptions): Promise<SyncedAgen
   let agent: AgentFS
   try {
     agent = await AgentFS.open({ ...sdkOptions, driver, migrate: false })
+    // Before any pull: rows of this slot a pull brings in later, above these, are a peer's.
+    await allocator.prime(agent.db)
   } catch (error) {
     await driver.close().catch(() => undefined)
     throw error
   }
-  return withSync(agent, driver, database, { options, state, slot, remote }, (next) => {
+  return withSync(agent, driver, database, { options, state, slot, remote, allocator }, (next) => {
     record = next
   })
 }

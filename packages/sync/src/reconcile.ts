@@ -1,10 +1,15 @@
 import {
+  badEntryName,
   type Executor,
   explicitId,
+  ID_TABLES,
+  type IdTable,
+  idColumn,
   placeholders,
   type Queryable,
   ROOT_INO,
   SLOT_SPAN,
+  type SlotAllocator,
   unreachableInodes,
 } from '@agentfs/core'
 import { conflictName, idLabel } from './rules.js'
@@ -24,8 +29,12 @@ export interface SyncConflict {
    * first was removed. `cycle`: directories moved into each other on different clients; one
    * moved to `/`. `orphan-dropped`: an inode no entry names any more was removed.
    * `push-failed`: a push failed part-way; the pull and this reconciliation followed.
+   * `refused`: rows a peer sent that no honest client makes (ids in this client's slot, a
+   * root that is not a directory, a name no entry can have, a second entry of a directory)
+   * were removed or repaired, as fsck would.
    */
   readonly kind:
+    | 'refused'
     | 'name'
     | 'write'
     | 'parent-gone'
@@ -160,6 +169,7 @@ export async function reconcile(
   slot: number,
   pushed: { swaps: readonly PendingSwap[]; kv: readonly PushedKv[] },
   now: () => number = Date.now,
+  allocator?: Pick<SlotAllocator, 'issued'>,
 ): Promise<Reconciliation> {
   const low = slot * SLOT_SPAN
   const high = low + SLOT_SPAN - 1
@@ -178,6 +188,10 @@ export async function reconcile(
     const note = (kind: SyncConflict['kind'], path: string, detail: string, ref?: number) => {
       notes.push({ slot, atMs: now(), kind, path, detail, ref })
     }
+
+    // 0. What a hostile (or broken) peer can send that no honest client makes: validated like a
+    //    hostile database, before anything else reads the tree.
+    if (await refuseHostileRows(q, low, high, allocator, note)) changed = true
 
     // 1. Entries the server renamed because another client's entry held the name.
     const renamed = await q.execute<{ id: number; parent_ino: number; name: string }>({
@@ -350,4 +364,131 @@ WHERE i.ino <> ${ROOT_INO} AND i.nlink <> c.n`,
     }
     return { conflicts: notes.map(({ ref: _ref, ...conflict }) => conflict), changed }
   })
+}
+
+/** Deletes the rows of `table` with ids from `from` to `to`; their dependents go with them. */
+async function dropIds(q: Executor, table: IdTable, from: number, to: number): Promise<number> {
+  const range = `${idColumn(table)} BETWEEN ? AND ?`
+  const params = [from, to]
+  if (table === 'fs_inode') {
+    for (const dependent of ['fs_data', 'fs_symlink'])
+      await q.execute({ sql: `DELETE FROM ${dependent} WHERE ino BETWEEN ? AND ?`, params })
+    await q.execute({ sql: 'DELETE FROM fs_dentry WHERE ino BETWEEN ? AND ?', params })
+  }
+  if (table === 'tool_calls')
+    await q.execute({
+      sql: 'DELETE FROM agentfs_tool_call_meta WHERE id BETWEEN ? AND ?',
+      params,
+    })
+  return (await q.execute({ sql: `DELETE FROM ${table} WHERE ${range}`, params })).changes
+}
+
+/** Most entries with impossible names repaired in one reconciliation (the rest: the next). */
+const MAX_BAD_NAMES = 10_000
+
+/**
+ * Step 0 of {@link reconcile}: rows of this client's slot it never handed out (a peer taking
+ * its last id would exhaust it; its next id, collide with it) are deleted; a root that is not a
+ * directory becomes one again; names no entry can have are renamed; a directory named by more
+ * than one entry (a loop, a hard link) keeps one. Each repair is noted as `refused`, and is the
+ * same on every client, so clients that repair concurrently agree.
+ */
+async function refuseHostileRows(
+  q: Executor,
+  low: number,
+  high: number,
+  allocator: Pick<SlotAllocator, 'issued'> | undefined,
+  note: (kind: SyncConflict['kind'], path: string, detail: string, ref?: number) => void,
+): Promise<boolean> {
+  let changed = false
+  for (const table of ID_TABLES) {
+    const issued = allocator?.issued(table)
+    if (issued === undefined || issued >= high) continue
+    const dropped = await dropIds(q, table, Math.max(issued, low) + 1, high)
+    if (dropped > 0) {
+      changed = true
+      note(
+        'refused',
+        table,
+        `a peer sent ${dropped} row(s) of ${table} with ids of this client's slot (above ${issued}, the last it made); removed`,
+      )
+    }
+  }
+  const root = await q.execute<{ mode: number }>({
+    sql: 'SELECT mode FROM fs_inode WHERE ino = ?',
+    params: [ROOT_INO],
+  })
+  const rootMode = root.rows[0]?.mode
+  if (rootMode === undefined) {
+    const t = Math.floor(Date.now() / 1000)
+    await q.execute({
+      sql: 'INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (?, ?, 1, 0, 0, 0, ?, ?, ?)',
+      params: [ROOT_INO, 0o040755, t, t, t],
+    })
+  } else if ((rootMode & 0o170000) !== 0o040000) {
+    await q.execute({
+      sql: 'UPDATE fs_inode SET mode = ?, size = 0 WHERE ino = ?',
+      params: [0o040000 | (rootMode & 0o7777), ROOT_INO],
+    })
+    for (const table of ['fs_data', 'fs_symlink'])
+      await q.execute({ sql: `DELETE FROM ${table} WHERE ino = ?`, params: [ROOT_INO] })
+  }
+  if (rootMode === undefined || (rootMode & 0o170000) !== 0o040000) {
+    changed = true
+    note(
+      'refused',
+      '/',
+      'a peer removed the root or made it another kind of file; it is a directory again',
+    )
+  }
+  // The root is no one's entry.
+  const rootNamed = await q.execute({
+    sql: 'DELETE FROM fs_dentry WHERE ino = ?',
+    params: [ROOT_INO],
+  })
+  if (rootNamed.changes > 0) {
+    changed = true
+    note('refused', '/', `a peer gave the root ${rootNamed.changes} entry(ies); removed`)
+  }
+  const bad = await q.execute<{ id: number; name: unknown }>({
+    sql: `SELECT id, name FROM fs_dentry WHERE typeof(name) <> 'text' OR name IN ('', '.', '..') OR instr(name, '/') > 0 OR instr(name, char(0)) > 0 OR length(CAST(name AS BLOB)) > 255 ORDER BY id LIMIT ${MAX_BAD_NAMES}`,
+  })
+  for (const { id, name } of bad.rows) {
+    const why = badEntryName(typeof name === 'string' ? name : String(name)) ?? 'it is not text'
+    const renamed = conflictName('refused-name', id)
+    await q.execute({ sql: 'UPDATE fs_dentry SET name = ? WHERE id = ?', params: [renamed, id] })
+    changed = true
+    note(
+      'refused',
+      renamed,
+      `a peer sent an entry whose name cannot be a path component (${why}); renamed`,
+      id,
+    )
+  }
+  // A directory has one entry: the one its creator made (same slot as the inode), else the
+  // oldest; the others (loops, hard links to directories) are removed.
+  const shared = await q.execute<{ ino: number }>({
+    sql: `SELECT d.ino AS ino FROM fs_dentry AS d JOIN fs_inode AS i ON i.ino = d.ino
+WHERE (i.mode & 61440) = 16384 GROUP BY d.ino HAVING count(*) > 1`,
+  })
+  for (const { ino } of shared.rows) {
+    const { rows } = await q.execute<{ id: number }>({
+      sql: 'SELECT id FROM fs_dentry WHERE ino = ? ORDER BY id',
+      params: [ino],
+    })
+    const slotOf = (id: number) => Math.floor(id / SLOT_SPAN)
+    const keep = rows.find((r) => slotOf(r.id) === slotOf(ino)) ?? rows[0]!
+    for (const { id } of rows) {
+      if (id === keep.id) continue
+      await q.execute({ sql: 'DELETE FROM fs_dentry WHERE id = ?', params: [id] })
+      changed = true
+      note(
+        'refused',
+        `inode ${ino}`,
+        'a peer gave a directory a second entry (a loop or a hard link); removed',
+        id,
+      )
+    }
+  }
+  return changed
 }
