@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { SCHEMA_VERSION, SLOT_SPAN } from '@agentfs/core'
+import { fsck, SCHEMA_VERSION, SLOT_SPAN } from '@agentfs/core'
 import { expect, test } from 'vitest'
 import {
   claimSlot,
@@ -207,4 +207,44 @@ test('schema changes on a synced database are refused before they run (a push of
   await a.fs.writeFile('/after', 'still fine')
   await a.sync.push()
   expect(await a.fs.readFile('/after', 'utf8')).toBe('still fine')
+})
+
+test("a hostile peer's rows are refused on pull: the victim keeps creating, its tree stays sound", async () => {
+  const { client, conflicts } = await world()
+  const victim = await client('victim')
+  await victim.fs.mkdir('/work')
+  await victim.fs.writeFile('/work/a.txt', 'a')
+  await victim.sync.push()
+  const hostile = await client('hostile')
+  await hostile.sync.pull()
+  const victimSlot = (await victim.sync.status()).slot
+  const hostileSlot = (await hostile.sync.status()).slot
+  const low = victimSlot * SLOT_SPAN
+  const high = low + SLOT_SPAN - 1
+  const other = hostileSlot * SLOT_SPAN
+  // Raw rows, as a peer that does not run AgentFS's code can push them.
+  for (const sql of [
+    `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (${high}, 33188, 1, 0, 0, 0, 0, 0, 0)`,
+    `INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${high}, 'last', 1, ${high})`,
+    `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (${other + 900}, 33188, 1, 0, 0, 0, 0, 0, 0)`,
+    `INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${other + 900}, '../x', 1, ${other + 900})`,
+    `INSERT INTO fs_dentry (id, name, parent_ino, ino) SELECT ${other + 901}, 'loop', ino, ino FROM fs_dentry WHERE name = 'work'`,
+  ])
+    await hostile.db.execute({ sql })
+  await hostile.sync.push()
+  await victim.sync.pull()
+  expect(conflicts.filter((c) => c.kind === 'refused').map((c) => c.path)).toEqual([
+    'fs_inode',
+    `refused-name (conflict ${hostileSlot}-900)`,
+    expect.stringMatching(/^inode /),
+  ])
+  // The victim's slot is not exhausted: it still creates files, with its own next ids.
+  await victim.fs.writeFile('/work/b.txt', 'b')
+  expect((await victim.fs.stat('/work/b.txt')).ino).toBeLessThan(high)
+  expect(await victim.fs.readdir('/')).toEqual([
+    `refused-name (conflict ${hostileSlot}-900)`,
+    'work',
+  ])
+  expect(await victim.fs.readdir('/work')).toEqual(['a.txt', 'b.txt'])
+  expect((await fsck(victim.db)).findings).toEqual([])
 })
