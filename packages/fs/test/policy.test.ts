@@ -1,4 +1,4 @@
-import { type AgentFsError, fsck, openDatabase } from '@agentfs/core'
+import { type AgentFsError, fsck, openDatabase, readChanges } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { describe, expect, test } from 'vitest'
 import { createFileSystem, type FsPolicy } from '../src/index.js'
@@ -161,6 +161,41 @@ describe('read-only and protected paths, denied operations', () => {
     ).toBe('EACCES')
     expect(await fs.exists('/workspace/ok.txt')).toBe(false)
     expect(await code(fs.bind(fs.queryable).readFile('/secrets/key'))).toBe('EACCES')
+  })
+})
+
+describe('every change a call makes is judged, in the one transaction of the call', () => {
+  test('mkdir -p: each directory it would create is judged; a refusal leaves none of them', async () => {
+    // Below /workspace/gen/a may be written; /workspace/gen itself may not be created.
+    const { fs, admin } = await setup({
+      read: ['/workspace', '/workspace/**'],
+      write: ['/workspace', '/workspace/src/**', '/workspace/gen/a/**'],
+    })
+    expect(await code(fs.mkdir('/workspace/gen/a/b', { recursive: true }))).toBe('EACCES')
+    expect(await admin.exists('/workspace/gen')).toBe(false)
+    expect(await code(fs.mkdir('/workspace/gen/a/b/c', { recursive: true }))).toBe('EACCES')
+    expect(await admin.exists('/workspace/gen')).toBe(false)
+    await admin.mkdir('/workspace/gen')
+    await fs.mkdir('/workspace/gen/a/b', { recursive: true })
+    expect(await admin.exists('/workspace/gen/a/b')).toBe(true)
+  })
+
+  test('a refused rename over a file leaves the target as it was and adds no feed row', async () => {
+    const { fs, admin, db } = await setup({ readOnly: ['/docs/**'] })
+    await admin.writeFile('/workspace/target.md', 'keep me')
+    const before = await readChanges(db, 0, { limit: 1000 })
+    // The source may not be removed from /docs: the whole rename is refused, the target stays.
+    expect(await code(fs.rename('/docs/guide.md', '/workspace/target.md'))).toBe('EROFS')
+    expect(await admin.readFile('/workspace/target.md', 'utf8')).toBe('keep me')
+    expect(await admin.readFile('/docs/guide.md', 'utf8')).toBe('guide')
+    expect((await readChanges(db, 0, { limit: 1000 })).changes).toHaveLength(before.changes.length)
+    // A rename that fails on its own terms (a directory over a file) changes nothing either.
+    await admin.mkdir('/workspace/dir')
+    expect(await code(fs.rename('/workspace/dir', '/workspace/target.md'))).toBe('ENOTDIR')
+    expect(await admin.readFile('/workspace/target.md', 'utf8')).toBe('keep me')
+    expect((await readChanges(db, 0, { limit: 1000 })).changes).toHaveLength(
+      before.changes.length + 1,
+    )
   })
 })
 
