@@ -12,6 +12,7 @@ import {
   type Queryable,
 } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import { build } from 'esbuild'
 import { describe, expect, test, vi } from 'vitest'
 import { createFileSystem } from '../src/index.js'
 import { code, DRIVERS, freshFs } from './helpers.js'
@@ -124,11 +125,26 @@ describe('a file unlinked while open by a process that died', () => {
         process.stdout.write(String((await handle.stat()).ino))
         process.kill(process.pid, 'SIGKILL')
       `
-      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      // Bundled from the workspace's TypeScript source, as the tests run (no prior build).
+      // Beside the package, so the child finds better-sqlite3 in its node_modules.
+      const bundled = join(import.meta.dirname, '..', '.tmp', `orphan-child-${process.pid}.mjs`)
+      await build({
+        stdin: { contents: script, resolveDir: import.meta.dirname, loader: 'ts' },
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        outfile: bundled,
+        conditions: ['@agentfs/source'],
+        external: ['better-sqlite3'],
+        logLevel: 'silent',
+      })
+      const child = spawnSync(process.execPath, [bundled], {
         cwd: join(import.meta.dirname, '..'),
         encoding: 'utf8',
         timeout: 30_000,
       })
+      rmSync(bundled, { force: true })
       expect(child.signal, child.stderr).toBe('SIGKILL')
       const ino = Number(child.stdout)
       expect(ino).toBeGreaterThan(1)
