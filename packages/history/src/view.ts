@@ -2,11 +2,12 @@ import {
   type Executor,
   FsError,
   fsError,
-  MAX_SYMLINK_HOPS,
   normalizePath,
+  type PathSteps,
   parsePath,
   ROOT_INO,
   readChunks,
+  resolvePath,
 } from '@agentfs/core'
 import { inodeAt, isDirMode, isLinkMode, isRegMode, type SnapInode, visibleAt } from './rows.js'
 
@@ -41,8 +42,29 @@ export async function entriesAt(
 }
 
 /**
- * Resolves `path` in snapshot `id` the way the live filesystem would have then: symlinks
- * followed (the last one only when `follow`), at most {@link MAX_SYMLINK_HOPS} of them.
+ * Where names lead in snapshot `id`, for core's {@link resolvePath}: a directory is the chain of
+ * inodes from the root (so `..` is the physical parent), an entry the snapshot's inode row.
+ */
+function snapshotSteps(q: Executor, id: number): PathSteps<readonly number[], SnapInode> {
+  return {
+    root: () => [ROOT_INO],
+    async step(dir, names) {
+      const ino = await entryAt(q, id, dir.at(-1)!, names[0]!)
+      const entry = ino === undefined ? undefined : await inodeAt(q, ino, id)
+      return { found: entry ? 1 : 0, entry, dir }
+    },
+    isDirectory: (entry) => isDirMode(entry.mode),
+    isSymbolicLink: (entry) => isLinkMode(entry.mode),
+    readlink: async (_dir, _name, entry) => entry.target ?? '',
+    enter: (dir, _name, entry) => [...dir, entry.ino],
+    parent: (dir) => (dir.length > 1 ? dir.slice(0, -1) : dir),
+  }
+}
+
+/**
+ * Resolves `path` in snapshot `id` the way the live filesystem would have then, by the one
+ * resolver every filesystem uses (core's `resolvePath`): symlinks followed (the last one only
+ * when `follow`), at most 40 of them (core's `MAX_SYMLINK_HOPS`), `..` physically.
  */
 export async function resolveAt(
   q: Executor,
@@ -51,34 +73,15 @@ export async function resolveAt(
   follow: boolean,
   syscall: string,
 ): Promise<SnapInode> {
-  const queue = [...parsePath(path, syscall).parts]
-  const stack: number[] = [ROOT_INO]
-  let hops = 0
-  let node = await inodeAt(q, ROOT_INO, id)
+  const root = await inodeAt(q, ROOT_INO, id)
+  if (!root) throw fsError('ENOENT', syscall, path)
+  const r = await resolvePath(snapshotSteps(q, id), parsePath(path, syscall), {
+    followLast: follow,
+    syscall,
+  })
+  if (r.name !== undefined) return r.entry ?? Promise.reject(fsError('ENOENT', syscall, path))
+  const node = await inodeAt(q, r.dir.at(-1)!, id)
   if (!node) throw fsError('ENOENT', syscall, path)
-  while (queue.length > 0) {
-    const name = queue.shift()!
-    if (!isDirMode(node.mode)) throw fsError('ENOTDIR', syscall, path)
-    if (name === '.') continue
-    if (name === '..') {
-      if (stack.length > 1) stack.pop()
-      node = (await inodeAt(q, stack.at(-1)!, id))!
-      continue
-    }
-    const ino = await entryAt(q, id, stack.at(-1)!, name)
-    const child = ino === undefined ? undefined : await inodeAt(q, ino, id)
-    if (!child) throw fsError('ENOENT', syscall, path)
-    if (isLinkMode(child.mode) && (queue.length > 0 || follow)) {
-      if (++hops > MAX_SYMLINK_HOPS) throw fsError('ELOOP', syscall, path)
-      const target = child.target ?? ''
-      if (target.startsWith('/')) stack.length = 1
-      queue.unshift(...target.split('/').filter((c) => c.length > 0))
-      node = (await inodeAt(q, stack.at(-1)!, id))!
-      continue
-    }
-    stack.push(child.ino)
-    node = child
-  }
   return node
 }
 
