@@ -115,7 +115,11 @@ export async function openExisting(
     throw new Error(`no database at ${path}; create it with "agentfs init ${target}"`)
   if (isSyncedFile(path)) return openSyncedFile(path)
   await checkAgentFsFile(path, target, options.migrate === true)
-  const agent = await AgentFS.open({ path }).catch((error: unknown) => {
+  const agent = await AgentFS.open({
+    path,
+    // An interrupted commit is said by every command that opens the database.
+    onWarning: (message) => process.stderr.write(`agentfs: warning: ${message}\n`),
+  }).catch((error: unknown) => {
     throw explainDatabaseError(error, path)
   })
   // A crafted database is flagged as soon as it is opened; walkers and exports refuse it too.

@@ -148,6 +148,26 @@ describe('agentfs', () => {
     expect((await lstat(join(cwd, 'modes-kept', 'rootsh'))).mode & 0o7777).toBe(0o4755)
   })
 
+  test('every command on a database with an interrupted commit says so, with how to finish it', async () => {
+    agentfs(['init', 'halfway.db'])
+    const agent = await AgentFS.open({ path: join(cwd, 'halfway.db') })
+    await agent.db.execute({
+      sql: 'CREATE TABLE agentfs_overlay_commit (step INTEGER PRIMARY KEY, op TEXT NOT NULL, path TEXT NOT NULL, arg TEXT, mode INTEGER, atime REAL, mtime REAL, done INTEGER NOT NULL DEFAULT 0)',
+    })
+    await agent.db.execute({
+      sql: "INSERT INTO agentfs_overlay_commit (step, op, path, done) VALUES (0, 'file', '/x', 0)",
+    })
+    await agent.close()
+    for (const args of [
+      ['fs', 'ls', 'halfway.db', '/'],
+      ['info', 'halfway.db'],
+      ['timeline', 'halfway.db'],
+    ])
+      expect(agentfs(args).err, args.join(' ')).toMatch(
+        /^agentfs: warning: .*halfway\.db holds an interrupted commit \(1 of 1 steps left, first: \/x\).*agentfs commit/,
+      )
+  })
+
   test('timeline --params shows what a call was sent, whole', async () => {
     agentfs(['init', 'audit.db'])
     const agent = await AgentFS.open({ path: join(cwd, 'audit.db') })

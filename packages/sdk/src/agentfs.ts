@@ -29,6 +29,7 @@ import {
   type SnapshotOptions,
 } from '@agentfs/history'
 import { createKvStore, type KvStore } from '@agentfs/kv'
+import { pendingCommit } from '@agentfs/overlay'
 import { createToolCalls, type ToolCalls } from '@agentfs/tool-calls'
 import { type SyncNodeFs, syncNodeFs } from './sync-fs.js'
 
@@ -81,6 +82,12 @@ export interface AgentFSOptions {
    * {@link AgentFS.flush} commits at once, and `close()` does first. Off by default.
    */
   readonly groupCommits?: GroupCommitOptions
+  /**
+   * Told what needs the user's attention when the database opens (an interrupted overlay
+   * commit: its target is half-applied until the commit is finished). Default:
+   * `process.emitWarning` with code `AGENTFS_INTERRUPTED_COMMIT`.
+   */
+  readonly onWarning?: (message: string) => void
 }
 
 /** The three stores, as `agent` and inside `agent.transaction(tx => …)`. */
@@ -184,6 +191,13 @@ export class AgentFS implements AgentScope {
       // A driver we created is ours to close; a caller's driver stays theirs.
       if (owned) await driver.close().catch(() => undefined)
       throw error
+    }
+    // A commit killed part-way leaves its target half-applied: impossible to miss.
+    const pending = await pendingCommit(db).catch(() => undefined)
+    if (pending) {
+      const message = `${path ?? 'the database'} holds an interrupted commit (${pending.steps - pending.done} of ${pending.steps} steps left, first: ${pending.pending[0] ?? '-'}): its target is half-applied until it is finished; run the commit again (overlay.commit(), or "agentfs commit")`
+      if (options.onWarning) options.onWarning(message)
+      else process.emitWarning(message, { code: 'AGENTFS_INTERRUPTED_COMMIT' })
     }
     return new AgentFS(
       options.groupCommits === undefined ? db : groupCommits(db, options.groupCommits),

@@ -158,3 +158,30 @@ describe('AgentFS', () => {
     expect(isAgentFsError(error, 'CLOSED')).toBe(true)
   })
 })
+
+test('an interrupted commit is said on open: to onWarning, else as a process warning', async () => {
+  const here = await mkdtemp(join(tmpdir(), 'agentfs-interrupted-'))
+  try {
+    const path = join(here, 'session.db')
+    const agent = await AgentFS.open({ path })
+    // The journal a commit killed after its first of three steps leaves (overlay's layout).
+    await agent.db.execute({
+      sql: 'CREATE TABLE agentfs_overlay_commit (step INTEGER PRIMARY KEY, op TEXT NOT NULL, path TEXT NOT NULL, arg TEXT, mode INTEGER, atime REAL, mtime REAL, done INTEGER NOT NULL DEFAULT 0)',
+    })
+    await agent.db.execute({
+      sql: "INSERT INTO agentfs_overlay_commit (step, op, path, done) VALUES (0, 'mkdir', '/a', 1), (1, 'file', '/a/b', 0), (2, 'file', '/a/c', 0)",
+    })
+    await agent.close()
+    const told: string[] = []
+    const again = await AgentFS.open({ path, onWarning: (m) => told.push(m) })
+    await again.close()
+    expect(told).toEqual([
+      expect.stringMatching(/interrupted commit \(2 of 3 steps left, first: \/a\/b\)/),
+    ])
+    const warned = new Promise<Error>((resolve) => process.once('warning', resolve))
+    await (await AgentFS.open({ path })).close()
+    expect(await warned).toMatchObject({ code: 'AGENTFS_INTERRUPTED_COMMIT' })
+  } finally {
+    await rm(here, { recursive: true, force: true })
+  }
+})

@@ -29,11 +29,6 @@ export function registerOverlay(program: Command): void {
         if (o.to !== undefined && o.from === undefined) throw new Error('--to needs --from')
         if (o.from !== undefined) return printSnapshotDiff(agent, o.from, o.to, o.json === true)
         const overlay = await openOverlay(agent.db, { openBase: openBranchBase })
-        const pending = await overlay.pendingCommit()
-        if (pending)
-          print(
-            `an interrupted commit is pending: ${pending.steps - pending.done} of ${pending.steps} steps left (first: ${pending.pending[0] ?? '-'}); run \`agentfs commit ${db}\` to finish it`,
-          )
         const changes = await overlay.diff()
         if (o.json) return json(changes)
         if (changes.length === 0) return print('no changes')
