@@ -101,6 +101,28 @@ INSERT INTO agentfs_snap_inode (ino, since, until, mode, nlink, uid, gid, size, 
   },
 ]
 
+/** Ids per sync slot (core's `SLOT_SPAN`): a slot's ids are `slot · 2^32 + n`. */
+const SLOT_SPAN = 2 ** 32
+
+/**
+ * Rows a hostile sync peer (slot `peer`) can push as raw SQL against a victim (slot `victim`)
+ * whose tree holds the directory `/<dir>`: the last id of the victim's slot (it could create
+ * nothing more), a name no entry can have, a loop (the directory inside itself), and the root
+ * made a file. A victim's pull must refuse them all (see the sync package's reconciliation).
+ */
+export function hostilePeerRows(victim: number, peer: number, dir: string): string[] {
+  const last = victim * SLOT_SPAN + SLOT_SPAN - 1
+  const own = peer * SLOT_SPAN
+  return [
+    `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (${last}, 33188, 1, 0, 0, 0, 0, 0, 0)`,
+    `INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${last}, 'last', 1, ${last})`,
+    `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (${own + 900}, 33188, 1, 0, 0, 0, 0, 0, 0)`,
+    `INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${own + 900}, '../x', 1, ${own + 900})`,
+    `INSERT INTO fs_dentry (id, name, parent_ino, ino) SELECT ${own + 901}, 'loop', ino, ino FROM fs_dentry WHERE name = '${dir}' AND parent_ino = 1`,
+    'UPDATE fs_inode SET mode = 33188 WHERE ino = 1',
+  ]
+}
+
 /**
  * What {@link HOSTILE_OPERATIONS} call: the read APIs and walkers of a `node:fs/promises`-shaped
  * filesystem (`@agentfs/fs`'s `FileSystem` has every one).

@@ -20,6 +20,7 @@ export {
   HOSTILE_BASE,
   HOSTILE_CASES,
   HOSTILE_OPERATIONS,
+  hostilePeerRows,
   writeHostileCorpus,
 } from './hostile.js'
 export { MOCK_USAGE, mockText, mockToolCall } from './mock-model.js'

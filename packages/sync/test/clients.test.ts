@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { fsck, SCHEMA_VERSION, SLOT_SPAN } from '@agentfs/core'
+import { hostilePeerRows } from '@agentfs/test-kit'
 import { expect, test } from 'vitest'
 import {
   claimSlot,
@@ -219,22 +220,15 @@ test("a hostile peer's rows are refused on pull: the victim keeps creating, its 
   await hostile.sync.pull()
   const victimSlot = (await victim.sync.status()).slot
   const hostileSlot = (await hostile.sync.status()).slot
-  const low = victimSlot * SLOT_SPAN
-  const high = low + SLOT_SPAN - 1
-  const other = hostileSlot * SLOT_SPAN
+  const high = victimSlot * SLOT_SPAN + SLOT_SPAN - 1
   // Raw rows, as a peer that does not run AgentFS's code can push them.
-  for (const sql of [
-    `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (${high}, 33188, 1, 0, 0, 0, 0, 0, 0)`,
-    `INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${high}, 'last', 1, ${high})`,
-    `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (${other + 900}, 33188, 1, 0, 0, 0, 0, 0, 0)`,
-    `INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${other + 900}, '../x', 1, ${other + 900})`,
-    `INSERT INTO fs_dentry (id, name, parent_ino, ino) SELECT ${other + 901}, 'loop', ino, ino FROM fs_dentry WHERE name = 'work'`,
-  ])
+  for (const sql of hostilePeerRows(victimSlot, hostileSlot, 'work'))
     await hostile.db.execute({ sql })
   await hostile.sync.push()
   await victim.sync.pull()
   expect(conflicts.filter((c) => c.kind === 'refused').map((c) => c.path)).toEqual([
     'fs_inode',
+    '/',
     `refused-name (conflict ${hostileSlot}-900)`,
     expect.stringMatching(/^inode /),
   ])

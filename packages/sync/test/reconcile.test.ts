@@ -1,5 +1,8 @@
-import { fsck, openDatabase, SLOT_SPAN, slotIds } from '@agentfs/core'
+import { type Driver, fsck, openDatabase, SLOT_SPAN, slotIds } from '@agentfs/core'
+import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import { libsqlDriver } from '@agentfs/driver-libsql'
 import { tursoDriver } from '@agentfs/driver-turso'
+import { hostilePeerRows } from '@agentfs/test-kit'
 import { expect, test } from 'vitest'
 import { reconcile } from '../src/index.js'
 import { SYNC_TABLES } from '../src/reconcile.js'
@@ -50,53 +53,58 @@ test('link counts are recomputed from the entries; a clean database is left unch
   await db.close()
 })
 
-test('rows a hostile peer sends are refused after the pull: ids of this slot, a file root, bad names, directory loops', async () => {
-  const slot = 9
-  const low = slot * SLOT_SPAN
-  const db = await database(`
-    INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (${low + 1}, ${DIR}), (${low + 2}, ${DIR});
-    INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${low + 1}, 'mine', 1, ${low + 1}), (${low + 2}, 'sub', ${low + 1}, ${low + 2})`)
-  // The client's allocator knows what it handed out before the pull.
-  const allocator = slotIds(slot)
-  await allocator.prime(db)
-  // The pull brings a peer's rows.
-  const high = low + SLOT_SPAN - 1
-  await db.transaction(async (tx) => {
-    for (const sql of [
-      // The last id of this client's slot (it would be FULL) and its next one (UNIQUE).
-      `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (${high}, 33188, 1, 0, 0, 0, 0, 0, 0), (${low + 3}, 33188, 1, 0, 0, 0, 0, 0, 0)`,
-      `INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${high}, 'last', 1, ${high}), (${low + 3}, 'next', 1, ${low + 3})`,
-      `INSERT INTO tool_calls (id, name, started_at, completed_at, duration_ms) VALUES (${high}, 'x', 0, 0, 0)`,
-      // A name no entry can have, from another slot.
-      `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (${2 * SLOT_SPAN + 1}, 33188, 1, 0, 0, 0, 0, 0, 0)`,
-      `INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${2 * SLOT_SPAN + 1}, '../x', 1, ${2 * SLOT_SPAN + 1})`,
-      // A loop: this client's /mine/sub gets a second entry naming /mine inside it.
-      `INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${2 * SLOT_SPAN + 2}, 'loop', ${low + 2}, ${low + 1})`,
-      // The root made a file.
-      'UPDATE fs_inode SET mode = 33188 WHERE ino = 1',
+// The hostile peer's rows of the test kit, on every engine a synced database could run on.
+const ENGINES: Record<string, () => Driver> = {
+  turso: () => tursoDriver({ path: ':memory:' }),
+  'better-sqlite3': () => betterSqlite3Driver({ path: ':memory:' }),
+  libsql: () => libsqlDriver({ url: ':memory:' }),
+}
+
+test.each(Object.keys(ENGINES))(
+  'rows a hostile peer sends are refused after the pull (%s): ids of this slot, bad names, loops, a file root',
+  async (engine) => {
+    const slot = 9
+    const peer = 2
+    const low = slot * SLOT_SPAN
+    const db = await openDatabase({ driver: ENGINES[engine]!() })
+    await db.execute({ sql: SYNC_TABLES })
+    await db.execute({
+      sql: `INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (${low + 1}, ${DIR}), (${low + 2}, ${DIR})`,
+    })
+    await db.execute({
+      sql: `INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (${low + 1}, 'work', 1, ${low + 1}), (${low + 2}, 'sub', ${low + 1}, ${low + 2})`,
+    })
+    // The client's allocator knows what it handed out before the pull.
+    const allocator = slotIds(slot)
+    await allocator.prime(db)
+    // The pull brings the peer's rows.
+    await db.transaction(async (tx) => {
+      for (const sql of hostilePeerRows(slot, peer, 'work')) await tx.execute({ sql })
+    })
+    const result = await reconcile(db, slot, { swaps: [], kv: [] }, Date.now, allocator)
+    expect(result.changed).toBe(true)
+    // (The peer's entry at the slot's last id went with its inode.)
+    expect(result.conflicts.filter((c) => c.kind === 'refused').map((c) => c.path)).toEqual([
+      'fs_inode',
+      '/',
+      `refused-name (conflict ${peer}-900)`,
+      `inode ${low + 1}`,
     ])
-      await tx.execute({ sql })
-  })
-  const result = await reconcile(db, slot, { swaps: [], kv: [] }, Date.now, allocator)
-  expect(result.changed).toBe(true)
-  // (The peer's entries went with its inodes.)
-  expect(result.conflicts.filter((c) => c.kind === 'refused').map((c) => c.path)).toEqual([
-    'fs_inode',
-    'tool_calls',
-    '/',
-    'refused-name (conflict 2-1)',
-    `inode ${low + 1}`,
-  ])
-  const names = await db.execute<{ name: string }>({
-    sql: 'SELECT name FROM fs_dentry ORDER BY id',
-  })
-  expect(names.rows.map((r) => r.name)).toEqual(['refused-name (conflict 2-1)', 'mine', 'sub'])
-  const root = await db.execute<{ mode: number }>({
-    sql: 'SELECT mode FROM fs_inode WHERE ino = 1',
-  })
-  expect(root.rows[0]!.mode & 0o170000).toBe(0o040000)
-  // The client can still create: its next id is free, and its slot is not exhausted.
-  expect(await allocator.nextId('fs_inode', db)).toBe(low + 3)
-  expect((await fsck(db)).findings).toEqual([])
-  await db.close()
-})
+    const names = await db.execute<{ name: string }>({
+      sql: 'SELECT name FROM fs_dentry ORDER BY id',
+    })
+    expect(names.rows.map((r) => r.name)).toEqual([
+      `refused-name (conflict ${peer}-900)`,
+      'work',
+      'sub',
+    ])
+    const root = await db.execute<{ mode: number }>({
+      sql: 'SELECT mode FROM fs_inode WHERE ino = 1',
+    })
+    expect(root.rows[0]!.mode & 0o170000).toBe(0o040000)
+    // The client can still create: its next id is free, and its slot is not exhausted.
+    expect(await allocator.nextId('fs_inode', db)).toBe(low + 3)
+    expect((await fsck(db)).findings).toEqual([])
+    await db.close()
+  },
+)
