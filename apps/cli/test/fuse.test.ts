@@ -283,6 +283,8 @@ describe.skipIf(!fuse)('agentfs mount of a hostile database', () => {
           'cat dir/sub/file.txt top.txt',
           `cp -r . ${out}/copy`,
           'grep -r hello .',
+          // A rename into the tree: the inside-check walks up through every parent.
+          'mkdir -p moving && mv moving dir/sub/',
           'du -a .',
         ]) {
           const result = spawnSync('bash', ['-c', `timeout 20 ${command}`], {
