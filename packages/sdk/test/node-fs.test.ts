@@ -103,10 +103,27 @@ test('in memory the …Sync calls say why they cannot run; the rest works', asyn
   await agent.close()
 })
 
+/**
+ * Waits for the worker to answer: under load its start (a thread, the built packages, the
+ * database) can take longer than a short limit. A call that timed out "not run" had no effect,
+ * so trying again is safe.
+ */
+function warm(fs: ReturnType<AgentFS['nodeFs']>): void {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs.existsSync('/')
+      return
+    } catch (error) {
+      if (attempt >= 100 || !/was not run/.test(String((error as Error).message))) throw error
+    }
+  }
+}
+
 describe('the …Sync bridge under contention', () => {
   test('inside the agent’s own transaction a …Sync call fails at once, and nothing is applied later', async () => {
     const agent = await AgentFS.open({ path: join(dir, 'own-tx.db') })
     const fs = agent.nodeFs({ syncTimeoutMs: 5_000 })
+    warm(fs)
     fs.writeFileSync('/a.txt', 'a')
     const started = Date.now()
     await agent.transaction(async (tx) => {
@@ -129,6 +146,7 @@ describe('the …Sync bridge under contention', () => {
     const path = join(dir, 'timeout.db')
     const agent = await AgentFS.open({ path })
     const fs = agent.nodeFs({ syncTimeoutMs: 300 })
+    warm(fs)
     fs.writeFileSync('/a.txt', 'a')
     // Another connection (another process, as far as the worker can tell) holds the write lock.
     const { default: Database } = await import('better-sqlite3')
@@ -145,6 +163,7 @@ describe('the …Sync bridge under contention', () => {
     other.exec('COMMIT')
     // The worker's write now gets the lock, and is rolled back: its caller gave up.
     await new Promise((resolve) => setTimeout(resolve, 500))
+    warm(fs)
     expect(fs.readFileSync('/a.txt', 'utf8')).toBe('a')
     expect(fs.existsSync('/b.txt')).toBe(false)
     expect(fs.existsSync('/nope')).toBe(false)
