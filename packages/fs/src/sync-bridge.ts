@@ -319,6 +319,10 @@ export function serveSync(
       )
       .then((reply: Reply) => {
         port.postMessage(reply)
+        // Only the call the caller waits for moves the reply word: a late reply (its caller
+        // gave up and went on) is left in the port, where the caller drops it, so it can never
+        // hide the current call's reply by overwriting the word after it.
+        if (Atomics.load(words, STATE) >> 2 !== request.id) return
         Atomics.store(words, REPLY, request.id)
         Atomics.notify(words, REPLY)
       })
