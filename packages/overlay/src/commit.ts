@@ -236,6 +236,15 @@ export async function commitOverlay(
   for (const change of deletions)
     plan.push({ op: 'rm', path: change.path, arg: null, mode: null, atime: null, mtime: null })
   for (const change of changes.filter((c) => c.kind !== 'deleted')) {
+    // Nothing of a change a commit cannot make is applied: not even the removal of what the
+    // target has there (a file the overlay replaced by a FIFO stays as it is).
+    if (change.type === 'other') {
+      skipped.push({
+        path: change.path,
+        reason: 'a FIFO, socket or device: a commit makes files, directories and links only',
+      })
+      continue
+    }
     const stats = await overlay.delta.lstat(change.path)
     const existing = await target.lstat(change.path).catch(undefinedIfAbsent)
     if (existing && (typeOf(existing) !== change.type || change.type === 'symlink'))
@@ -245,11 +254,6 @@ export async function commitOverlay(
       droppedBits.push({ path: change.path, bits: specialBitNames(mode) })
       mode &= ~SPECIAL_BITS
     }
-    if (change.type === 'other')
-      skipped.push({
-        path: change.path,
-        reason: 'a FIFO, socket or device: a commit makes files, directories and links only',
-      })
     if (change.type === 'directory')
       plan.push({ op: 'mkdir', path: change.path, arg: null, mode, atime: null, mtime: null })
     else if (change.type === 'symlink')

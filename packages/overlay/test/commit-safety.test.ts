@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { FileSystem } from '@agentfs/fs'
 import { describe, expect, test } from 'vitest'
@@ -86,6 +86,22 @@ describe('an interrupted commit is resumable and leaves nothing behind', () => {
     expect(await readFile(join(dir, 'many/f299'), 'utf8')).toBe('299')
     expect(await overlay.pendingCommit()).toBeUndefined()
     expect(await overlay.diff()).toEqual([])
+  })
+})
+
+describe('a commit does what it says, and says what it leaves out', () => {
+  test('a file replaced by a FIFO stays as it is and is listed as skipped; special bits are dropped', async () => {
+    const { overlay, dir } = await hostOverlay()
+    await overlay.unlink('/README.md')
+    await overlay.mknod('/README.md', 0o010644)
+    await overlay.writeFile('/tool', '#!/bin/sh\n')
+    await overlay.chmod('/tool', 0o4755)
+    const host = new HostFileSystem({ root: dir, writable: true, noFollow: true })
+    const result = await overlay.commit(host)
+    expect(result.skipped).toEqual([{ path: '/README.md', reason: expect.stringMatching(/FIFO/) }])
+    expect(result.droppedBits).toEqual([{ path: '/tool', bits: ['setuid'] }])
+    expect(await readFile(join(dir, 'README.md'), 'utf8')).toMatch(/^# Project/)
+    expect((await stat(join(dir, 'tool'))).mode & 0o7777).toBe(0o755)
   })
 })
 
