@@ -86,7 +86,22 @@ async function checkAgentFsFile(path: string, target: string, migrate: boolean):
 }
 
 /** The auth token for sync servers: `AGENTFS_SYNC_TOKEN` (never stored on disk). */
-export const syncToken = (): string | undefined => process.env.AGENTFS_SYNC_TOKEN || undefined
+export const syncToken = (): string | undefined =>
+  checkToken(process.env.AGENTFS_SYNC_TOKEN || undefined, '$AGENTFS_SYNC_TOKEN')
+
+/**
+ * Refuses a token no HTTP header can carry (a placeholder such as `…` copied from the docs,
+ * a stray space or newline) before it reaches the network and fails there obscurely.
+ */
+export function checkToken(token: string | undefined, source: string): string | undefined {
+  if (token === undefined) return undefined
+  const bad = /[^\x21-\x7e]/u.exec(token)
+  if (bad)
+    throw new Error(
+      `${source} is not a usable token: it has ${JSON.stringify(bad[0])} at ${bad.index}, and a token is printable ASCII without spaces; set it to the token your sync server issued`,
+    )
+  return token
+}
 
 /**
  * A database made by `agentfs init --sync-url` (a sync state file beside it): opened through

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { chmod, cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises'
+import { chmod, cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { type SyncServer, startSyncServer } from '@agentfs/turso-sync-server'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -50,6 +50,7 @@ head -c 4096 /dev/urandom > report.pdf
 agentfs init session.db --base ./project
 agentfs fs write session.db /NOTES.md 'edited in the session'
 agentfs init old-agent.db
+agentfs init old.db
 agentfs init agent.db
 agentfs init --sync-url ${SYNC_URL} agent-a
 agentfs init --sync-url ${SYNC_URL} agent-b
@@ -82,6 +83,37 @@ function examples(): string[][] {
     .filter((lines) => lines.length > 0)
 }
 
+const root = new URL('../../../', import.meta.url).pathname
+
+/**
+ * The shell blocks of the README and the CLI README, line by line. The repository's own
+ * commands (`pnpm …`: install, demo, check) are run by `.ci/run` as printed, through
+ * scripts/readme-commands.mjs; every other block is made of agentfs lines, run here.
+ */
+async function readmeBlocks(): Promise<{ file: string; lines: string[] }[]> {
+  const blocks: { file: string; lines: string[] }[] = []
+  for (const file of ['README.md', 'apps/cli/README.md']) {
+    const text = await readFile(join(root, file), 'utf8')
+    for (const m of text.matchAll(/^```(?:sh|bash|shell)\n([\s\S]*?)^```/gm))
+      blocks.push({
+        file,
+        lines: m[1]!.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#')),
+      })
+  }
+  return blocks
+}
+
+const repoCommand = (line: string) =>
+  /^npm install -g pnpm@[\d.]+ && pnpm install && pnpm /.test(line)
+
+/** The databases a block creates with `agentfs init`, as the files they become. */
+const initialised = (lines: string[]) =>
+  lines.flatMap((line) =>
+    [...line.matchAll(/agentfs init (?:--\S+ \S+ )*([^\s-]\S*)/g)].map((m) =>
+      m[1]!.includes('.') || m[1]!.includes('/') ? m[1]! : `.agentfs/${m[1]}.db`,
+    ),
+  )
+
 const env = () => ({ ...process.env, PATH: `${bin}:${process.env.PATH}`, NO_COLOR: '1' })
 
 let world: string
@@ -110,8 +142,8 @@ const hostPaths = (line: string, dir: string) =>
     .replaceAll('/tmp/agent', join(dir, 'tmp-agent'))
     .replaceAll('/mnt/review', join(dir, 'mnt-review'))
 
-function runLine(line: string, dir: string): void {
-  const result = spawnSync('sh', ['-c', hostPaths(line, dir)], {
+function runLine(line: string, dir: string, prefix = ''): void {
+  const result = spawnSync('sh', ['-c', `${prefix}${hostPaths(line, dir)}`], {
     cwd: dir,
     encoding: 'utf8',
     env: env(),
@@ -187,4 +219,61 @@ describe('CLI help examples', () => {
     },
     300_000,
   )
+})
+
+describe('README examples', () => {
+  test('every shell block of the README and the CLI README runs as printed, line by line', async () => {
+    const blocks = await readmeBlocks()
+    expect(blocks.length).toBeGreaterThanOrEqual(4)
+    // The repository's commands: each is one of what .ci/run runs through readme-commands.mjs.
+    const ci = await readFile(join(root, '.ci', 'run'), 'utf8')
+    const { readmeCommands } = await import(join(root, 'scripts', 'readme-commands.mjs'))
+    const printed = Object.values(await readmeCommands()) as string[]
+    for (const { file, lines } of blocks.filter((b) => b.lines.some(repoCommand))) {
+      expect(lines.length, file).toBe(1)
+      expect(printed, file).toContain(lines[0])
+    }
+    for (const which of Object.keys(await readmeCommands()))
+      expect(ci).toContain(`scripts/readme-commands.mjs ${which}`)
+    let n = 0
+    for (const [i, { file, lines }] of blocks.entries()) {
+      if (lines.some(repoCommand)) continue
+      const dir = join(cwd, `readme-${i}`)
+      await cp(world, dir, { recursive: true })
+      await mkdir(join(dir, 'mnt-review'))
+      // What a block creates must not exist yet: the database and its side files (-wal, -info…).
+      for (const db of initialised(lines)) {
+        const folder = join(dir, db, '..')
+        const name = db.split('/').at(-1)!
+        for (const entry of await readdir(folder))
+          if (entry.startsWith(name))
+            await rm(join(folder, entry), { recursive: true, force: true })
+      }
+      let prefix = ''
+      for (const printedLine of lines) {
+        // A run's session is named by its start time: the example's name stands for the last.
+        const runs = (await readdir(join(dir, '.agentfs'))).filter((f) => /^run-.*\.db$/.test(f))
+        const line = printedLine.replace(
+          /run-\d{8}-\d{6}/g,
+          runs.sort().at(-1)?.slice(0, -3) ?? '$&',
+        )
+        if (needsFuse(line) || /run-\d{8}/.test(printedLine)) {
+          if (!fuse) continue
+          if (/agentfs mount\s+[^\s#]/.test(line)) {
+            await runMount(line, dir)
+            n++
+            continue
+          }
+        }
+        // An exported placeholder (`…`) stands for the user's own value.
+        if (/^export /.test(line))
+          prefix += `${line.replace(/\s+#.*$/, '').replace('…', 'token-0')}; `
+        else runLine(line, dir, prefix)
+        n++
+      }
+      expect(n, file).toBeGreaterThan(0)
+      await rm(dir, { recursive: true, force: true })
+    }
+    expect(n).toBeGreaterThanOrEqual(fuse ? 30 : 20)
+  }, 300_000)
 })

@@ -48,3 +48,16 @@ test('sync commands on a database that does not sync say how to make one', () =>
     'does not sync; create a synced copy with "agentfs init --sync-url URL',
   )
 })
+
+test('a token no HTTP header can carry (the docs placeholder, a stray newline) is refused by name', () => {
+  const placeholder = runCli(cli, ['init', '--sync-url', server.url, 'p'], {
+    cwd,
+    env: { ...process.env, AGENTFS_SYNC_TOKEN: '…' },
+  })
+  expect(placeholder.code).toBe(1)
+  expect(placeholder.err).toBe(
+    'agentfs: $AGENTFS_SYNC_TOKEN is not a usable token: it has "…" at 0, and a token is printable ASCII without spaces; set it to the token your sync server issued\n',
+  )
+  const flag = agentfs('init', '--sync-url', server.url, '--token', 'abc\n', 'q')
+  expect(flag.err).toMatch(/^agentfs: --token is not a usable token: it has "\\n" at 3,/)
+})

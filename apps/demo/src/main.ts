@@ -92,7 +92,7 @@ try {
   await agent.restore(undo.before.name)
   console.log(`redo: restore('${undo.before.name}') brings the agent's work back.`)
   console.log(
-    `\nInspect it yourself: agentfs timeline ${path}, agentfs log ${path}, agentfs snapshots ${path}`,
+    `\nInspect it yourself (from the repository): pnpm agentfs timeline ${path}\n  and: pnpm agentfs log ${path}, pnpm agentfs snapshots ${path}`,
   )
 } finally {
   await agent.close()

@@ -129,12 +129,17 @@ export async function drawTree(agent: AgentFS, path = '/'): Promise<string> {
   return lines.join('\n')
 }
 
+/** A duration as people read it: 0.4, 12, 1234 (at most one decimal under 10 ms, whole above). */
+export function formatMs(ms: number): string {
+  return String(ms < 10 ? Math.round(ms * 10) / 10 : Math.round(ms))
+}
+
 /** The session's tool calls, oldest first: status, duration and the error the model saw. */
 export async function drawTimeline(agent: AgentFS): Promise<string> {
   const calls = await agent.tools.bySession(SESSION_ID)
   return calls
     .map((c) => {
-      const ms = c.durationMs === null ? '' : ` ${c.durationMs} ms`
+      const ms = c.durationMs === null ? '' : ` ${formatMs(c.durationMs)} ms`
       const error = c.error ? `\n      ↳ ${c.error.split('\n')[0]}` : ''
       return `  #${c.id} ${c.name.padEnd(15)} ${c.status}${ms}${error}`
     })

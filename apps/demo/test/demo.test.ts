@@ -5,6 +5,7 @@ import {
   drawStats,
   drawTimeline,
   drawTree,
+  formatMs,
   runAgent,
   scriptedModel,
   seedProject,
@@ -59,4 +60,12 @@ test('the scripted session fixes the bug, recovers from its mistake, and leaves 
     /^ {2}tool +calls +ok +failed +avg ms\n {2}edit_file +3 +2 +1 /,
   )
   await agent.close()
+})
+
+test('durations print as people read them, not as floating-point noise', () => {
+  expect(formatMs(1.2026080000000001)).toBe('1.2')
+  expect(formatMs(0.04)).toBe('0')
+  expect(formatMs(2)).toBe('2')
+  expect(formatMs(12.5)).toBe('13')
+  expect(formatMs(1234.49)).toBe('1234')
 })

@@ -3,7 +3,14 @@ import { planMigration } from '@agentfs/core'
 import { saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
-import { databasePath, explainDatabaseError, openExisting, syncToken, viewOf } from '../open.js'
+import {
+  checkToken,
+  databasePath,
+  explainDatabaseError,
+  openExisting,
+  syncToken,
+  viewOf,
+} from '../open.js'
 import { exportTree, importTree, leftOutLines } from '../transfer.js'
 import { positiveInteger, print, withAgent } from './shared.js'
 
@@ -55,7 +62,7 @@ export function registerInit(program: Command): void {
               '--sync-url and --base cannot be combined; a synced database is not an overlay',
             )
           const { openSynced } = await import('@agentfs/sync')
-          const token = options.token ?? syncToken()
+          const token = checkToken(options.token, '--token') ?? syncToken()
           const synced = await openSynced({
             path,
             ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
