@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { accessSync, constants, existsSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { basename, dirname, resolve } from 'node:path'
 import {
   type AgentDatabase,
@@ -29,6 +29,36 @@ export function databasePath(target: string): string {
   return /^[a-zA-Z0-9_-]+$/.test(target) ? resolve('.agentfs', `${target}.db`) : resolve(target)
 }
 
+/** The path of a database about to be created: an id's folder (.agentfs/) is made on demand. */
+export function newDatabasePath(target: string): string {
+  const path = databasePath(target)
+  if (/^[a-zA-Z0-9_-]+$/.test(target)) mkdirSync(dirname(path), { recursive: true })
+  return path
+}
+
+/**
+ * Refuses a database path that names a directory (SQLite would say only "disk I/O error"), and
+ * says what a bare name that is a directory here would have meant.
+ */
+export function refuseDirectory(path: string, target: string): void {
+  if (statSync(path, { throwIfNoEntry: false })?.isDirectory())
+    throw new Error(
+      `${path} is a directory, not a database file; name a file (agentfs init ${target.replace(/\/+$/, '')}/agent.db) or an id (agentfs init my-agent makes .agentfs/my-agent.db)`,
+    )
+}
+
+/** The CLI's sentence for "no database here", with what a directory of that name could mean. */
+function noDatabase(path: string, target: string): Error {
+  const here = /^[a-zA-Z0-9_-]+$/.test(target)
+    ? statSync(target, { throwIfNoEntry: false })
+    : undefined
+  return new Error(
+    here?.isDirectory()
+      ? `no database named ${target} (${path}); ./${target} is a directory, not a database: copy it into one with "agentfs import ./${target} ${target}", or work on it copy-on-write with "agentfs init ${target}.db --base ./${target}"`
+      : `no database at ${path}; create it with "agentfs init ${target}"`,
+  )
+}
+
 /**
  * The engine's error about a database file, said for a CLI user: the file named, and what to
  * do in terms of files and commands (not SDK options). Other errors pass through.
@@ -49,6 +79,20 @@ export function explainDatabaseError(error: unknown, path: string): unknown {
     return new AgentFsError('READONLY', message, { cause: error })
   }
   return error
+}
+
+/** Creating a database failed: the file named, with the reason the folder gives. */
+export function explainCreateError(error: unknown, path: string): unknown {
+  if ((error as { code?: unknown } | null)?.code !== 'CANT_OPEN')
+    return explainDatabaseError(error, path)
+  const folder = dirname(path)
+  return new AgentFsError(
+    'CANT_OPEN',
+    writable(folder)
+      ? `cannot create ${path}: SQLite could not open it there (${(error as Error).message}); choose another path`
+      : `cannot create ${path}: the folder ${folder} is not writable for this user; choose a folder you can write to`,
+    { cause: error },
+  )
 }
 
 function writable(path: string): boolean {
@@ -126,8 +170,8 @@ export async function openExisting(
   options: { migrate?: boolean } = {},
 ): Promise<AgentFS> {
   const path = databasePath(target)
-  if (!existsSync(path))
-    throw new Error(`no database at ${path}; create it with "agentfs init ${target}"`)
+  if (!existsSync(path)) throw noDatabase(path, target)
+  refuseDirectory(path, target)
   if (isSyncedFile(path)) return openSyncedFile(path)
   await checkAgentFsFile(path, target, options.migrate === true)
   const agent = await AgentFS.open({

@@ -122,7 +122,7 @@ describe('agentfs', () => {
     expect(agentfs(['kv', 'ls', 'k.db', 'user:']).out).toBe('user:prefs = {"theme":"dark"}\n')
     expect(agentfs(['kv', 'rm', 'k.db', 'note']).code).toBe(0)
     expect(agentfs(['kv', 'get', 'k.db', 'note']).err).toBe("agentfs: key 'note' is not set\n")
-    expect(agentfs(['timeline', 'k.db']).out).toBe('no tool calls recorded (with these filters)\n')
+    expect(agentfs(['timeline', 'k.db']).out).toBe('no tool calls recorded\n')
     const info = JSON.parse(agentfs(['info', '--json', 'k.db']).out)
     expect(info).toMatchObject({ chunkSize: 4096, kvKeys: 1, directories: 1, specVersion: '0.4' })
     expect(agentfs(['migrate', '--dry-run', 'k.db']).out).toMatch(/is up to date/)
@@ -304,13 +304,57 @@ describe('agentfs', () => {
     for (const result of [init, mkdir, diff]) expect(result.err.trim().split('\n')).toHaveLength(1)
   })
 
+  test('each bad input a new user tries is one line naming the path and what to do', async () => {
+    await mkdir(join(cwd, 'adir'), { recursive: true })
+    const cases: [string[], RegExp][] = [
+      [['info', './adir'], /adir is a directory, not a database file; name a file \(agentfs init/],
+      [['init', '--force', './adir'], /adir is a directory, not a database file/],
+      [
+        ['info', 'adir'],
+        /no database named adir .*; \.\/adir is a directory, not a database: copy it into one with "agentfs import \.\/adir adir"/,
+      ],
+      [['init', '/proc/nope.db'], /^agentfs: cannot create \/proc\/nope\.db: /],
+      [['frobnicate'], /^error: unknown command 'frobnicate'\n\(agentfs --help lists the commands/],
+    ]
+    agentfs(['init', 'words'])
+    agentfs(['fs', 'write', 'words', '/notes.md', 'x'])
+    cases.push(
+      [
+        ['fs', 'write', 'words', '/notes.md/child', 'x'],
+        /ENOTDIR: not a directory, \/notes\.md is a file: cannot write \/notes\.md\/child/,
+      ],
+      [
+        ['restore', 'words', 'nosuch'],
+        /no snapshot named 'nosuch' in words; list them with "agentfs snapshots words"/,
+      ],
+      [['diff', 'words', '--from', 'nosuch'], /no snapshot named 'nosuch' in words/],
+      [
+        ['diff', 'words'],
+        /words is not an overlay .* no base to diff against; compare snapshots with "agentfs diff words --from SNAPSHOT"/,
+      ],
+    )
+    for (const [args, expected] of cases) {
+      const result = agentfs(args)
+      expect({ args, code: result.code, err: result.err }).toEqual({
+        args,
+        code: 1,
+        err: expect.stringMatching(expected),
+      })
+      expect(result.err.trim().split('\n').length, args.join(' ')).toBeLessThanOrEqual(2)
+      expect(result.err, args.join(' ')).not.toMatch(
+        /listSnapshots|fs_overlay_config|disk I\/O|EISDIR|EEXIST/,
+      )
+    }
+    expect(existsSync(join(cwd, 'adir', 'agent.db'))).toBe(false)
+  })
+
   test('--version is the package version; an empty timeline says so', async () => {
     const { version } = JSON.parse(
       await readFile(new URL('../package.json', import.meta.url), 'utf8'),
     )
     expect(agentfs(['--version']).out.trim()).toBe(version)
     agentfs(['init', 'quiet'])
-    expect(agentfs(['timeline', 'quiet']).out).toBe('no tool calls recorded (with these filters)\n')
+    expect(agentfs(['timeline', 'quiet']).out).toBe('no tool calls recorded\n')
     const info = agentfs(['info', 'quiet']).out
     expect(info).toMatch(/specVersion .*\(the Agent Filesystem Specification layout/)
     expect(info).toMatch(/schemaVersion .*\(this library's own extension tables/)

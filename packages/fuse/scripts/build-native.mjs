@@ -59,5 +59,14 @@ if (!process.env.npm_config_nodedir) {
   if (existsSync(join(prefix, 'include/node/node_version.h'))) args.push(`--nodedir=${prefix}`)
 }
 const [command, ...head] = gyp
-const result = spawnSync(command, [...head, ...args], { cwd: root, stdio: 'inherit' })
-if (result.error || result.status !== 0) skip(`node-gyp failed (status ${result.status})`)
+// node-gyp's log (a hundred lines) is shown only when the build fails.
+const result = spawnSync(command, [...head, ...args], {
+  cwd: root,
+  encoding: 'utf8',
+  stdio: ['ignore', 'pipe', 'pipe'],
+  maxBuffer: 64 * 1024 * 1024,
+})
+if (result.error || result.status !== 0) {
+  process.stderr.write(`${result.stdout ?? ''}${result.stderr ?? ''}`)
+  skip(`node-gyp failed (status ${result.status})`)
+}

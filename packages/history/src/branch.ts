@@ -94,7 +94,7 @@ export async function snapshotBase(
 const noSnapshot = (name: string) =>
   new AgentFsError(
     'INVALID_ARGUMENT',
-    `there is no snapshot named '${name}'; list them with listSnapshots() or agentfs snapshots`,
+    `there is no snapshot named '${name}'; history.listSnapshots() lists the snapshots there are`,
   )
 
 /**

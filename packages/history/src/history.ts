@@ -304,7 +304,7 @@ async function need(q: Executor, name: string): Promise<SnapshotRow> {
   if (!row)
     throw new AgentFsError(
       'INVALID_ARGUMENT',
-      `there is no snapshot named '${name}'; list them with listSnapshots() or agentfs snapshots`,
+      `there is no snapshot named '${name}'; history.listSnapshots() lists the snapshots there are`,
     )
   return row
 }

@@ -105,7 +105,7 @@ export async function openOverlay(
   if (!description) {
     throw new AgentFsError(
       'INVALID_ARGUMENT',
-      'This database is not an overlay (no fs_overlay_config.base_path): make one with `agentfs init DB --base DIR`, or createOverlay() in code',
+      'This database is not an overlay: it has no base to read through; make one with createOverlay() (or agentfs init DB --base DIR)',
     )
   }
   let base: FileSystem

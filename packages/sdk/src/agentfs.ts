@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, resolve } from 'node:path'
 import {
@@ -37,7 +37,7 @@ import { type SyncNodeFs, syncNodeFs } from './sync-fs.js'
 export interface AgentFSOptions {
   /** Agent id: the database is `<dir>/<id>.db`. Letters, digits, `-` and `_`. */
   readonly id?: string
-  /** Database file (or `:memory:`); takes precedence over `id`. */
+  /** Database file (or `:memory:`); its folder must exist. Takes precedence over `id`. */
   readonly path?: string
   /** Folder of id-based databases (default `.agentfs` in the working directory). */
   readonly dir?: string
@@ -171,7 +171,14 @@ export class AgentFS implements AgentScope {
       }
       // The driver loads before anything is created: a missing one leaves no folder behind.
       const local = await localDriver()
-      if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
+      // An id's folder (.agentfs/, or `dir`) is made on demand; a path's folder must exist, so a
+      // mistyped path fails instead of planting folders.
+      if (options.path === undefined) mkdirSync(dirname(path), { recursive: true })
+      else if (path !== ':memory:' && !existsSync(dirname(resolve(path))))
+        throw new AgentFsError(
+          'CANT_OPEN',
+          `the folder ${dirname(resolve(path))} does not exist; create it first (AgentFS.open makes folders only for { id, dir })`,
+        )
       driver = local({
         path,
         ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),

@@ -34,7 +34,7 @@ describe('AgentFS.open', () => {
     const byId = await AgentFS.open({ id: 'agent-1', dir })
     expect(byId.path).toBe(join(dir, 'agent-1.db'))
     await byId.close()
-    const byPath = await AgentFS.open({ path: join(dir, 'nested', 'x.db') })
+    const byPath = await AgentFS.open({ path: join(dir, 'x.db') })
     await byPath.kv.set('k', 1)
     await byPath.close()
     const memory = await AgentFS.open({ path: ':memory:' })
@@ -59,6 +59,18 @@ describe('AgentFS.open', () => {
       (e: unknown) => e,
     )
     expect(isAgentFsError(error, 'INVALID_ARGUMENT')).toBe(true)
+  })
+
+  test('a path whose folder is missing is refused, and no folder is made; an id makes its own', async () => {
+    const missing = join(dir, 'nonexistent', 'dir', 'x.db')
+    await expect(AgentFS.open({ path: missing })).rejects.toMatchObject({
+      code: 'CANT_OPEN',
+      message: `the folder ${join(dir, 'nonexistent', 'dir')} does not exist; create it first (AgentFS.open makes folders only for { id, dir })`,
+    })
+    await expect(stat(join(dir, 'nonexistent'))).rejects.toMatchObject({ code: 'ENOENT' })
+    const byId = await AgentFS.open({ id: 'made', dir: join(dir, 'ids', 'here') })
+    await byId.close()
+    expect((await stat(join(dir, 'ids', 'here', 'made.db'))).isFile()).toBe(true)
   })
 })
 

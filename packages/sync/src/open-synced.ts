@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { AgentFsError, slotIds } from '@agentfs/core'
 import { type TursoAsyncDriver, tursoAsyncDriver } from '@agentfs/driver-turso'
@@ -29,8 +29,13 @@ export async function openSynced(options: OpenSyncedOptions): Promise<SyncedAgen
     url: options.sync.url,
     ...(options.sync.authToken === undefined ? {} : { authToken: options.sync.authToken }),
   }
-  // As AgentFS.open does for a path: the folder is made on demand.
-  mkdirSync(dirname(resolve(options.path)), { recursive: true })
+  // As AgentFS.open does for a path: its folder must exist (a mistyped path plants nothing).
+  const folder = dirname(resolve(options.path))
+  if (!existsSync(folder))
+    throw new AgentFsError(
+      'CANT_OPEN',
+      `the folder ${folder} does not exist; create it first (openSynced does not make folders)`,
+    )
   const state = readState(options.path) ?? newState(remote.url)
   if (state.url.replace(/\/+$/, '') !== remote.url.replace(/\/+$/, ''))
     throw new AgentFsError(

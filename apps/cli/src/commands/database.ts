@@ -6,8 +6,11 @@ import type { Command } from 'commander'
 import {
   checkToken,
   databasePath,
+  explainCreateError,
   explainDatabaseError,
+  newDatabasePath,
   openExisting,
+  refuseDirectory,
   syncToken,
   viewOf,
 } from '../open.js'
@@ -52,6 +55,7 @@ export function registerInit(program: Command): void {
           throw new Error(
             `the folder ${dirname(path)} does not exist; create it first (agentfs init does not make folders for a path)`,
           )
+        refuseDirectory(path, target)
         const files = ['', '-wal', '-shm', '-info', '-changes', '-wal-revert', '-agentfs-sync.json']
         if (options.force) for (const suffix of files) rmSync(`${path}${suffix}`, { force: true })
         else if (existsSync(path))
@@ -64,7 +68,7 @@ export function registerInit(program: Command): void {
           const { openSynced } = await import('@agentfs/sync')
           const token = checkToken(options.token, '--token') ?? syncToken()
           const synced = await openSynced({
-            path,
+            path: newDatabasePath(target),
             ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
             sync: { url: options.syncUrl, ...(token === undefined ? {} : { authToken: token }) },
           })
@@ -75,8 +79,10 @@ export function registerInit(program: Command): void {
         }
         if (options.token !== undefined) throw new Error('--token needs --sync-url')
         const agent = await AgentFS.open({
-          path,
+          path: newDatabasePath(target),
           ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
+        }).catch((error: unknown) => {
+          throw explainCreateError(error, path)
         })
         if (options.base)
           await saveOverlayBase(agent.db, {
@@ -104,7 +110,7 @@ export function registerTransfer(program: Command): void {
       if (!existsSync(hostDir)) throw new Error(`no such directory: ${hostDir}`)
       const agent = existsSync(databasePath(db))
         ? await openExisting(db)
-        : await AgentFS.open({ path: databasePath(db) })
+        : await AgentFS.open({ path: newDatabasePath(db) })
       try {
         const result = await importTree(hostDir, await viewOf(agent), { force: o.force ?? false })
         print(`imported ${result.entries} entries (${result.bytes} bytes) into ${agent.path}`)

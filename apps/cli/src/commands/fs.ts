@@ -97,7 +97,17 @@ export function registerFs(program: Command): void {
         const data = content ?? readFileSync(0)
         const view = await viewOf(agent)
         const parent = path.slice(0, path.lastIndexOf('/'))
-        if (parent) await view.mkdir(parent, { recursive: true })
+        if (parent)
+          await view.mkdir(parent, { recursive: true }).catch(async (error: unknown) => {
+            // mkdir -p says EEXIST when a file holds the name; what is meant is ENOTDIR.
+            const kind = await view.stat(parent).catch(() => undefined)
+            if (kind && !kind.isDirectory())
+              throw Object.assign(
+                new Error(`ENOTDIR: not a directory, ${parent} is a file: cannot write ${path}`),
+                { code: 'ENOTDIR' },
+              )
+            throw error
+          })
         await view.writeFile(path, data)
       }),
     )

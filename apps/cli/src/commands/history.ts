@@ -144,6 +144,7 @@ export function registerHistory(program: Command): void {
     .argument('<name>')
     .action(async (db: string, name: string) =>
       withAgent(db, async (agent) => {
+        await needSnapshot(agent, db, name)
         const { before } = await agent.restore(name)
         print(
           `restored ${name}; the state before is snapshot ${before.name} (agentfs restore ${db} ${before.name} undoes this)`,
@@ -181,10 +182,7 @@ export function registerBranch(program: Command): void {
       const path = databasePath(branch)
       if (existsSync(path)) throw new Error(`${path} exists; name a new database for the branch`)
       const chunkSize = await withAgent(db, async (live) => {
-        if (!(await live.history.getSnapshot(snapshot)))
-          throw new Error(
-            `no snapshot named '${snapshot}' in ${db}; list them with "agentfs snapshots ${db}"`,
-          )
+        await needSnapshot(live, db, snapshot)
         return live.db.chunkSize
       })
       mkdirSync(dirname(path), { recursive: true })
@@ -200,13 +198,23 @@ export function registerBranch(program: Command): void {
     })
 }
 
+/** Refuses a snapshot name DB does not have, in the CLI's terms. */
+export async function needSnapshot(agent: AgentFS, db: string, name: string): Promise<void> {
+  if (!(await agent.history.getSnapshot(name)))
+    throw new Error(
+      `no snapshot named '${name}' in ${db}; list them with "agentfs snapshots ${db}"`,
+    )
+}
+
 /** `agentfs diff DB --from A [--to B]`: snapshot differences (else the overlay diff). */
 export async function printSnapshotDiff(
   agent: AgentFS,
   from: string,
   to: string | undefined,
   asJson: boolean,
+  db: string,
 ): Promise<void> {
+  for (const name of [from, to]) if (name !== undefined) await needSnapshot(agent, db, name)
   const changes = await agent.history.diff(from, to)
   if (asJson) return json(changes)
   if (changes.length === 0) return print('no changes')

@@ -51,7 +51,10 @@ export function registerInspect(program: Command): void {
             ...(o.errors ? { errorsOnly: true } : {}),
           })
           if (o.json) return json(calls)
-          if (calls.length === 0) return print('no tool calls recorded (with these filters)')
+          const filtered =
+            o.session !== undefined || o.name !== undefined || since !== undefined || o.errors
+          if (calls.length === 0)
+            return print(`no tool calls recorded${filtered ? ' that match these filters' : ''}`)
           for (const c of calls) {
             print(
               `${new Date(c.startedAt).toISOString()} #${c.id} ${c.name} ${c.status}${c.durationMs === null ? '' : ` ${c.durationMs.toFixed(1)}ms`}${c.error ? ` — ${c.error.split('\n')[0]}` : ''}`,

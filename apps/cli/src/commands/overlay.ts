@@ -27,7 +27,11 @@ export function registerOverlay(program: Command): void {
     .action(async (db: string, o: { json?: boolean; from?: string; to?: string }) =>
       withAgent(db, async (agent) => {
         if (o.to !== undefined && o.from === undefined) throw new Error('--to needs --from')
-        if (o.from !== undefined) return printSnapshotDiff(agent, o.from, o.to, o.json === true)
+        if (o.from !== undefined) return printSnapshotDiff(agent, o.from, o.to, o.json === true, db)
+        if (!(await readOverlayBase(agent.db)))
+          throw new Error(
+            `${db} is not an overlay (one made by "agentfs init DB --base DIR" or "agentfs run"), so it has no base to diff against; compare snapshots with "agentfs diff ${db} --from SNAPSHOT"`,
+          )
         const overlay = await openOverlay(agent.db, { openBase: openBranchBase })
         const changes = await overlay.diff()
         if (o.json) return json(changes)

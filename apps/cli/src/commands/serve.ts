@@ -13,6 +13,11 @@ export function registerServe(program: Command): void {
     .option('--bash', 'add a bash tool: a sandboxed bash (just-bash) on the same files')
     .action(async (db: string, o: { readOnly?: boolean; bash?: boolean }) => {
       const agent = await openExisting(db)
+      // Started by hand on a terminal it would look hung: say what it is waiting for.
+      if (process.stdin.isTTY)
+        process.stderr.write(
+          `agentfs: serving ${agent.path} as an MCP server on stdin/stdout; an MCP client starts this command itself (Ctrl-C stops)\n`,
+        )
       const { serveMcpStdio } = await import('@agentfs/mcp')
       const bash = o.bash ? [(await import('@agentfs/just-bash')).bashTool()] : []
       await serveMcpStdio({
