@@ -71,8 +71,12 @@ export async function manifest(dir: string): Promise<Manifest> {
  * the native module too (what pnpm 10 installs when its build script was not approved).
  */
 export async function packBetterSqlite3(unbuilt: boolean): Promise<string> {
-  const require = createRequire(join(repo, 'packages/driver-better-sqlite3/package.json'))
-  const source = dirname(require.resolve('better-sqlite3/package.json'))
+  // The workspace's better-sqlite3 is tools/better-sqlite3, which picks the build for this
+  // Node.js (12 or 13): that real package is what a user's install brings.
+  const selector = join(repo, 'tools/better-sqlite3')
+  const real = createRequire(join(selector, 'package.json'))(join(selector, 'select.cjs')) as string
+  const require = createRequire(join(selector, 'package.json'))
+  const source = dirname(require.resolve(`${real}/package.json`))
   const name = unbuilt ? 'better-sqlite3-unbuilt' : 'better-sqlite3'
   const staging = join(packed.work, name, 'package')
   const skip = unbuilt
