@@ -4,7 +4,7 @@ import { Command, CommanderError } from 'commander'
 import { registerCommands } from './commands.js'
 import { addHelp } from './help.js'
 import { registerMount } from './mount-command.js'
-import { registerRun } from './run-command.js'
+import { registerRun, registerRuns } from './run-command.js'
 
 // A reader that stops early (`agentfs fs ls db / | head -1`) closes the pipe: that is normal,
 // so the command ends quietly with success instead of a stack trace.
@@ -28,6 +28,7 @@ const program = new Command()
 registerCommands(program)
 registerMount(program)
 registerRun(program)
+registerRuns(program)
 addHelp(program)
 
 try {

@@ -150,6 +150,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
     ],
   },
   discard: { examples: ['agentfs discard session.db'] },
+  runs: { examples: ['agentfs runs', 'agentfs runs --all --json'] },
   'sync push': { examples: ['agentfs sync push agent-a'] },
   'sync pull': {
     examples: ['agentfs sync pull agent-b   # prints each conflict it resolved'],
@@ -190,7 +191,8 @@ export function addHelp(program: Command): void {
   program.addHelpText(
     'after',
     `
-Databases are given as an id (my-agent means .agentfs/my-agent.db) or a path.
+Databases are given as an id (my-agent means .agentfs/my-agent.db, else the agentfs run
+session of that name) or a path.
 Run "agentfs <command> --help" for a command's options and examples.
 
 Examples:

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
-import { basename, dirname, resolve } from 'node:path'
+import { homedir } from 'node:os'
+import { basename, dirname, join, resolve } from 'node:path'
 import {
   type AgentDatabase,
   AgentFsError,
@@ -26,7 +27,37 @@ import type { ChangeSource } from './fuse-mount.js'
 
 /** Like the reference CLI: a bare id means `.agentfs/<id>.db`; anything else is a path. */
 export function databasePath(target: string): string {
-  return /^[a-zA-Z0-9_-]+$/.test(target) ? resolve('.agentfs', `${target}.db`) : resolve(target)
+  if (!isId(target)) return resolve(target)
+  const local = resolve('.agentfs', `${target}.db`)
+  if (existsSync(local)) return local
+  // `agentfs run` keeps its sessions out of the project: an id names one when no local has it.
+  const run = join(runsDir(), `${target}.db`)
+  return existsSync(run) ? run : local
+}
+
+const isId = (target: string) => /^[a-zA-Z0-9_-]+$/.test(target)
+
+/**
+ * Where `agentfs run` keeps its session databases, outside the project it works on:
+ * $AGENTFS_STATE_DIR/runs, else $XDG_STATE_HOME/agentfs/runs, else ~/.local/state/agentfs/runs.
+ */
+export function runsDir(): string {
+  const state =
+    process.env.AGENTFS_STATE_DIR ||
+    join(process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'agentfs')
+  return resolve(state, 'runs')
+}
+
+/**
+ * The database of a run session: a path as given; an id that names a database here
+ * (.agentfs/ID.db) is that one, else ID.db in {@link runsDir} (made on demand, private).
+ */
+export function runSessionPath(target: string): string {
+  if (!isId(target)) return resolve(target)
+  const local = resolve('.agentfs', `${target}.db`)
+  if (existsSync(local)) return local
+  mkdirSync(runsDir(), { recursive: true, mode: 0o700 })
+  return join(runsDir(), `${target}.db`)
 }
 
 /** The path of a database about to be created: an id's folder (.agentfs/) is made on demand. */

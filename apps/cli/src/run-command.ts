@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, rmdir } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, rmdir, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { openOverlay, readOverlayBase, saveOverlayBase } from '@agentfs/overlay'
@@ -8,7 +8,7 @@ import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { mount } from './fuse.js'
 import { commitDelayArg } from './mount-command.js'
-import { databasePath, mountSession, RUN_COMMIT_DELAY_MS } from './open.js'
+import { mountSession, openExisting, RUN_COMMIT_DELAY_MS, runSessionPath, runsDir } from './open.js'
 import { hostPath, runSandboxed, sandboxProblem } from './sandbox.js'
 
 /** `YYYYMMDD-HHMMSS` in UTC, for default session names. */
@@ -126,13 +126,15 @@ export function registerRun(program: Command): void {
     .passThroughOptions()
     .option(
       '--db <path>',
-      'session database: id or path (default the id run-<time>, .agentfs/run-<time>.db); reuse one to continue',
+      'session database: id or path (default the id run-<time>, kept in ~/.local/state/agentfs/runs); reuse one to continue',
     )
     .addHelpText(
       'after',
       `
-Changes land in the session database (by default .agentfs/run-<time>.db), never in the
-directory itself. Review them with "agentfs diff DB", apply them with "agentfs commit DB",
+Changes land in the session database, never in the directory itself: by default the id
+run-<time>, a file in the user's state directory ($AGENTFS_STATE_DIR/runs, else
+$XDG_STATE_HOME/agentfs/runs, else ~/.local/state/agentfs/runs), so nothing is written into
+the project; "agentfs runs" lists them. Review them with "agentfs diff DB", apply them with "agentfs commit DB",
 or drop them with "agentfs discard DB". Each run first snapshots the session, so
 "agentfs undo DB" takes back what the last run did.
 
@@ -186,7 +188,7 @@ Examples:
       const sandboxed = sandboxSettings(o)
       const project = resolve('.')
       const session = o.db ?? `run-${stamp()}`
-      const dbPath = databasePath(session)
+      const dbPath = runSessionPath(session)
       const agent = await openSession(dbPath, project)
       // "agentfs undo DB" restores this: the session as it was before the command ran.
       if (o.snapshot)
@@ -212,7 +214,8 @@ Examples:
                 ...sandboxed,
                 project,
                 view,
-                hideDirs: [join(project, '.agentfs')],
+                // The project's own databases, and every run session (this one among them).
+                hideDirs: [join(project, '.agentfs'), runsDir()],
                 hideFiles: ['', '-wal', '-shm', '-journal'].map((end) => `${dbPath}${end}`),
               })
             : await runIn(argv, view, project, canUseNamespace())
@@ -233,5 +236,47 @@ Examples:
         if (existsSync(view)) await rmdir(view).catch(() => {})
       }
       process.exitCode = code
+    })
+}
+
+/** `agentfs runs`: the sessions `agentfs run` kept, for this directory or all. */
+export function registerRuns(program: Command): void {
+  program
+    .command('runs')
+    .description(
+      'list the sessions "agentfs run" kept (in the state directory, not the project): name, changes, last change',
+    )
+    .option('--all', 'sessions of every project, not only of the current directory')
+    .option('--json', 'print JSON')
+    .action(async (o: { all?: boolean; json?: boolean }) => {
+      const dir = runsDir()
+      const project = resolve('.')
+      const names = existsSync(dir)
+        ? (await readdir(dir)).filter((f) => f.endsWith('.db')).sort()
+        : []
+      const rows: { name: string; project: string; changes: number; modified: string }[] = []
+      for (const file of names) {
+        const path = join(dir, file)
+        const agent = await openExisting(path).catch(() => undefined)
+        if (!agent) continue
+        try {
+          const base = await readOverlayBase(agent.db)
+          if (base?.kind !== 'host' || (!o.all && base.path !== project)) continue
+          const changes = (await (await openOverlay(agent.db)).diff()).length
+          const modified = (await stat(path)).mtime.toISOString()
+          rows.push({ name: file.slice(0, -3), project: base.path, changes, modified })
+        } finally {
+          await agent.close()
+        }
+      }
+      if (o.json) return void process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`)
+      if (rows.length === 0)
+        return void process.stdout.write(
+          `no run sessions${o.all ? '' : ` for ${project} (--all lists every project's)`}\n`,
+        )
+      for (const r of rows)
+        process.stdout.write(
+          `${r.name}  ${r.changes} change(s)  ${r.modified}${o.all ? `  ${r.project}` : ''}\n`,
+        )
     })
 }

@@ -42,6 +42,7 @@ describe('agentfs', () => {
       'serve',
       'mount',
       'run',
+      'runs',
       'fsck',
       'import',
       'export',
@@ -70,7 +71,7 @@ describe('agentfs', () => {
       if (help.includes('Commands:')) for (const sub of commandsOf(help)) paths.push([name, sub])
       else paths.push([name])
     }
-    expect(paths.length).toBe(40)
+    expect(paths.length).toBe(41)
     for (const path of paths) {
       const help = agentfs([...path, '--help'])
       expect(help.code, path.join(' ')).toBe(0)

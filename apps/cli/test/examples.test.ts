@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { chmod, cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { type SyncServer, startSyncServer } from '@agentfs/turso-sync-server'
@@ -184,7 +185,7 @@ describe('CLI help examples', () => {
     await mkdir(world)
     sh(WORLD.replaceAll(SYNC_URL, server.url), world, { PATH: `${bin}:${process.env.PATH}` })
     groups = examples()
-    expect(groups.length).toBe(41)
+    expect(groups.length).toBe(42)
     expect(groups.flat().length).toBeGreaterThanOrEqual(50)
   })
 
@@ -252,7 +253,9 @@ describe('README examples', () => {
       let prefix = ''
       for (const printedLine of lines) {
         // A run's session is named by its start time: the example's name stands for the last.
-        const runs = (await readdir(join(dir, '.agentfs'))).filter((f) => /^run-.*\.db$/.test(f))
+        const state = join(process.env.AGENTFS_STATE_DIR!, 'runs')
+        const kept = existsSync(state) ? await readdir(state) : []
+        const runs = kept.filter((f) => /^run-.*\.db$/.test(f))
         const line = printedLine.replace(
           /run-\d{8}-\d{6}/g,
           runs.sort().at(-1)?.slice(0, -3) ?? '$&',

@@ -57,6 +57,8 @@ export function useCliSandbox(
     dispose = bundled.dispose
     const dir = await mkdtemp(join(tmpdir(), prefix))
     cwd = dir
+    // agentfs run keeps its sessions in the user's state directory: the test's own here.
+    process.env.AGENTFS_STATE_DIR = join(dir, '.state')
     ready({ cli: bundled.cli, cwd: dir })
   }, 60_000)
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
-import { mkdir } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
@@ -82,24 +82,39 @@ describe.skipIf(!fuse)('agentfs run', () => {
     expect(runCli(cli, ['diff', '../session.db'], { cwd: project }).out).toBe('no changes\n')
   }, 120_000)
 
-  test("the command's exit code is the run's; a default session gets an id under .agentfs", async () => {
+  test("the command's exit code is the run's; a default session gets an id in the state directory, and the project gets nothing", async () => {
     const dir = join(cwd, 'plain')
     await mkdir(dir)
     sh('echo base > base.txt', dir)
+    const state = join(cwd, 'plain-state')
+    const env = { ...process.env, AGENTFS_STATE_DIR: state }
     const failed = runCli(cli, ['run', '--', 'sh', '-c', 'echo partial > out.txt; exit 3'], {
       cwd: dir,
+      env,
     })
     expect(failed.code).toBe(3)
-    const [session] = readdirSync(join(dir, '.agentfs'))
+    // What git status would show: the project holds what it held.
+    expect(readdirSync(dir)).toEqual(['base.txt'])
+    expect((await stat(join(state, 'runs'))).mode & 0o777).toBe(0o700)
+    const [session] = readdirSync(join(state, 'runs')).filter((f) => f.endsWith('.db'))
     expect(session).toMatch(/^run-\d{8}-\d{6}\.db$/)
     const id = session!.replace(/\.db$/, '')
     expect(failed.err).toContain(`kept in ${id}; review with "agentfs diff ${id}"`)
-    expect(runCli(cli, ['diff', id], { cwd: dir }).out).toContain('A /out.txt')
+    expect(runCli(cli, ['diff', id], { cwd: dir, env }).out).toContain('A /out.txt')
     expect(existsSync(join(dir, 'out.txt'))).toBe(false)
+    // Listed by name for this project (and with --all from anywhere).
+    expect(runCli(cli, ['runs'], { cwd: dir, env }).out).toMatch(
+      new RegExp(`^${id}  1 change\\(s\\)  \\d{4}-`),
+    )
+    expect(runCli(cli, ['runs'], { cwd, env }).out).toMatch(/^no run sessions for /)
+    expect(runCli(cli, ['runs', '--all'], { cwd, env }).out).toContain(`${id}  1 change(s)`)
     // Continuing a session sees its earlier changes.
-    const again = runCli(cli, ['run', '--db', id, '--', 'cat', 'out.txt'], { cwd: dir })
+    const again = runCli(cli, ['run', '--db', id, '--', 'cat', 'out.txt'], { cwd: dir, env })
     expect(again).toMatchObject({ code: 0, out: 'partial\n' })
-    const missing = runCli(cli, ['run', '--db', id, '--', 'no-such-command-here'], { cwd: dir })
+    const missing = runCli(cli, ['run', '--db', id, '--', 'no-such-command-here'], {
+      cwd: dir,
+      env,
+    })
     expect(missing.code).not.toBe(0)
   }, 60_000)
 
@@ -240,37 +255,48 @@ describe.skipIf(!fuse || !sandboxUsable)('agentfs run --sandbox', () => {
       chmod 6777 tool.sh
       mkfifo pipe
       if ls .agentfs/*.db >/dev/null 2>&1; then echo "session db visible"; fi
+      if ls "$RUNS"/*.db >/dev/null 2>&1; then echo "session db visible in $RUNS"; fi
       if head -c 15 "$DB" 2>/dev/null | grep -q SQLite; then echo "session db readable"; fi
-      echo tampered > .agentfs/sess.db 2>/dev/null || true
-      rm -f .agentfs/sess.db-wal 2>/dev/null || true
+      echo tampered > "$DB" 2>/dev/null || true
+      rm -f "$DB-wal" 2>/dev/null || true
       true
     `
-    const run = runCli(cli, ['run', '--sandbox', '--db', 'sess', '--', 'bash', '-c', script], {
-      cwd: project,
-      env: { ...process.env, DB: join(project, '.agentfs', 'sess.db') },
-    })
-    expect(run.code).toBe(0)
-    expect(run.out).not.toMatch(/session db (visible|readable)/)
-    // The review shows modes (and what commit will drop), as text and JSON.
-    const diff = runCli(cli, ['diff', 'sess'], { cwd: project })
-    expect(diff.out).toMatch(
-      /^M \/tool\.sh\n {4}mode 755 -> 6777 \(setuid, setgid: dropped by commit/m,
-    )
-    expect(diff.out).toMatch(/^A \/rootsh\n {4}mode 4755 \(setuid: dropped by commit/m)
-    expect(diff.out).toMatch(/^A \/pipe {2}\(a FIFO, socket or device: commit skips it\)/m)
-    expect(diff.out).not.toMatch(/\.agentfs/)
-    const json = JSON.parse(runCli(cli, ['diff', '--json', 'sess'], { cwd: project }).out)
-    expect(json.find((c: { path: string }) => c.path === '/tool.sh').mode).toEqual({
-      before: 0o755,
-      after: 0o6777,
-    })
-    const commit = runCli(cli, ['commit', 'sess'], { cwd: project })
-    expect(commit.code).toBe(0)
-    expect(commit.out).toMatch(/dropped setuid from \/rootsh \(pass --keep-setuid/)
-    expect(commit.out).toMatch(/dropped setuid, setgid from \/tool\.sh/)
-    expect(commit.out).toMatch(/skipped \/pipe: a FIFO/)
-    expect(sh('stat -c %a rootsh tool.sh', project)).toBe('755\n777\n')
-    expect(existsSync(join(project, 'pipe'))).toBe(false)
+    // A state directory outside /tmp and home (which the sandbox hides anyway), so what hides
+    // the run sessions is the sandbox's own rule for them.
+    const state = await mkdtemp('/var/lib/agentfs-test-state-')
+    const env = { ...process.env, AGENTFS_STATE_DIR: state }
+    const runs = join(state, 'runs')
+    try {
+      const run = runCli(cli, ['run', '--sandbox', '--db', 'sess', '--', 'bash', '-c', script], {
+        cwd: project,
+        env: { ...env, DB: join(runs, 'sess.db'), RUNS: runs },
+      })
+      expect(run.code).toBe(0)
+      expect(existsSync(join(runs, 'sess.db'))).toBe(true)
+      expect(run.out).not.toMatch(/session db (visible|readable)/)
+      // The review shows modes (and what commit will drop), as text and JSON.
+      const diff = runCli(cli, ['diff', 'sess'], { cwd: project, env })
+      expect(diff.out).toMatch(
+        /^M \/tool\.sh\n {4}mode 755 -> 6777 \(setuid, setgid: dropped by commit/m,
+      )
+      expect(diff.out).toMatch(/^A \/rootsh\n {4}mode 4755 \(setuid: dropped by commit/m)
+      expect(diff.out).toMatch(/^A \/pipe {2}\(a FIFO, socket or device: commit skips it\)/m)
+      expect(diff.out).not.toMatch(/\.agentfs/)
+      const json = JSON.parse(runCli(cli, ['diff', '--json', 'sess'], { cwd: project, env }).out)
+      expect(json.find((c: { path: string }) => c.path === '/tool.sh').mode).toEqual({
+        before: 0o755,
+        after: 0o6777,
+      })
+      const commit = runCli(cli, ['commit', 'sess'], { cwd: project, env })
+      expect(commit.code).toBe(0)
+      expect(commit.out).toMatch(/dropped setuid from \/rootsh \(pass --keep-setuid/)
+      expect(commit.out).toMatch(/dropped setuid, setgid from \/tool\.sh/)
+      expect(commit.out).toMatch(/skipped \/pipe: a FIFO/)
+      expect(sh('stat -c %a rootsh tool.sh', project)).toBe('755\n777\n')
+      expect(existsSync(join(project, 'pipe'))).toBe(false)
+    } finally {
+      await rm(state, { recursive: true, force: true })
+    }
   }, 120_000)
 
   test('signals reach the sandboxed command; its status is the run status', async () => {
