@@ -19,6 +19,7 @@ import {
   readmeBlocks,
   repo,
   run,
+  sh,
   transpile,
   usePackedTarballs,
 } from './packing.js'
@@ -383,4 +384,49 @@ describe('npm picks a better-sqlite3 that runs on this Node.js', () => {
       nodeMajor >= 22 ? 13 : 12,
     )
   })
+})
+
+describe('pnpm pack:all: installing from a clone before the first release', () => {
+  test("the line it prints for a package installs it with plain npm in an outside project, and the package's README sample runs", async () => {
+    const dest = join(packed.work, 'pack-all')
+    const printed = JSON.parse(
+      (
+        await run(
+          process.execPath,
+          [join(repo, 'scripts/pack-all.mjs'), '--dest', dest, '--json'],
+          {
+            cwd: repo,
+            maxBuffer: 16 << 20,
+          },
+        )
+      ).stdout,
+    ) as { tarballs: Record<string, string>; lines: Record<string, string> }
+    expect(Object.keys(printed.tarballs).sort()).toEqual(
+      [...tarballs.keys()].filter((n) => n.startsWith('@agentfs/')).sort(),
+    )
+    for (const file of Object.values(printed.tarballs)) expect(existsSync(file), file).toBe(true)
+    const line = printed.lines['@agentfs/kv']!
+    expect(line).toMatch(
+      /^npm install \S+agentfs-core-[\d.]+\.tgz \S+agentfs-driver-better-sqlite3-[\d.]+\.tgz \S+agentfs-kv-[\d.]+\.tgz better-sqlite3$/,
+    )
+    // better-sqlite3 as this workspace built it (this machine cannot fetch a prebuilt one).
+    const args = line
+      .split(' ')
+      .slice(2)
+      .map((a) => (a === 'better-sqlite3' ? tarballs.get('better-sqlite3')! : a))
+    const dir = join(packed.work, 'npm-outside')
+    await mkdir(dir)
+    await writeFile(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: 'outside', private: true, type: 'module' }),
+    )
+    // Scripts off: the better-sqlite3 tarball is built already (nothing else here has one).
+    await sh('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', ...args], {
+      cwd: dir,
+    })
+    const blocks = await readmeBlocks(dir, '@agentfs/kv')
+    expect(blocks.run.length).toBeGreaterThan(0)
+    for (const [i, block] of blocks.run.entries())
+      await node(dir, `kv-readme-${i}.mjs`, transpile(block))
+  }, 300_000)
 })
