@@ -7,7 +7,7 @@ import { buildQuietly } from './build-quietly.mjs'
 
 const root = new URL('..', import.meta.url).pathname
 await buildQuietly('@agentfs/cli...', 'the CLI')
-const args = [join(root, 'apps', 'cli', 'bin', 'agentfs.js'), ...process.argv.slice(2)]
+const args = [join(root, 'apps', 'cli', 'bin', 'agentfs'), ...process.argv.slice(2)]
 const run = spawnSync(process.execPath, args, {
   // biome-ignore lint/suspicious/noUndeclaredEnvVars: pnpm sets it; this script is no turbo task
   cwd: process.env.INIT_CWD ?? process.cwd(),

@@ -16,7 +16,7 @@ export async function readmeCommands() {
     if (found.length !== 1) throw new Error(`README.md: expected one block ending in \`${script}\``)
     return found[0]
   }
-  const cli = blocks.filter((b) => b.startsWith('pnpm --filter "@agentfs/cli..." build'))
+  const cli = blocks.filter((b) => b.startsWith('pnpm build:cli'))
   if (cli.length !== 1) throw new Error('README.md: expected one block that builds the CLI')
   return { demo: find('pnpm demo'), check: find('pnpm check'), cli: cli[0] }
 }
