@@ -141,7 +141,9 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
     ],
   },
   undo: {
-    examples: ['agentfs commit session.db && agentfs undo session.db   # the changes are back'],
+    examples: [
+      'agentfs commit session.db && agentfs undo session.db   # host files as before, changes back in the session',
+    ],
   },
   commit: {
     examples: [

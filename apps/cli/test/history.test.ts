@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect, test } from 'vitest'
 import { runCli, useCliSandbox } from './helpers.js'
@@ -53,17 +53,46 @@ test('log, history, snapshot, snapshots, diff --from, restore', () => {
   expect(missing.err).toMatch(/no snapshot named 'v1'/)
 })
 
-test('undo after an overlay commit brings the session changes back; nothing to undo is an error', () => {
+test('undo after an overlay commit restores the host files and brings the session changes back', () => {
   writeFileSync(join(cwd, 'base.txt'), 'base\n')
+  writeFileSync(join(cwd, 'gone.txt'), 'kept by undo\n')
   ok('init', 's.db', '--base', '.')
   expect(runCli(cli, ['undo', 's.db'], { cwd }).err).toMatch(/nothing to undo/)
   ok('fs', 'write', 's.db', '/new.txt', 'from the session')
+  ok('fs', 'write', 's.db', '/base.txt', 'edited by the session')
+  ok('fs', 'write', 's.db', '/dir/deep.txt', 'deep')
+  ok('fs', 'rm', 's.db', '/gone.txt')
   ok('commit', 's.db')
   expect(readFileSync(join(cwd, 'new.txt'), 'utf8')).toBe('from the session')
+  expect(readFileSync(join(cwd, 'base.txt'), 'utf8')).toBe('edited by the session')
+  expect(existsSync(join(cwd, 'gone.txt'))).toBe(false)
   expect(ok('diff', 's.db')).toMatch(/no changes/)
-  expect(ok('undo', 's.db')).toMatch(/undid before commit/)
+  expect(ok('undo', 's.db')).toMatch(/undid before commit: 5 host path\(s\) are as before it/)
+  // The host is as it was before the commit...
+  expect(existsSync(join(cwd, 'new.txt'))).toBe(false)
+  expect(existsSync(join(cwd, 'dir'))).toBe(false)
+  expect(readFileSync(join(cwd, 'base.txt'), 'utf8')).toBe('base\n')
+  expect(readFileSync(join(cwd, 'gone.txt'), 'utf8')).toBe('kept by undo\n')
+  // ...and the session holds the changes again, ready to be committed again.
   expect(ok('fs', 'cat', 's.db', '/new.txt')).toBe('from the session')
+  const diff = ok('diff', 's.db')
+  expect(diff).toMatch(/^M \/base.txt$/m)
+  expect(diff).toMatch(/^D \/gone.txt$/m)
   expect(runCli(cli, ['undo', 's.db'], { cwd }).err).toMatch(/nothing to undo/)
+  expect(ok('commit', 's.db')).toMatch(/applied 5 change\(s\)/)
+  expect(readFileSync(join(cwd, 'base.txt'), 'utf8')).toBe('edited by the session')
+
+  // The host changes after the commit: undo refuses, names the paths and changes nothing.
+  writeFileSync(join(cwd, 'base.txt'), 'edited by hand after the commit')
+  writeFileSync(join(cwd, 'dir', 'mine.txt'), 'mine')
+  const refused = runCli(cli, ['undo', 's.db'], { cwd })
+  expect(refused.code).not.toBe(0)
+  expect(refused.err).toMatch(/\/base.txt: changed since the commit/)
+  expect(refused.err).toMatch(/\/dir\/mine.txt: created since the commit/)
+  expect(refused.err.trim().split('\n')).toHaveLength(1)
+  expect(readFileSync(join(cwd, 'base.txt'), 'utf8')).toBe('edited by hand after the commit')
+  expect(readFileSync(join(cwd, 'new.txt'), 'utf8')).toBe('from the session')
+  expect(ok('diff', 's.db')).toMatch(/no changes/)
 })
 
 test('branch: a database over a snapshot; diff, commit onto the live database, undo; conflicts refuse', () => {

@@ -11,6 +11,7 @@ import {
   undefinedIfAbsent,
 } from '@agentfs/core'
 import { compareCodePoints, type Dirent, type FileSystem } from '@agentfs/fs'
+import { recordUndo, sealUndo } from './commit-undo.js'
 import { diffOverlay, type OverlayChange, SPECIAL_BITS, specialBitNames, typeOf } from './diff.js'
 import { HostFileSystem } from './host-fs.js'
 import type { OverlayFs } from './overlay-fs.js'
@@ -49,6 +50,12 @@ export interface CommitOptions {
    * listed in `skipped`.
    */
   readonly protect?: readonly string[]
+  /**
+   * Keep what the commit replaces on the target under this id (the host's bytes, modes and
+   * links before it), so `undoCommit(q, target, id)` can take the commit back. Costs the size
+   * of what the commit overwrites or removes, stored in the overlay database.
+   */
+  readonly undoId?: string
 }
 
 /** Result of a commit. */
@@ -277,6 +284,14 @@ export async function commitOverlay(
   }
   // Written before the first change to the host: from here on a crash is resumable.
   await q.transaction(async (tx) => {
+    if (options.undoId !== undefined)
+      await recordUndo(
+        tx,
+        target,
+        options.undoId,
+        [...new Set(plan.map((s) => s.path))],
+        new Set(plan.filter((s) => s.op === 'rm').map((s) => s.path)),
+      )
     await tx.execute({ sql: JOURNAL_DDL })
     for (const [index, step] of plan.entries())
       await tx.execute({
@@ -313,6 +328,7 @@ async function runSteps(
     await applyStep(overlay, target, step)
     await q.execute({ sql: `UPDATE ${JOURNAL} SET done = 1 WHERE step = ?`, params: [step.step] })
   }
+  await sealUndo(q, target)
   await discardOverlay(q)
 }
 

@@ -1,5 +1,12 @@
 export type { CommitOptions, CommitResult, PendingCommit } from './commit.js'
 export { OverlayConflictError, pendingCommit } from './commit.js'
+export type { UndoCommitResult } from './commit-undo.js'
+export {
+  commitUndoable,
+  rebaseOverlayTokens,
+  UndoConflictError,
+  undoCommit,
+} from './commit-undo.js'
 export type { CreateOverlayOptions, OpenOverlayOptions, OverlayBaseDescription } from './config.js'
 export { createOverlay, openOverlay, readOverlayBase, saveOverlayBase } from './config.js'
 export type { OverlayChange } from './diff.js'

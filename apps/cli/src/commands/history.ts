@@ -1,9 +1,17 @@
 import { existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { saveOverlayBase } from '@agentfs/overlay'
+import {
+  commitUndoable,
+  HostFileSystem,
+  openOverlay,
+  readOverlayBase,
+  rebaseOverlayTokens,
+  saveOverlayBase,
+  undoCommit,
+} from '@agentfs/overlay'
 import { AgentFS, type Change } from '@agentfs/sdk'
 import type { Command } from 'commander'
-import { databasePath } from '../open.js'
+import { databasePath, openBranchBase } from '../open.js'
 import { colorDiff, json, positiveInteger, print, useColor, withAgent } from './shared.js'
 
 const when = (us: number) => new Date(Math.floor(us / 1000)).toISOString()
@@ -24,6 +32,18 @@ function describe(c: Change): string {
 async function lastUndoable(agent: AgentFS) {
   const all = await agent.history.listSnapshots()
   return all.filter((s) => s.kind === 'auto' && /^before (run|commit)/.test(s.reason ?? '')).at(-1)
+}
+
+/** Takes a commit onto the overlay's host directory back, when that commit recorded how. */
+async function undoHostCommit(agent: AgentFS, id: string) {
+  if (!(await commitUndoable(agent.db, id))) return undefined
+  if (!(await readOverlayBase(agent.db)))
+    throw new Error(`${id} records a commit onto a base, but the database has none any more`)
+  // The target the commit wrote: the base directory, writable (as "agentfs commit" opens it).
+  const overlay = await openOverlay(agent.db, { openBase: openBranchBase })
+  const base = overlay.base as { root?: string }
+  const target = base.root ? new HostFileSystem({ root: base.root, writable: true }) : overlay.base
+  return undoCommit(agent.db, target, id)
 }
 
 /** `log`, `history`, `snapshot`, `snapshots`, `restore`, `undo`: what changed, and going back. */
@@ -153,17 +173,27 @@ export function registerHistory(program: Command): void {
     )
   program
     .command('undo')
-    .description('restore the automatic snapshot taken before the last run or commit')
+    .description(
+      'take back the last run or commit: the session as before it, and the host files a commit changed (refused if they changed since)',
+    )
     .argument('<db>')
     .action(async (db: string) =>
       withAgent(db, async (agent) => {
         const last = await lastUndoable(agent)
         if (!last)
           throw new Error(`nothing to undo: ${db} has no snapshot taken before a run or commit`)
+        // A commit onto a host directory is taken back there first: refused, changing
+        // nothing, when the host changed since under a path the commit wrote.
+        const host = await undoHostCommit(agent, last.name)
         const { before } = await agent.restore(last.name)
+        if (host) await rebaseOverlayTokens(agent.db, host.tokens)
         // Undone once: the same undo must not apply twice.
         await agent.history.deleteSnapshot(last.name)
-        print(`undid ${last.reason}; redo with "agentfs restore ${db} ${before.name}"`)
+        print(
+          host
+            ? `undid ${last.reason}: ${host.restored.length} host path(s) are as before it, and the changes are back in ${db} (review with "agentfs diff ${db}")`
+            : `undid ${last.reason}; redo with "agentfs restore ${db} ${before.name}"`,
+        )
       }),
     )
 }

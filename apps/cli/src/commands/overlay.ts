@@ -79,7 +79,10 @@ export function registerOverlay(program: Command): void {
           )
         }
         // An overlay commit empties the session: this snapshot brings its changes back on undo.
-        if (o.snapshot) await agent.snapshot(undefined, { kind: 'auto', reason: 'before commit' })
+        // With it, the host's entries the commit replaces are kept, so undo can bring them back.
+        const before = o.snapshot
+          ? await agent.snapshot(undefined, { kind: 'auto', reason: 'before commit' })
+          : undefined
         const base = overlay.base as { root?: string }
         const target = base.root
           ? new HostFileSystem({ root: base.root, writable: true })
@@ -88,6 +91,7 @@ export function registerOverlay(program: Command): void {
           keepSpecialBits: o.keepSetuid === true,
           // AgentFS's own databases (sessions, this one) are never written by a commit.
           protect: ['/.agentfs'],
+          ...(before ? { undoId: before.name } : {}),
         })
         print(
           result.resumed
