@@ -14,7 +14,6 @@ import type {
   ExecuteResponse,
   FileDownloadResponse,
   FileInfo,
-  FileOperationError,
   FileUploadResponse,
   GlobResult,
   GrepResult,
@@ -23,6 +22,7 @@ import type {
   ReadResult,
   WriteResult,
 } from 'deepagents'
+import { errorText, operationError, relativeInfo, summary } from './results.js'
 import { mimeTypeOf, replaceString } from './text.js'
 
 /** Options of {@link AgentFSBackend}. */
@@ -52,6 +52,13 @@ export interface AgentFSBackendOptions {
   }>
   /** Identifier of the sandbox (with `execute`; default generated). */
   readonly id?: string
+  /**
+   * A link as the last name of a path that is read, written or edited: `'follow'` (default)
+   * goes where it leads when that is inside the roots (links leading outside are refused
+   * either way); `'refuse'` refuses it with deepagents' own texts (`Symlinks are not allowed:
+   * …`), as its `FilesystemBackend` does with `O_NOFOLLOW`.
+   */
+  readonly symlinks?: 'follow' | 'refuse'
 }
 
 const DEFAULT_MAX_RESULTS = 10_000
@@ -114,11 +121,15 @@ export class AgentFSBackend implements BackendProtocolV2 {
 
   read(filePath: string, offset = 0, limit = DEFAULT_READ_LIMIT): Promise<ReadResult> {
     return this.#audited('read', { filePath, offset, limit }, async () => {
+      const link = await this.#linkRefusal(filePath, `Symlinks are not allowed: ${filePath}`)
+      if (link) return link
       const p = await this.#resolve(filePath)
       const st = await this.#fs.stat(p).catch(() => undefined)
       if (!st?.isFile()) return { error: `File '${filePath}' not found` }
       const mimeType = mimeTypeOf(filePath)
-      if (!mimeType.text) return { content: await this.#fs.readFile(p), mimeType: mimeType.type }
+      // Bytes as a plain Uint8Array (not a Buffer), as deepagents' backends return them.
+      if (!mimeType.text)
+        return { content: new Uint8Array(await this.#fs.readFile(p)), mimeType: mimeType.type }
       const content = await this.#fs.readFile(p, 'utf8')
       if (content.trim() === '')
         return {
@@ -147,13 +158,17 @@ export class AgentFSBackend implements BackendProtocolV2 {
 
   readRaw(filePath: string): Promise<ReadRawResult> {
     return this.#audited('read_raw', { filePath }, async () => {
+      const link = await this.#linkRefusal(filePath, `Symlinks are not allowed: ${filePath}`)
+      if (link) return link
       const p = await this.#resolve(filePath)
       const st = await this.#fs.stat(p).catch(() => undefined)
       if (!st?.isFile()) return { error: `File '${filePath}' not found` }
       const mimeType = mimeTypeOf(filePath)
       return {
         data: {
-          content: mimeType.text ? await this.#fs.readFile(p, 'utf8') : await this.#fs.readFile(p),
+          content: mimeType.text
+            ? await this.#fs.readFile(p, 'utf8')
+            : new Uint8Array(await this.#fs.readFile(p)),
           mimeType: mimeType.type,
           created_at: st.birthtime.toISOString(),
           modified_at: st.mtime.toISOString(),
@@ -164,6 +179,11 @@ export class AgentFSBackend implements BackendProtocolV2 {
 
   write(filePath: string, content: string): Promise<WriteResult> {
     return this.#audited('write', { filePath, content }, async () => {
+      const link = await this.#linkRefusal(
+        filePath,
+        `Cannot write to ${filePath} because it is a symlink. Symlinks are not allowed.`,
+      )
+      if (link) return link
       const p = await this.#resolve(filePath, true)
       await this.#fs.mkdir(parentPath(p), { recursive: true })
       // Binary types are written from base64, as deepagents' filesystem backend does.
@@ -180,6 +200,8 @@ export class AgentFSBackend implements BackendProtocolV2 {
     replaceAll = false,
   ): Promise<EditResult> {
     return this.#audited('edit', { filePath, oldString, newString, replaceAll }, async () => {
+      const link = await this.#linkRefusal(filePath, `Error: Symlinks are not allowed: ${filePath}`)
+      if (link) return link
       const p = await this.#resolve(filePath, true)
       const st = await this.#fs.stat(p).catch(() => undefined)
       if (!st?.isFile()) return { error: `Error: File '${filePath}' not found` }
@@ -236,11 +258,15 @@ export class AgentFSBackend implements BackendProtocolV2 {
       if (!st?.isDirectory()) return { files: [] }
       const relative = pattern.startsWith('/') ? pattern.slice(1) : pattern
       const found = await this.#fs.glob(relative, { cwd: p, dot: true })
+      // A sandbox (one that can execute) answers as deepagents' shell backends do: paths
+      // relative to the searched directory, directories included.
+      const sandbox = this.execute !== undefined
       const files: FileInfo[] = []
       for (const m of found) {
         if (files.length > this.#max) break
         const target = await this.#statInside(m.path)
-        if (target?.isFile()) files.push(this.#info(m.path, target))
+        if (target?.isFile() || (sandbox && target?.isDirectory()))
+          files.push(sandbox ? relativeInfo(p, m.path, target) : this.#info(m.path, target))
       }
       files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
       return files.length > this.#max
@@ -317,6 +343,14 @@ export class AgentFSBackend implements BackendProtocolV2 {
     return joinPath(dir, normal.slice(slash + 1))
   }
 
+  /** With `symlinks: 'refuse'`: `{ error: text }` when the path's last name is a link. */
+  async #linkRefusal(path: string, text: string): Promise<{ error: string } | undefined> {
+    if (this.#options.symlinks !== 'refuse') return undefined
+    const p = await this.#resolve(path, false, false)
+    const st = await this.#fs.lstat(p).catch(() => undefined)
+    return st?.isSymbolicLink() ? { error: text } : undefined
+  }
+
   /** What `full` leads to, when that is inside the roots (undefined otherwise or when missing). */
   async #statInside(full: string): Promise<Stats | undefined> {
     const inside = await this.#env.paths
@@ -365,37 +399,4 @@ export class AgentFSBackend implements BackendProtocolV2 {
     }
     return result
   }
-}
-
-function errorText(error: unknown, parameters: Record<string, unknown>): string {
-  if (error instanceof ToolFailure) return error.message
-  const path = String(parameters.filePath ?? parameters.path ?? '')
-  if (isAgentFsError(error)) {
-    const code = (error as { code: string }).code
-    if (code === 'ENOENT') return `Error: '${path}' not found`
-    if (code === 'EISDIR') return `Error: '${path}' is a directory`
-    return `Error: ${code} on '${path}': ${error.message.replace(/ '[^']*'/g, '')}`
-  }
-  return `Error: ${error instanceof Error ? error.message : String(error)}`
-}
-
-function operationError(error: unknown): FileOperationError {
-  const code = (error as { code?: string }).code
-  if (code === 'ENOENT') return 'file_not_found'
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return 'permission_denied'
-  if (code === 'EISDIR') return 'is_directory'
-  return 'invalid_path'
-}
-
-/** What the audit log keeps of a result: sizes and counts instead of file contents. */
-function summary(result: object): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(result)) {
-    if (value instanceof Uint8Array) out[key] = { bytes: value.byteLength }
-    else if (typeof value === 'string' && value.length > 4096) out[key] = { chars: value.length }
-    else if (Array.isArray(value)) out[key] = { count: value.length }
-    else if (key === 'content' || key === 'data') out[key] = { omitted: true }
-    else out[key] = value
-  }
-  return out
 }

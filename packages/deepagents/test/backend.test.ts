@@ -49,7 +49,11 @@ describe('the backend protocol', () => {
     expect(Buffer.from(await agentfs.fs.readFile('/img/a.png'))).toEqual(png)
     const read = await backend.read('/img/a.png')
     expect(read.mimeType).toBe('image/png')
+    // A plain Uint8Array, as deepagents' own backends return (not a Buffer).
+    expect(Object.getPrototypeOf(read.content)).toBe(Uint8Array.prototype)
     expect(Buffer.from(read.content as Uint8Array)).toEqual(png)
+    const rawPng = (await backend.readRaw('/img/a.png')).data?.content
+    expect(Object.getPrototypeOf(rawPng)).toBe(Uint8Array.prototype)
     expect(await backend.uploadFiles([['/up/b.bin', new Uint8Array([1, 2, 3])]])).toEqual([
       { path: '/up/b.bin', error: null },
     ])
@@ -119,6 +123,46 @@ describe('the backend protocol', () => {
     expect(await backend.delete('/src/lib')).toEqual({ path: '/src/lib', filesUpdate: null })
     expect(await agentfs.fs.readdir('/src')).toEqual(['a.ts'])
     expect(await backend.delete('/src/lib')).toEqual({ error: "Error: '/src/lib' not found" })
+  })
+
+  test('glob on a sandbox (one that can execute): paths relative to the searched directory, directories included, as deepagents shell backends answer', async () => {
+    const execute = async () => ({ stdout: '', stderr: '', exitCode: 0 })
+    const sandbox = new AgentFSBackend({ fs: agentfs.fs, execute })
+    const plain = new AgentFSBackend({ fs: agentfs.fs })
+    await agentfs.fs.mkdir('/src/lib', { recursive: true })
+    await agentfs.fs.writeFile('/src/a.ts', 'a')
+    await agentfs.fs.writeFile('/src/lib/b.ts', 'b')
+    expect((await sandbox.glob('**', '/src')).files?.map((f) => [f.path, f.is_dir])).toEqual([
+      ['/a.ts', false],
+      ['/lib', true],
+      ['/lib/b.ts', false],
+    ])
+    expect((await sandbox.glob('*.ts', '/')).files).toEqual([])
+    expect((await plain.glob('**', '/src')).files?.map((f) => f.path)).toEqual([
+      '/src/a.ts',
+      '/src/lib/b.ts',
+    ])
+  })
+
+  test("symlinks: followed inside the roots by default; refused with deepagents' texts with symlinks: 'refuse'", async () => {
+    await agentfs.fs.writeFile('/real.md', 'real\n')
+    await agentfs.fs.symlink('/real.md', '/link.md')
+    const follow = new AgentFSBackend({ fs: agentfs.fs })
+    expect((await follow.read('/link.md')).content).toBe('real\n')
+    const refuse = new AgentFSBackend({ fs: agentfs.fs, symlinks: 'refuse' })
+    expect(await refuse.read('/link.md')).toEqual({ error: 'Symlinks are not allowed: /link.md' })
+    expect(await refuse.readRaw('/link.md')).toEqual({
+      error: 'Symlinks are not allowed: /link.md',
+    })
+    expect(await refuse.write('/link.md', 'x')).toEqual({
+      error: 'Cannot write to /link.md because it is a symlink. Symlinks are not allowed.',
+    })
+    expect(await refuse.edit('/link.md', 'real', 'x')).toEqual({
+      error: 'Error: Symlinks are not allowed: /link.md',
+    })
+    expect(await agentfs.fs.readFile('/real.md', 'utf8')).toBe('real\n')
+    // The file itself is read and written as usual.
+    expect((await refuse.read('/real.md')).content).toBe('real\n')
   })
 })
 
