@@ -29,6 +29,7 @@ import {
   StaleFileError,
   WorkspaceReadOnlyError,
 } from '@mastra/core/workspace'
+import { type AuditEntry, type AuditOptions, type ChangeSource, readAudit } from './audit.js'
 import { directoryOf, mapErrors, mastraError, missingAs, parentOf } from './errors.js'
 import { grepTree, listTree, MAX_DEPTH, type TreeContext } from './tree.js'
 
@@ -48,6 +49,11 @@ export interface AgentFSFilesystemOptions {
   readonly instructions?: string
   /** Most entries one recursive listing, walk or grep visits (default 100,000): a bound on any tree. */
   readonly maxEntries?: number
+  /**
+   * The change feed (`agent.changes`): with it, `getHistory` and `count` (Mastra's optional
+   * filesystem audit) answer from the feed — every change inside the workspace, newest first.
+   */
+  readonly changes?: ChangeSource
 }
 
 const DEFAULT_MAX_ENTRIES = 100_000
@@ -89,6 +95,35 @@ export class AgentFSFilesystem extends MastraFilesystem {
 
   get #fs(): FileSystem {
     return this.#env.fs
+  }
+
+  /**
+   * Mastra's filesystem audit: the changes made inside the workspace, newest first, from the
+   * change feed (the `changes` option), filtered by operation, path prefix and time, paged.
+   * Every change is there, by any writer, attributed (`metadata`: session, tool call).
+   */
+  async getHistory(options?: AuditOptions): Promise<AuditEntry[]> {
+    return (await readAudit(this.#feed(), this.#scope(), options)).entries
+  }
+
+  /** How many audit entries match (at most the feed rows one call reads, 1,000,000). */
+  async count(options?: Omit<AuditOptions, 'limit' | 'offset'>): Promise<number> {
+    return (await readAudit(this.#feed(), this.#scope(), options, true)).count
+  }
+
+  #feed(): ChangeSource {
+    const feed = this.#options.changes
+    if (!feed)
+      throw new FilesystemError(
+        'no audit history: pass the change feed as the changes option (new AgentFSFilesystem({ fs: agent.fs, changes: agent.changes }))',
+        'ENOTSUP',
+        '/',
+      )
+    return feed
+  }
+
+  #scope() {
+    return { root: this.#options.root ?? '/', allowed: this.#options.allowedRoots ?? ['/'] }
   }
 
   /** The filesystem path of an agent path, or Mastra's PermissionError when it is outside. */

@@ -246,3 +246,48 @@ describe('policy', () => {
     }
   })
 })
+
+describe("getHistory and count: Mastra's filesystem audit, from the change feed", () => {
+  test('every change inside the workspace, newest first, as the agent sees the paths; filters and pages', async () => {
+    await agent.fs.mkdir('/ws', { recursive: true })
+    const fs = new AgentFSFilesystem({ fs: agent.fs, root: '/ws', changes: agent.changes })
+    await fs._init()
+    await fs.writeFile('/notes/a.md', 'one')
+    await fs.copyFile('/notes/a.md', '/notes/b.md')
+    await fs.moveFile('/notes/b.md', '/c.md')
+    await fs.deleteFile('/notes/a.md')
+    await agent.fs.writeFile('/outside.txt', 'not in the workspace')
+    await fs.rmdir('/notes')
+    const history = await fs.getHistory()
+    expect(history.map((e) => [e.operation, e.path, e.targetPath])).toEqual([
+      ['rmdir', '/notes', undefined],
+      ['delete', '/notes/a.md', undefined],
+      ['move', '/notes/b.md', '/c.md'],
+      ['copy', '/notes/a.md', '/notes/b.md'],
+      ['write', '/notes/a.md', undefined],
+      ['mkdir', '/notes', undefined],
+      ['mkdir', '/', undefined], // the workspace's root itself, made before
+    ])
+    expect(history[4]).toMatchObject({ size: 3, metadata: { op: 'create' } })
+    expect(history.every((e) => e.timestamp instanceof Date && /^\d+$/.test(e.id))).toBe(true)
+    expect((await fs.getHistory({ operations: ['move', 'copy'] })).map((e) => e.operation)).toEqual(
+      ['move', 'copy'],
+    )
+    expect((await fs.getHistory({ pathPrefix: '/c.md' })).map((e) => e.operation)).toEqual(['move'])
+    expect((await fs.getHistory({ limit: 2, offset: 1 })).map((e) => e.operation)).toEqual([
+      'delete',
+      'move',
+    ])
+    expect(await fs.count()).toBe(history.length)
+    expect(await fs.count({ operations: ['delete', 'rmdir'] })).toBe(2)
+    const cut = history[2]!.timestamp
+    expect(
+      (await fs.getHistory({ until: new Date(cut.getTime() - 1) })).every((e) => e.timestamp < cut),
+    ).toBe(true)
+    expect((await fs.getHistory({ since: cut })).every((e) => e.timestamp >= cut)).toBe(true)
+    // Without the feed: one clear error, not an empty history.
+    await expect(new AgentFSFilesystem({ fs: agent.fs }).getHistory()).rejects.toThrow(
+      /pass the change feed as the changes option/,
+    )
+  })
+})
