@@ -58,12 +58,30 @@ interface NodeSqliteModule {
 async function openFile(path: string, readonly: boolean): Promise<NodeSqliteDatabase> {
   const problem = nodeSqliteProblem()
   if (problem !== undefined) throw new AgentFsError('CANT_OPEN', problem)
-  // Not `import('node:sqlite')`: bundlers strip the `node:` prefix, and `sqlite` alone is no
-  // built-in module.
-  const sqlite = (
-    process as unknown as { getBuiltinModule(name: string): unknown }
-  ).getBuiltinModule('node:sqlite') as NodeSqliteModule
-  return new sqlite.DatabaseSync(path, { readOnly: readonly, timeout: 0 })
+  return new (loadSqlite().DatabaseSync)(path, { readOnly: readonly, timeout: 0 })
+}
+
+/**
+ * `node:sqlite`, loaded without Node 22's `ExperimentalWarning` ("SQLite is an experimental
+ * feature"): choosing this driver is the opt-in, and the warning is nothing its user can act
+ * on. Every other warning passes through.
+ */
+function loadSqlite(): NodeSqliteModule {
+  const emit = process.emitWarning
+  process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
+    const text = typeof warning === 'string' ? warning : warning?.message
+    if (typeof text === 'string' && text.startsWith('SQLite is an experimental feature')) return
+    return (emit as (...a: unknown[]) => void).call(process, warning, ...rest)
+  } as typeof process.emitWarning
+  try {
+    // Not `import('node:sqlite')`: bundlers strip the `node:` prefix, and `sqlite` alone is no
+    // built-in module.
+    return (process as unknown as { getBuiltinModule(name: string): unknown }).getBuiltinModule(
+      'node:sqlite',
+    ) as NodeSqliteModule
+  } finally {
+    process.emitWarning = emit
+  }
 }
 
 /**

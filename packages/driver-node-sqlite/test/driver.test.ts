@@ -20,3 +20,21 @@ test('on a Node.js without what it needs, opening fails with CANT_OPEN naming th
   expect(isAgentFsError(error) && error.code).toBe('CANT_OPEN')
   expect((error as Error).message).toMatch(/Node\.js 22\.16/)
 })
+
+test.skipIf(nodeSqliteProblem() !== undefined)(
+  'opening prints no ExperimentalWarning for node:sqlite (Node 22 warns on its first load)',
+  async () => {
+    const warnings: string[] = []
+    const listen = (w: Error) => warnings.push(w.message)
+    process.on('warning', listen)
+    try {
+      const driver = nodeSqliteDriver({ path: ':memory:' })
+      await driver.execute({ sql: 'SELECT 1' })
+      await driver.close()
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      expect(warnings.filter((w) => /SQLite is an experimental/.test(w))).toEqual([])
+    } finally {
+      process.off('warning', listen)
+    }
+  },
+)
