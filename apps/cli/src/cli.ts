@@ -1,10 +1,7 @@
 #!/usr/bin/env node
 import { createRequire } from 'node:module'
-import { Command, CommanderError } from 'commander'
-import { registerCommands } from './commands.js'
-import { addHelp } from './help.js'
-import { registerMount } from './mount-command.js'
-import { registerRun, registerRuns } from './run-command.js'
+import { CommanderError } from 'commander'
+import { buildProgram } from './program.js'
 
 // A reader that stops early (`agentfs fs ls db / | head -1`) closes the pipe: that is normal,
 // so the command ends quietly with success instead of a stack trace.
@@ -17,19 +14,7 @@ for (const stream of [process.stdout, process.stderr])
 /** The version of the installed package (bundled next to dist/, read at run time). */
 const version = (createRequire(import.meta.url)('../package.json') as { version: string }).version
 
-const program = new Command()
-  .name('agentfs')
-  .description('Inspect and manage AgentFS databases: files, keys, tool calls, overlays')
-  .version(version)
-  // One line after a usage error, not the whole help.
-  .showHelpAfterError('(agentfs --help lists the commands; agentfs COMMAND --help shows one)')
-  .exitOverride()
-  .enablePositionalOptions()
-registerCommands(program)
-registerMount(program)
-registerRun(program)
-registerRuns(program)
-addHelp(program)
+const program = buildProgram(version)
 
 try {
   await program.parseAsync(process.argv)
