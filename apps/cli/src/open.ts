@@ -35,7 +35,8 @@ export function databasePath(target: string): string {
   return existsSync(run) ? run : local
 }
 
-const isId = (target: string) => /^[a-zA-Z0-9_-]+$/.test(target)
+/** A database id (a bare name, kept in .agentfs/ or the runs folder) rather than a path. */
+export const isId = (target: string) => /^[a-zA-Z0-9_-]+$/.test(target)
 
 /**
  * Where `agentfs run` keeps its session databases, outside the project it works on:
@@ -63,7 +64,7 @@ export function runSessionPath(target: string): string {
 /** The path of a database about to be created: an id's folder (.agentfs/) is made on demand. */
 export function newDatabasePath(target: string): string {
   const path = databasePath(target)
-  if (/^[a-zA-Z0-9_-]+$/.test(target)) mkdirSync(dirname(path), { recursive: true })
+  if (isId(target)) mkdirSync(dirname(path), { recursive: true })
   return path
 }
 
@@ -80,9 +81,7 @@ export function refuseDirectory(path: string, target: string): void {
 
 /** The CLI's sentence for "no database here", with what a directory of that name could mean. */
 function noDatabase(path: string, target: string): Error {
-  const here = /^[a-zA-Z0-9_-]+$/.test(target)
-    ? statSync(target, { throwIfNoEntry: false })
-    : undefined
+  const here = isId(target) ? statSync(target, { throwIfNoEntry: false }) : undefined
   return new Error(
     here?.isDirectory()
       ? `no database named ${target} (${path}); ./${target} is a directory, not a database: copy it into one with "agentfs import ./${target} ${target}", or work on it copy-on-write with "agentfs init ${target}.db --base ./${target}"`

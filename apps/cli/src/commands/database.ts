@@ -8,6 +8,7 @@ import {
   databasePath,
   explainCreateError,
   explainDatabaseError,
+  isId,
   newDatabasePath,
   openExisting,
   refuseDirectory,
@@ -50,8 +51,7 @@ export function registerInit(program: Command): void {
         const { dirname } = await import('node:path')
         const { existsSync } = await import('node:fs')
         // An id goes to .agentfs/ (made on demand); a path's folder must already be there.
-        const isId = /^[a-zA-Z0-9_-]+$/.test(target)
-        if (!isId && !existsSync(dirname(path)))
+        if (!isId(target) && !existsSync(dirname(path)))
           throw new Error(
             `the folder ${dirname(path)} does not exist; create it first (agentfs init does not make folders for a path)`,
           )
