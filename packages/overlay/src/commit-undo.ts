@@ -10,6 +10,7 @@ import {
   undefinedIfAbsent,
 } from '@agentfs/core'
 import { compareCodePoints, type Dirent, type FileSystem, type Stats } from '@agentfs/fs'
+import { strictTarget } from './host-fs.js'
 
 /**
  * What a commit replaced on the host, kept so the commit can be taken back: for every path the
@@ -251,9 +252,10 @@ async function loadEntries(q: Executor, id: string): Promise<Entry[]> {
  */
 export async function undoCommit(
   q: Queryable,
-  target: FileSystem,
+  baseTarget: FileSystem,
   id: string,
 ): Promise<UndoCommitResult> {
+  const target = strictTarget(baseTarget)
   if (!(await commitUndoable(q, id)))
     throw new AgentFsError(
       'NOT_FOUND',

@@ -13,7 +13,7 @@ import {
 import { compareCodePoints, type Dirent, type FileSystem } from '@agentfs/fs'
 import { recordUndo, sealUndo } from './commit-undo.js'
 import { diffOverlay, type OverlayChange, SPECIAL_BITS, specialBitNames, typeOf } from './diff.js'
-import { HostFileSystem } from './host-fs.js'
+import { strictTarget } from './host-fs.js'
 import type { OverlayFs } from './overlay-fs.js'
 
 /** The base changed since the overlay copied or hid an entry; nothing was committed. */
@@ -134,17 +134,6 @@ function checkHostPath(path: string): void {
       JSON.stringify(path),
       `an overlay path cannot be applied to the host: a component ${bad}`,
     )
-}
-
-/**
- * A writable target that never follows a link while applying changes: a host directory is
- * reopened with `noFollow`, so a link in the base (or planted by a crafted database) can make
- * a step fail but never redirect it outside.
- */
-function strictTarget(target: FileSystem): FileSystem {
-  if (target instanceof HostFileSystem && !target.noFollow)
-    return new HostFileSystem({ root: target.root, writable: target.writable, noFollow: true })
-  return target
 }
 
 /**

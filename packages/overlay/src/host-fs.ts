@@ -394,3 +394,14 @@ export class HostFileSystem implements FileSystem {
     return walkGrep(this, pattern, options)
   }
 }
+
+/**
+ * A writable target that never follows a link while applying changes: a host directory is
+ * reopened with `noFollow`, so a link in the base (or planted by a crafted database) can make
+ * a step fail but never redirect it outside.
+ */
+export function strictTarget(target: FileSystem): FileSystem {
+  if (target instanceof HostFileSystem && !target.noFollow)
+    return new HostFileSystem({ root: target.root, writable: target.writable, noFollow: true })
+  return target
+}

@@ -1,4 +1,4 @@
-import { chmod, stat, utimes, writeFile } from 'node:fs/promises'
+import { chmod, rename, stat, symlink, utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
 import {
@@ -63,6 +63,18 @@ describe('undoCommit: a commit taken back on the host', () => {
       '/new/a/mine.txt',
     ])
     expect(await snapshot()).toEqual(changed)
+    expect(await commitUndoable(db, 'c1')).toBe(true)
+  })
+
+  test('never through a link: a directory on the way swapped for a link after the commit is refused before any change', async () => {
+    const { dir, db, target, snapshot } = await committed()
+    // /docs (which the commit did not change) becomes a link to the same directory: the
+    // rewritten /docs/guide.md, reached through it, still has the version the record expects.
+    await rename(join(dir, 'docs'), join(dir, 'moved'))
+    await symlink('moved', join(dir, 'docs'))
+    const now = await snapshot()
+    await expect(undoCommit(db, target, 'c1')).rejects.toThrow()
+    expect(await snapshot()).toEqual(now)
     expect(await commitUndoable(db, 'c1')).toBe(true)
   })
 
