@@ -1,4 +1,5 @@
 import type { Command } from 'commander'
+import { registerVerify } from './commands/audit.js'
 import { registerInit, registerMigrate, registerTransfer } from './commands/database.js'
 import { registerFs } from './commands/fs.js'
 import { registerBranch, registerHistory } from './commands/history.js'
@@ -17,6 +18,7 @@ export function registerCommands(program: Command): void {
   registerTransfer(program)
   registerKv(program)
   registerInspect(program)
+  registerVerify(program)
   registerMigrate(program)
   registerOverlay(program)
   registerHistory(program)

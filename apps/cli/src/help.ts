@@ -97,6 +97,14 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs fsck --json my-agent',
     ],
   },
+  verify: {
+    examples: [
+      'agentfs verify --seal --head my-agent > head.txt',
+      'agentfs verify my-agent --expect-head "$(cat head.txt)"',
+      'openssl rand -hex 32 > audit.key && AGENTFS_AUDIT_KEY_FILE=audit.key agentfs fs write agent.db /a.txt sealed',
+      'agentfs verify --key-file audit.key --json agent.db',
+    ],
+  },
   migrate: {
     examples: ['agentfs migrate --dry-run old-agent.db', 'agentfs migrate old-agent.db'],
   },

@@ -23,6 +23,7 @@ import {
   readOverlayBase,
 } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
+import { auditFromEnv } from './audit-key.js'
 import type { ChangeSource } from './fuse-mount.js'
 
 /** Like the reference CLI: a bare id means `.agentfs/<id>.db`; anything else is a path. */
@@ -187,6 +188,7 @@ async function openSyncedFile(path: string): Promise<AgentFS> {
   const token = syncToken()
   return openSynced({
     path,
+    audit: auditFromEnv(),
     sync: { url: state.url, ...(token === undefined ? {} : { authToken: token }) },
   })
 }
@@ -206,6 +208,7 @@ export async function openExisting(
   await checkAgentFsFile(path, target, options.migrate === true)
   const agent = await AgentFS.open({
     path,
+    audit: auditFromEnv(),
     // An interrupted commit is said by every command that opens the database.
     onWarning: (message) => process.stderr.write(`agentfs: warning: ${message}\n`),
   }).catch((error: unknown) => {

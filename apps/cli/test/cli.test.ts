@@ -72,7 +72,7 @@ describe('agentfs', () => {
       if (subs.length === 0) paths.push([[command.name()], command])
       for (const sub of subs) paths.push([[command.name(), sub.name()], sub])
     }
-    expect(paths.length).toBe(41)
+    expect(paths.length).toBe(42)
     for (const [path, command] of paths) {
       const help = helpOf(command)
       expect(help, path.join(' ')).toMatch(/^Usage: agentfs .+\n\n\S.+\n/)

@@ -1,5 +1,6 @@
 import type { Scenario } from '../harness.js'
 import { crossDomainTransaction } from './agent/cross-domain-transaction.js'
+import { auditChain } from './audit/chain.js'
 import { customChunkSize } from './core/custom-chunk-size.js'
 import { freshDatabase } from './core/fresh-database.js'
 import { overlayFs } from './fs/factory.js'
@@ -24,6 +25,7 @@ export const SCENARIOS: readonly Scenario[] = [
   toolCallLog,
   crossDomainTransaction,
   historySnapshots,
+  auditChain,
   overlayCopyOnWrite,
   // The fs scenarios again, over an overlay with a pre-populated base.
   fsFiles(overlayFs, 'overlay'),

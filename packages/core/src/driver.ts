@@ -153,6 +153,8 @@ export interface SyncCapabilities {
    * swap only if nobody swapped first.
    */
   readonly replaceOnRewrite: boolean
+  /** The client's slot: whose rows this client seals in the audit chain (see `sealAudit`). */
+  readonly slot?: number
 }
 
 /**

@@ -201,6 +201,32 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       'CREATE INDEX agentfs_tool_call_meta_token ON agentfs_tool_call_meta(call_token) WHERE call_token IS NOT NULL',
     ],
   },
+  {
+    version: 8,
+    description:
+      'the audit chain (agentfs_audit_chain, agentfs_audit_anchor): tamper evidence over tool calls and the change feed',
+    statements: [
+      // One row per sealed row of a stream ('call': tool_calls, 'change': agentfs_change),
+      // written after the row (see audit-chain.ts); the digest covers the row and the
+      // previous digest of the same slot.
+      `CREATE TABLE agentfs_audit_chain (
+  stream TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  digest BLOB NOT NULL,
+  key_id TEXT,
+  sealed_us INTEGER NOT NULL,
+  PRIMARY KEY (stream, seq)
+)`,
+      // Where a slot's chain starts after a trim: the last trimmed row and its digest.
+      `CREATE TABLE agentfs_audit_anchor (
+  stream TEXT NOT NULL,
+  slot INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  digest BLOB NOT NULL,
+  PRIMARY KEY (stream, slot)
+)`,
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

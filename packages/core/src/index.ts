@@ -1,3 +1,22 @@
+export type {
+  AuditIssue,
+  AuditKey,
+  AuditReport,
+  AuditStream,
+  SealOptions,
+  SealResult,
+  VerifyOptions,
+} from './audit-chain.js'
+export {
+  AUDIT_STREAMS,
+  anchorTrim,
+  auditDigest,
+  auditHead,
+  auditKeyId,
+  encodeAuditRow,
+  sealAudit,
+  verifyAudit,
+} from './audit-chain.js'
 export {
   addRef,
   captureChunks,

@@ -1,5 +1,7 @@
 import {
   AgentFsError,
+  type AuditKey,
+  anchorTrim,
   type Change,
   type ChangePage,
   type ChangeQuery,
@@ -27,9 +29,12 @@ export interface TrimOptions {
  */
 export class ChangeLog {
   readonly #q: Queryable
+  readonly #auditKey: AuditKey | undefined
 
-  constructor(q: Queryable) {
+  /** `auditKey`: the key that seals rows a trim seals first (see `sealAudit` of `@agentfs/core`). */
+  constructor(q: Queryable, options: { auditKey?: AuditKey } = {}) {
     this.#q = q
+    this.#auditKey = options.auditKey
   }
 
   /** One page of the changes after `cursor` (0: from the start), oldest first. */
@@ -52,7 +57,8 @@ export class ChangeLog {
 
   /**
    * Deletes old changes (one transaction); returns how many. Snapshots taken later compare the
-   * whole tree once when the changes since the previous snapshot were trimmed.
+   * whole tree once when the changes since the previous snapshot were trimmed. The audit chain
+   * seals the trimmed rows first and keeps the last one's digest as its anchor.
    */
   trim(options: TrimOptions): Promise<number> {
     const { upTo, olderThan, keep } = options
@@ -79,6 +85,8 @@ export class ChangeLog {
         limit = Math.min(limit, rows[0]?.seq ?? 0)
       }
       if (limit <= 0) return 0
+      // The audit chain keeps the digest of the last trimmed row, so what stays still verifies.
+      await anchorTrim(tx, 'change', limit, this.#auditKey)
       const result = await tx.execute({
         sql: 'DELETE FROM agentfs_change WHERE seq <= ?',
         params: [limit],

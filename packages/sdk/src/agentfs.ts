@@ -4,6 +4,9 @@ import { dirname, resolve } from 'node:path'
 import {
   type AgentDatabase,
   AgentFsError,
+  type AuditKey,
+  type AuditReport,
+  auditHead,
   type Clock,
   type Driver,
   type GroupCommitOptions,
@@ -11,8 +14,14 @@ import {
   type GuardedDriver,
   groupCommits,
   type IdSource,
+  isAgentFsError,
+  micros,
   openDatabase,
+  type SealResult,
+  sealAudit,
+  type VerifyOptions,
   type VersionRetention,
+  verifyAudit,
 } from '@agentfs/core'
 import {
   createFileSystem,
@@ -88,6 +97,13 @@ export interface AgentFSOptions {
    * `process.emitWarning` with code `AGENTFS_INTERRUPTED_COMMIT`.
    */
   readonly onWarning?: (message: string) => void
+  /**
+   * The audit chain over tool calls and changes (`agent.seal()`, `agent.verify()`): `key` seals
+   * it with HMAC-SHA256 (keep the key outside the database; with none, plain SHA-256, which
+   * proves only against a head kept elsewhere); `sealOnClose` (default true) seals what is new
+   * when the agent closes.
+   */
+  readonly audit?: { readonly key?: AuditKey; readonly sealOnClose?: boolean }
 }
 
 /** The three stores, as `agent` and inside `agent.transaction(tx => …)`. */
@@ -138,7 +154,10 @@ export class AgentFS implements AgentScope {
       ...(options.policy ? { policy: options.policy } : {}),
     })
     this.kv = createKvStore(db, { feed })
-    this.changes = new ChangeLog(db)
+    this.changes = new ChangeLog(
+      db,
+      options.audit?.key === undefined ? {} : { auditKey: options.audit.key },
+    )
     this.history = new History(db, {
       clock: db.clock,
       chunkSize: db.chunkSize,
@@ -294,11 +313,56 @@ export class AgentFS implements AgentScope {
     return this.#nodeFs.nodeFs
   }
 
-  /** Closes the database after running calls finish. Idempotent. */
+  /**
+   * Seals the tool calls and changes recorded since the last seal into the audit chain (with
+   * `key`, or the `audit.key` given at open); returns how many and the new head. Keep the head
+   * where the agent cannot write, to check later with `verify({ expectHead })`.
+   */
+  async seal(options: { key?: AuditKey } = {}): Promise<SealResult> {
+    await this.flush()
+    const key = options.key ?? this.#options.audit?.key
+    return sealAudit(this.db, {
+      nowUs: micros(this.db.clock.now()),
+      ...(key === undefined ? {} : { key }),
+    })
+  }
+
+  /**
+   * Walks the audit chain and names every tool call or change altered, inserted or removed since
+   * it was sealed, and whether the chain still reaches `expectHead`. The `audit.key` given at
+   * open is used unless `keys` are passed.
+   */
+  async verify(options: VerifyOptions = {}): Promise<AuditReport> {
+    await this.flush()
+    const key = this.#options.audit?.key
+    return verifyAudit(this.db, {
+      ...(key === undefined ? {} : { keys: [key] }),
+      ...options,
+    })
+  }
+
+  /** The audit chain's head now (see {@link AgentFS.seal}). */
+  auditHead(): Promise<string> {
+    return auditHead(this.db)
+  }
+
+  /**
+   * Closes the database after running calls finish, sealing the audit first (unless
+   * `audit.sealOnClose` is false). Idempotent.
+   */
   async close(): Promise<void> {
     const nodeFs = this.#nodeFs
     this.#nodeFs = undefined
     await nodeFs?.close()
+    if (this.#options.audit?.sealOnClose !== false && !this.db.driver.closed)
+      await this.seal().catch((error: unknown) => {
+        // Nothing is lost: what stays unsealed is sealed by the next seal. A read-only
+        // database is not sealed at all.
+        if (isAgentFsError(error, 'READONLY')) return
+        const message = `the audit was not sealed at close (${error instanceof Error ? error.message : String(error)}); the next seal or close seals it`
+        if (this.#options.onWarning) this.#options.onWarning(message)
+        else process.emitWarning(message, { code: 'AGENTFS_AUDIT_NOT_SEALED' })
+      })
     await this.db.close()
   }
 

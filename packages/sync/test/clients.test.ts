@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { fsck, SCHEMA_VERSION, SLOT_SPAN } from '@agentfs/core'
+import { auditKeyId, fsck, SCHEMA_VERSION, SLOT_SPAN } from '@agentfs/core'
 import { hostilePeerRows } from '@agentfs/test-kit'
 import { expect, test } from 'vitest'
 import {
@@ -241,4 +241,49 @@ test("a hostile peer's rows are refused on pull: the victim keeps creating, its 
   ])
   expect(await victim.fs.readdir('/work')).toEqual(['a.txt', 'b.txt'])
   expect((await fsck(victim.db)).findings).toEqual([])
+})
+
+test('each client seals its own slot; after converging every client verifies every chain', async () => {
+  const { client } = await world()
+  const agents = await Promise.all(['a', 'b', 'c'].map((name) => client(name)))
+  const keys = agents.map((_, i) => ({ key: new Uint8Array(32).fill(i + 1) }))
+  for (const [i, agent] of agents.entries()) {
+    await agent.tools.track(`tool-${i}`, { i }, () => agent.fs.writeFile(`/f${i}`, `from ${i}`))
+    await agent.seal({ key: keys[i]! })
+  }
+  await converge(...agents)
+  // A second round, pulled by everyone before anyone seals, each client with a key of its own:
+  // a client seals only its own slot's rows, never a peer's it received.
+  for (const [i, agent] of agents.entries()) await agent.fs.writeFile(`/g${i}`, `again ${i}`)
+  await converge(...agents)
+  for (const [i, agent] of agents.entries()) await agent.seal({ key: keys[i]! })
+  await converge(...agents)
+  const slots = await Promise.all(agents.map(async (agent) => (await agent.sync.status()).slot))
+  const { rows: sealers } = await agents[0]!.db.execute<{ seq: number; key_id: string }>({
+    sql: "SELECT seq, key_id FROM agentfs_audit_chain WHERE stream = 'change'",
+  })
+  expect(sealers).toHaveLength(6)
+  for (const row of sealers) {
+    const owner = slots.indexOf(Math.floor(row.seq / SLOT_SPAN))
+    expect(row.key_id).toBe(auditKeyId(keys[owner]!.key))
+  }
+  const reports = await Promise.all(agents.map((agent) => agent.verify({ keys })))
+  for (const report of reports) {
+    expect(report.issues).toEqual([])
+    expect(report.verified).toEqual({ call: 3, change: 6 })
+    expect(report.unsealed).toEqual({ call: 0, change: 0 })
+  }
+  // One head for all: the same rows and seals everywhere.
+  expect(new Set(reports.map((r) => r.head)).size).toBe(1)
+  expect(reports[0]!.head.split(',')).toHaveLength(6)
+  // A row of another client altered locally is named.
+  const slotB = slots[1]!
+  await agents[0]!.db.execute({
+    sql: "UPDATE agentfs_change SET path = '/forged' WHERE seq = ?",
+    params: [slotB * SLOT_SPAN + 1],
+  })
+  const forged = await agents[0]!.verify({ keys })
+  expect(forged.issues.map((i) => [i.stream, i.seq, i.kind])).toEqual([
+    ['change', slotB * SLOT_SPAN + 1, 'changed'],
+  ])
 })
