@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto'
 import { isAgentFsError } from '@agentfs/core'
+import { hashFile } from '@agentfs/fs'
 import { z } from 'zod'
 import { ToolFailure } from './failure.js'
 import { dirnameOf } from './posix.js'
@@ -139,9 +141,10 @@ const writeFile: AgentToolDefinition<{
       throw error
     }
     const { version } = await env.fs.stat(fsPath)
+    const sha256 = sha256Of(input.content)
     return {
-      text: `Wrote ${Buffer.byteLength(input.content)} bytes to ${display}. [version: ${version}]`,
-      data: { version },
+      text: `Wrote ${Buffer.byteLength(input.content)} bytes to ${display}. [version: ${version}] [${sha256}]`,
+      data: { version, sha256 },
     }
   },
 }
@@ -236,9 +239,10 @@ const editFile: AgentToolDefinition<EditInput> = {
     }
     const stats = await env.fs.stat(fsPath)
     const span = edit.replacement.split('\n').length
+    const sha256 = sha256Of(result.text)
     return {
-      text: `Edited ${display}:\n${context(result.text, result.firstLine, span, limits.maxLineLength)}\n[version: ${stats.version}]`,
-      data: { version: stats.version },
+      text: `Edited ${display}:\n${context(result.text, result.firstLine, span, limits.maxLineLength)}\n[version: ${stats.version}] [${sha256}]`,
+      data: { version: stats.version, sha256 },
     }
   },
 }
@@ -322,4 +326,28 @@ const multiEdit: AgentToolDefinition<z.infer<typeof multiSchema>> = {
   },
 }
 
-export const FILE_TOOLS = [readFile, writeFile, editFile, multiEdit] as const
+/** The hash a write's answer carries: of the bytes written, as `hash` would report them. */
+const sha256Of = (text: string) =>
+  `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`
+
+const hash: AgentToolDefinition<{ path: string; canonical?: boolean | undefined }> = {
+  name: 'hash',
+  description:
+    "The SHA-256 of a file's content (`sha256:…`), with its version token: compare it with the hash write_file or edit_file returned to know the file is still what you wrote. With canonical, of the text normalised (LF line ends, no trailing whitespace, one final newline), so formatting-only differences hash alike.",
+  inputSchema: z.object({
+    path: z.string().describe('Absolute path of the file'),
+    canonical: z.boolean().optional().describe('Hash the normalised text instead of the bytes'),
+  }),
+  mutates: false,
+  needs: 'fs',
+  async handler(input, env) {
+    const fsPath = await env.paths.resolve(input.path, env.fs)
+    const result = await hashFile(env.fs, fsPath, { canonical: input.canonical === true })
+    return {
+      text: `${result.hash} ${env.paths.display(fsPath)} (${result.size} bytes${result.canonical ? ', canonical' : ''}) [version: ${result.version}]`,
+      data: { ...result },
+    }
+  },
+}
+
+export const FILE_TOOLS = [readFile, writeFile, editFile, multiEdit, hash] as const

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { fixedClock } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
 import { afterEach, describe, expect, test } from 'vitest'
@@ -161,6 +162,28 @@ describe('edit_file and write_file', () => {
   })
 })
 
+describe('hash', () => {
+  test('write_file and edit_file answer with the hash of what they wrote; hash agrees, canonical too', async () => {
+    const { agent, run } = await setup()
+    const sha = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`
+    const wrote = await run('write_file', { path: '/n.md', content: 'one  \r\ntwo' })
+    expect(wrote.data).toMatchObject({ sha256: sha('one  \r\ntwo') })
+    expect(wrote.text).toMatch(/\[version: \d+\] \[sha256:[0-9a-f]{64}\]$/)
+    const hashed = await run('hash', { path: '/n.md' })
+    expect(hashed.data).toMatchObject({ hash: sha('one  \r\ntwo'), size: 10, canonical: false })
+    expect(hashed.data!.version).toBe((await agent.fs.stat('/n.md')).version)
+    expect(hashed.text).toBe(
+      `${sha('one  \r\ntwo')} /n.md (10 bytes) [version: ${hashed.data!.version}]`,
+    )
+    const canonical = await run('hash', { path: '/n.md', canonical: true })
+    expect(canonical.data).toMatchObject({ hash: sha('one\ntwo\n'), canonical: true })
+    const edited = await run('edit_file', { path: '/n.md', old_string: 'two', new_string: '2' })
+    expect(edited.data!.sha256).toBe(sha('one  \r\n2'))
+    expect((await run('hash', { path: '/n.md' })).data!.hash).toBe(edited.data!.sha256)
+    expect((await run('hash', { path: '/missing' })).code).toBe('ENOENT')
+  })
+})
+
 describe('tree tools', () => {
   test('list_directory, glob (newest first), grep modes, mkdir, move, copy, delete, stat', async () => {
     const { agent, run } = await setup()
@@ -252,6 +275,7 @@ describe('options and audit', () => {
     const readOnly = createAgentTools({ fs: agent.fs, kv: agent.kv, readOnly: true })
     expect([...readOnly.keys()]).toEqual([
       'read_file',
+      'hash',
       'list_directory',
       'glob',
       'grep',

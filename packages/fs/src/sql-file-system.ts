@@ -7,6 +7,7 @@ import { Dir } from './dir.js'
 import { type FileHandle, openHandle } from './file-handle.js'
 import { parseFlags } from './flags.js'
 import { Guard } from './guard.js'
+import { type FileHash, type HashOptions, hashFile } from './hash.js'
 import { type InodeReads, inodeReads } from './inode-reads.js'
 import { openOrCreate, statfsOf } from './listing-ops.js'
 import * as meta from './metadata-ops.js'
@@ -231,6 +232,14 @@ export class SqlFileSystem implements FileSystem {
       },
       (ctx) => meta.access(ctx, path, mode),
     )
+  }
+
+  /**
+   * The SHA-256 of a file's bytes, of a byte range, or of its canonical text (see `hashFile`):
+   * `{ hash: 'sha256:…', size, version, canonical }`. Cached by inode and version token.
+   */
+  hash(path: string, options?: HashOptions): Promise<FileHash> {
+    return hashFile(this, path, options)
   }
 
   async stat(path: string): Promise<Stats> {
