@@ -81,40 +81,54 @@ function checkKey(k: AuditKey): { key: Uint8Array; id: string } {
   return { key: k.key, id }
 }
 
-function u32(n: number): Uint8Array {
-  const b = new Uint8Array(4)
-  new DataView(b.buffer).setUint32(0, n)
-  return b
-}
-
 /**
  * The bytes a row contributes to its digest: each column in order, as a tag byte and the value
  * (0: NULL; 1: integer, 8 bytes big-endian; 2: text, 4-byte length + UTF-8; 3: blob, 4-byte
  * length + bytes; 4: real, 8-byte IEEE 754 big-endian).
  */
 export function encodeAuditRow(values: readonly unknown[]): Uint8Array {
-  const parts: Uint8Array[] = []
+  let size = 0
+  const texts: Array<Buffer | undefined> = []
   for (const v of values) {
-    if (v === null || v === undefined) parts.push(Uint8Array.of(0))
-    else if (typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v))) {
-      const b = new Uint8Array(9)
-      b[0] = 1
-      new DataView(b.buffer).setBigInt64(1, BigInt(v))
-      parts.push(b)
-    } else if (typeof v === 'number') {
-      const b = new Uint8Array(9)
-      b[0] = 4
-      new DataView(b.buffer).setFloat64(1, v)
-      parts.push(b)
-    } else if (typeof v === 'string') {
+    if (typeof v === 'string') {
       const text = Buffer.from(v, 'utf8')
-      parts.push(Uint8Array.of(2), u32(text.byteLength), text)
+      texts.push(text)
+      size += 5 + text.byteLength
+    } else {
+      texts.push(undefined)
+      if (v === null || v === undefined) size += 1
+      else if (v instanceof Uint8Array) size += 5 + v.byteLength
+      else if (v instanceof ArrayBuffer) size += 5 + v.byteLength
+      else size += 9
+    }
+  }
+  const out = Buffer.allocUnsafe(size)
+  let at = 0
+  for (const [i, v] of values.entries()) {
+    const text = texts[i]
+    if (v === null || v === undefined) out[at++] = 0
+    else if (text) {
+      out[at] = 2
+      out.writeUInt32BE(text.byteLength, at + 1)
+      text.copy(out, at + 5)
+      at += 5 + text.byteLength
+    } else if (typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v))) {
+      out[at] = 1
+      out.writeBigInt64BE(BigInt(v), at + 1)
+      at += 9
+    } else if (typeof v === 'number') {
+      out[at] = 4
+      out.writeDoubleBE(v, at + 1)
+      at += 9
     } else if (v instanceof Uint8Array || v instanceof ArrayBuffer) {
       const bytes = v instanceof Uint8Array ? v : new Uint8Array(v)
-      parts.push(Uint8Array.of(3), u32(bytes.byteLength), bytes)
+      out[at] = 3
+      out.writeUInt32BE(bytes.byteLength, at + 1)
+      out.set(bytes, at + 5)
+      at += 5 + bytes.byteLength
     } else throw new AgentFsError('CORRUPT', `an audited row holds a ${typeof v} value`)
   }
-  return Buffer.concat(parts)
+  return out
 }
 
 /**
@@ -248,20 +262,29 @@ async function sealBatch(
   const { column, select } = STREAM_SQL[stream]
   const tip = await tipOf(tx, stream, slot)
   const from = tip?.seq ?? slot * SLOT_SPAN - 1
-  const { rows } = await tx.execute<Record<string, unknown>>({
+  const { rows } = await tx.execute<unknown[]>({
+    arrays: true,
     sql: `${select} WHERE ${column} > ? AND ${column} <= ? ORDER BY 1 LIMIT ?`,
     params: [from, Math.min(upTo, (slot + 1) * SLOT_SPAN - 1), SEAL_BATCH],
   })
   let previous = tip?.digest ?? ZERO
-  for (const row of rows) {
-    const values = Object.values(row)
-    const digest = auditDigest(stream, previous, values, key)
+  const params: Array<string | number | Uint8Array | null> = []
+  const flush = async () => {
+    if (params.length === 0) return
+    const n = params.length / 5
     await tx.execute({
-      sql: 'INSERT INTO agentfs_audit_chain (stream, seq, digest, key_id, sealed_us) VALUES (?, ?, ?, ?, ?)',
-      params: [stream, values[0] as number, digest, key?.id ?? null, nowUs],
+      sql: `INSERT INTO agentfs_audit_chain (stream, seq, digest, key_id, sealed_us) VALUES ${Array(n).fill('(?, ?, ?, ?, ?)').join(', ')}`,
+      params: params.splice(0),
     })
+  }
+  for (const values of rows) {
+    const digest = auditDigest(stream, previous, values, key)
+    params.push(stream, Number(values[0]), digest, key?.id ?? null, nowUs)
+    // 100 rows a statement: 500 parameters, under every engine's limit.
+    if (params.length >= 500) await flush()
     previous = digest
   }
+  await flush()
   return rows.length
 }
 
@@ -465,7 +488,8 @@ async function verifySlot(
   }
   // Merge the rows and their seals, page by page, in id order (memory stays bounded).
   for (;;) {
-    const { rows: data } = await tx.execute<Record<string, unknown>>({
+    const { rows: data } = await tx.execute<unknown[]>({
+      arrays: true,
       sql: `${select} WHERE ${column} > ? AND ${column} < ? ORDER BY 1 LIMIT ?`,
       params: [cursor, high, VERIFY_PAGE],
     })
@@ -478,11 +502,9 @@ async function verifySlot(
       params: [stream, cursor, high, VERIFY_PAGE],
     })
     let top = high - 1
-    if (data.length === VERIFY_PAGE) top = Math.min(top, data.at(-1)![id] as number)
+    if (data.length === VERIFY_PAGE) top = Math.min(top, Number(data.at(-1)![0]))
     if (seals.length === VERIFY_PAGE) top = Math.min(top, seals.at(-1)!.seq)
-    const rowsById = new Map(
-      data.filter((r) => (r[id] as number) <= top).map((r) => [r[id] as number, Object.values(r)]),
-    )
+    const rowsById = new Map(data.filter((r) => Number(r[0]) <= top).map((r) => [Number(r[0]), r]))
     const sealById = new Map(seals.filter((s) => s.seq <= top).map((s) => [s.seq, s]))
     const ids = [...new Set([...rowsById.keys(), ...sealById.keys()])].sort((a, b) => a - b)
     for (const seq of ids) {
