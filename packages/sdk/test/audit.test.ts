@@ -225,3 +225,71 @@ describe('audit chain', () => {
     ).rejects.toThrow('an audit key must be at least 16 bytes')
   })
 })
+
+describe('audit chain under a long random workload', () => {
+  test('seals and trims at random points verify clean; any one row changed afterwards is named', async () => {
+    let seed = 0x2f6b_1d3
+    const random = (n: number) => {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0
+      return seed % n
+    }
+    const path = join(tempDir(), 'random.db')
+    const agent = await AgentFS.open({ path, audit: { key: { key: KEY } } })
+    for (let step = 0; step < 600; step++) {
+      const file = `/f${random(20)}.txt`
+      switch (random(8)) {
+        case 0:
+        case 1:
+          await agent.tools.track('write', { file, step }, () =>
+            agent.fs.writeFile(file, `step ${step}`),
+          )
+          break
+        case 2:
+          await agent.fs.appendFile(file, `+${step}`)
+          break
+        case 3:
+          await agent.fs.rm(file, { force: true })
+          break
+        case 4:
+          await agent.kv.set(`k${random(10)}`, { step })
+          break
+        case 5:
+          await agent.tools
+            .track('fails', { step }, () => {
+              throw new Error(`failure ${step}`)
+            })
+            .catch(() => undefined)
+          break
+        case 6:
+          if (random(4) === 0) await agent.seal()
+          break
+        default:
+          if (random(10) === 0) await agent.changes.trim({ keep: 50 + random(100) })
+      }
+    }
+    const clean = await agent.verify()
+    expect(clean.issues).toEqual([])
+    await agent.seal()
+    const sealed = await agent.verify()
+    expect(sealed.ok).toBe(true)
+    expect(sealed.unsealed).toEqual({ call: 0, change: 0 })
+    const { rows } = await agent.db.execute<{ seq: number }>({
+      sql: 'SELECT seq FROM agentfs_change ORDER BY seq',
+    })
+    expect(sealed.verified.change).toBe(rows.length)
+    await agent.close()
+    // Each of a few rows, changed alone in a copy, is the one verify names.
+    for (const victim of [rows[0]!.seq, rows[Math.floor(rows.length / 2)]!.seq, rows.at(-1)!.seq]) {
+      const report = await verify(
+        tamper(
+          path,
+          `UPDATE agentfs_change SET size = coalesce(size, 0) + 1 WHERE seq = ${victim}`,
+        ),
+        { keys: [{ key: KEY }] },
+      )
+      expect(report.issues.map((i) => [i.stream, i.seq, i.kind])).toEqual([
+        ['change', victim, 'changed'],
+      ])
+    }
+  })
+})

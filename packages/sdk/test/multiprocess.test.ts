@@ -44,7 +44,7 @@ function run(script: string, args: string[]): Promise<{ code: number | null; out
   })
 }
 
-test(`${CHILDREN} processes write one database at once: every write lands, no BUSY reaches them`, async () => {
+test(`${CHILDREN} processes write and seal one database at once: every write lands, no BUSY reaches them, the audit verifies`, async () => {
   const dir = await mkdtemp(join(tmpdir(), 'agentfs-mp-'))
   const path = join(dir, 'shared.db')
   const script = await bundleChild()
@@ -70,6 +70,11 @@ test(`${CHILDREN} processes write one database at once: every write lands, no BU
     )
     const switches = order.filter((session, i) => i > 0 && session !== order[i - 1]).length
     expect(switches).toBeGreaterThan(CHILDREN)
+    // Sealing from four processes at once made one chain, no fork, nothing left out.
+    const audit = await agent.verify()
+    expect(audit.issues).toEqual([])
+    expect(audit.unsealed).toEqual({ call: 0, change: 0 })
+    expect(audit.verified.call).toBe(CHILDREN * WRITES)
     await agent.close()
   } finally {
     await rm(script, { force: true })
