@@ -159,15 +159,23 @@ function bytesOf(value: unknown): Uint8Array {
 const equal = (a: Uint8Array, b: Uint8Array): boolean =>
   a.byteLength === b.byteLength && Buffer.compare(a, b) === 0
 
-/** The slots that hold rows of a stream, found by seeking from slot to slot (no scan). */
-async function slotsOf(q: Executor, stream: AuditStream): Promise<number[]> {
-  const { table, id } = STREAM_SQL[stream]
+/**
+ * The slots that hold rows of `table` (matching `where`), found by seeking from slot to slot
+ * with the id's index: one query per slot, never a scan.
+ */
+async function slotsIn(
+  q: Executor,
+  table: string,
+  id: string,
+  where = '1',
+  params: readonly string[] = [],
+): Promise<number[]> {
   const slots: number[] = []
   let from = Number.MIN_SAFE_INTEGER
   for (;;) {
     const { rows } = await q.execute<{ low: number | null }>({
-      sql: `SELECT min(${id}) AS low FROM ${table} WHERE ${id} >= ?`,
-      params: [from],
+      sql: `SELECT min(${id}) AS low FROM ${table} WHERE ${where} AND ${id} >= ?`,
+      params: [...params, from],
     })
     const low = rows[0]?.low
     if (low === null || low === undefined) return slots
@@ -176,6 +184,14 @@ async function slotsOf(q: Executor, stream: AuditStream): Promise<number[]> {
     from = (slot + 1) * SLOT_SPAN
   }
 }
+
+/** The slots that hold rows of a stream. */
+const slotsOf = (q: Executor, stream: AuditStream) =>
+  slotsIn(q, STREAM_SQL[stream].table, STREAM_SQL[stream].id)
+
+/** The slots that hold seals of a stream. */
+const chainSlots = (q: Executor, stream: AuditStream) =>
+  slotsIn(q, 'agentfs_audit_chain', 'seq', 'stream = ?', [stream])
 
 interface Tip {
   /** Rows up to here are sealed (or trimmed). */
@@ -307,22 +323,6 @@ export async function auditHead(q: Executor): Promise<string> {
     }
   }
   return `${PREFIX} ${parts.join(',')}`
-}
-
-async function chainSlots(q: Executor, stream: AuditStream): Promise<number[]> {
-  const slots: number[] = []
-  let from = Number.MIN_SAFE_INTEGER
-  for (;;) {
-    const { rows } = await q.execute<{ low: number | null }>({
-      sql: 'SELECT min(seq) AS low FROM agentfs_audit_chain WHERE stream = ? AND seq >= ?',
-      params: [stream, from],
-    })
-    const low = rows[0]?.low
-    if (low === null || low === undefined) return slots
-    const slot = slotOf(low)
-    slots.push(slot)
-    from = (slot + 1) * SLOT_SPAN
-  }
 }
 
 interface HeadEntry {
