@@ -428,5 +428,6 @@ describe('pnpm pack:all: installing from a clone before the first release', () =
     expect(blocks.run.length).toBeGreaterThan(0)
     for (const [i, block] of blocks.run.entries())
       await node(dir, `kv-readme-${i}.mjs`, transpile(block))
-  }, 300_000)
+    // Packing every package and an npm install: 4 minutes alone on 2 cores, more beside other suites.
+  }, 600_000)
 })
