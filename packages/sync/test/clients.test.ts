@@ -145,7 +145,8 @@ test('a 10k-row push (smoke test; the time is printed, not asserted)', async () 
     `push of 10,000 kv rows: ${push.toFixed(0)} ms; pull on another client: ${pull.toFixed(0)} ms`,
   )
   expect(await b.kv.get('key-9999')).toBe(9999)
-}, 120_000)
+  // 15 s alone on 2 cores; past 120 s beside the other suites of the test command.
+}, 600_000)
 
 test('before a schema upgrade, changes not yet pushed go through the conflict rules', async () => {
   const { client, dir, server, conflicts } = await world()
