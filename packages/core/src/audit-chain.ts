@@ -153,7 +153,10 @@ const slotOf = (id: number): number => Math.floor(id / SLOT_SPAN)
 function bytesOf(value: unknown): Uint8Array {
   if (value instanceof Uint8Array) return value
   if (value instanceof ArrayBuffer) return new Uint8Array(value)
-  throw new AgentFsError('CORRUPT', 'agentfs_audit_chain.digest is not a blob; run agentfs verify')
+  throw new AgentFsError(
+    'CORRUPT',
+    'a digest of agentfs_audit_chain or agentfs_audit_anchor is not a blob: the audit chain was altered',
+  )
 }
 
 const equal = (a: Uint8Array, b: Uint8Array): boolean =>
@@ -595,13 +598,13 @@ export async function anchorTrim(
 ): Promise<void> {
   const k = key ? checkKey(key) : undefined
   const nowUs = Date.now() * 1000
+  // A synced client seals only its own slot: another client's rows are that client's to seal.
+  const own = ownSlot(tx as Queryable)
   for (const slot of await slotsOf(tx, stream)) {
     const low = slot * SLOT_SPAN
     if (low > upTo) break
     const top = Math.min(upTo, low + SLOT_SPAN - 1)
-    // Seal first, so the anchor carries what the trimmed rows were. A synced client seals only
-    // its own slot: another client's rows are that client's to seal.
-    const own = ownSlot(tx as Queryable)
+    // Seal first, so the anchor carries what the trimmed rows were.
     const mine = own === undefined || own === slot
     while (mine) {
       const tip = await tipOf(tx, stream, slot)
