@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect, test } from 'vitest'
@@ -29,8 +30,18 @@ test('log, history, snapshot, snapshots, diff --from, restore', () => {
     'create /b.md',
     'kv-set k',
   ])
-  const json = JSON.parse(ok('log', 'h', '/a.md', '--json')) as { op: string }[]
-  expect(json.map((c) => c.op)).toEqual(['create', 'write'])
+  // Content changes show the start of the file's hash after them; --json has it whole.
+  const sha = (text: string) => createHash('sha256').update(text).digest('hex')
+  expect(log[1]).toContain(` (3 B) sha256:${sha('two').slice(0, 16)}`)
+  const json = JSON.parse(ok('log', 'h', '/a.md', '--json')) as {
+    op: string
+    hash: string
+    prevHash: string | null
+  }[]
+  expect(json.map((c) => [c.op, c.hash, c.prevHash])).toEqual([
+    ['create', `sha256:${sha('one')}`, null],
+    ['write', `sha256:${sha('two')}`, `sha256:${sha('one')}`],
+  ])
   expect(ok('log', 'h', '--limit', '1').trim().split('\n')).toHaveLength(1)
   expect(ok('history', 'h', '/a.md')).toMatch(/write \/a.md 3 B version \d+ \(readable\)/)
   expect(ok('snapshots', 'h')).toMatch(/^v1 {2}\S+ {2}manual {2}first$/m)

@@ -46,7 +46,7 @@ FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id`,
     table: 'agentfs_change',
     id: 'seq',
     column: 'c.seq',
-    select: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.dir_ino, c.dir2_ino, c.version, c.size, c.session_id, c.call_token
+    select: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.dir_ino, c.dir2_ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash
 FROM agentfs_change c`,
   },
 }
@@ -144,8 +144,18 @@ export function auditDigest(
   const h = key ? createHmac('sha256', key.key) : createHash('sha256')
   h.update(`${PREFIX}\0${stream}\0${key?.id ?? ''}\0`)
   h.update(previous)
-  h.update(encodeAuditRow(row))
+  h.update(encodeAuditRow(coveredColumns(stream, row)))
   return h.digest()
+}
+
+/**
+ * A change row's content hashes (schema 9, its last two columns) are covered only when one of
+ * them is set: rows sealed before they existed keep their digests, and a row cannot gain or
+ * lose one without its digest changing (the encoding of 12 columns never equals that of 14).
+ */
+function coveredColumns(stream: AuditStream, row: readonly unknown[]): readonly unknown[] {
+  if (stream !== 'change' || row.length !== 14) return row
+  return (row[12] ?? null) === null && (row[13] ?? null) === null ? row.slice(0, 12) : row
 }
 
 const slotOf = (id: number): number => Math.floor(id / SLOT_SPAN)

@@ -18,6 +18,13 @@ export interface Change {
   /** The inode's version token after the change (what `stat().version` returned then). */
   readonly version: string | null
   readonly size: number | null
+  /**
+   * The file's content after a content change (`create`, `write`, `truncate`), as
+   * `sha256:` and hex; null for other changes and when it was not known (SPEC-EXTENSIONS.md).
+   */
+  readonly hash: string | null
+  /** The file's content before the change, when it had content and its hash was known. */
+  readonly prevHash: string | null
   readonly sessionId: string | null
   /** The tool call the change ran in, once that call is recorded (it is, when it returns). */
   readonly toolCallId: number | null
@@ -67,9 +74,18 @@ interface ChangeRow {
   ino: number | null
   version: string | null
   size: number | null
+  hash: Uint8Array | null
+  prev_hash: Uint8Array | null
   session_id: string | null
   tool_call_id: number | null
   call_token: string | null
+}
+
+/** `sha256:` and the hex of a 32-byte digest stored as a blob. */
+function hashText(value: Uint8Array | ArrayBuffer | null): string | null {
+  if (value === null || value === undefined) return null
+  const bytes = value instanceof Uint8Array ? value : new Uint8Array(value)
+  return `sha256:${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')}`
 }
 
 /** Escapes `%`, `_` and `\` for a LIKE pattern with `ESCAPE '\'`. */
@@ -134,7 +150,7 @@ export async function readChanges(
   }
   params.push(limit + 1)
   const { rows } = await q.execute<ChangeRow>({
-    sql: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.version, c.size, c.session_id, c.call_token,
+    sql: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash,
   (SELECT m.id FROM agentfs_tool_call_meta m WHERE m.call_token = c.call_token) AS tool_call_id
 FROM agentfs_change c WHERE ${where.join(' AND ')} ORDER BY c.seq${reverse ? ' DESC' : ''} LIMIT ?`,
     params,
@@ -151,6 +167,8 @@ FROM agentfs_change c WHERE ${where.join(' AND ')} ORDER BY c.seq${reverse ? ' D
       ino: r.ino,
       version: r.version,
       size: r.size,
+      hash: hashText(r.hash),
+      prevHash: hashText(r.prev_hash),
       sessionId: r.session_id,
       toolCallId: r.tool_call_id,
       callToken: r.call_token,

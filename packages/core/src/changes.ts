@@ -46,6 +46,10 @@ export interface ChangeRecord {
   dir?: number
   /** The directory of `path2`'s entry, when it changed. */
   dir2?: number
+  /** SHA-256 of the file's content after a content change (`create`, `write`, `truncate`). */
+  hash?: Uint8Array | null
+  /** SHA-256 of the file's content before it, for a change of a file that had content. */
+  prevHash?: Uint8Array | null
 }
 
 // One store per process even when two copies of this package are loaded.
@@ -99,8 +103,8 @@ export async function appendChange(
   const actor = currentActor()
   const seq = await explicitId(q, 'agentfs_change')
   await executeDeferred(q, {
-    sql: `INSERT INTO agentfs_change (seq, at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size, session_id, call_token)
-SELECT ?, ?, ?, ?, ?, ?, ?, ?, CAST(i.ctime * 1000000000 + i.ctime_nsec AS TEXT), i.size, ?, ?
+    sql: `INSERT INTO agentfs_change (seq, at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size, session_id, call_token, hash, prev_hash)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, CAST(i.ctime * 1000000000 + i.ctime_nsec AS TEXT), i.size, ?, ?, ?, ?
 FROM (SELECT 1) LEFT JOIN fs_inode i ON i.ino = ?`,
     params: [
       seq ?? null,
@@ -113,6 +117,8 @@ FROM (SELECT 1) LEFT JOIN fs_inode i ON i.ino = ?`,
       change.dir2 ?? null,
       actor?.sessionId ?? sessionId ?? null,
       actor?.callToken ?? null,
+      change.hash ?? null,
+      change.prevHash ?? null,
       change.ino ?? null,
     ],
   })

@@ -227,6 +227,17 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
 )`,
     ],
   },
+  {
+    version: 9,
+    description:
+      'content hashes in the change feed (agentfs_change.hash, prev_hash): the SHA-256 of a file after and before each content change',
+    statements: [
+      // 32 bytes each; NULL when the change is not of content or the hash was not known (see
+      // SPEC-EXTENSIONS.md "Content hashes in the feed").
+      'ALTER TABLE agentfs_change ADD COLUMN hash BLOB',
+      'ALTER TABLE agentfs_change ADD COLUMN prev_hash BLOB',
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

@@ -11,8 +11,9 @@ import {
 } from '@agentfs/core'
 import { resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
+import { hashBefore, hashContent, knownHash } from './content-hash.js'
 import { COPYFILE_EXCL, checkLength, existing, type FsContext, write } from './context.js'
-import { type InodeRow, isDir, isReg, versionOf } from './inode.js'
+import { type InodeRow, isDir, isReg, touchedVersion, versionOf } from './inode.js'
 import { createNode, insertInode, touchContent } from './mutate.js'
 import { lookup } from './resolver.js'
 import type { WriteFileOptions } from './types.js'
@@ -39,6 +40,7 @@ export async function writeData(
       if (current !== opts.ifMatch)
         throw new ConflictError(normalizePath(path), opts.ifMatch, current)
     }
+    const content = append ? undefined : hashContent(ctx, bytes)
     if (!node) {
       if (found.name === undefined) throw fsError('EISDIR', 'open', path)
       const mode = S_IFREG | ((opts.mode ?? 0o666) & ~ctx.umask & MODE_PERMISSION_MASK)
@@ -51,12 +53,19 @@ export async function writeData(
         now,
       })
       if (bytes.byteLength > 0) await writeRange(q, ino, 0, ctx.chunkSize, 0, bytes)
-      note({ op: 'create', path: normalizePath(path), ino, dir: found.dirIno })
+      // A new inode's ctime is `now` exactly.
+      const after = {
+        version: versionOf({ ctime: now.sec, ctime_nsec: now.nsec }),
+        size: bytes.byteLength,
+      }
+      note({ op: 'create', path: normalizePath(path), ino, dir: found.dirIno, content, after })
       return
-    } else if (!append && isReg(node.mode) && node.nlink === 1 && replaceOnRewrite(q)) {
+    }
+    const before = await hashBefore(ctx, q, node)
+    if (!append && isReg(node.mode) && node.nlink === 1 && replaceOnRewrite(q)) {
       if (found.name === undefined) throw fsError('EISDIR', 'open', path)
       const ino = await replaceFile(q, found.dirIno, found.name, node, ctx.chunkSize, bytes, now)
-      note({ op: 'write', path: normalizePath(path), ino, dir: found.dirIno })
+      note({ op: 'write', path: normalizePath(path), ino, dir: found.dirIno, content, before })
       return
     } else if (!append && node.size > 0) {
       await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
@@ -65,7 +74,17 @@ export async function writeData(
     const size =
       bytes.byteLength > 0 ? await writeRange(q, node.ino, base, ctx.chunkSize, base, bytes) : base
     await touchContent(q, node.ino, size, now)
-    note({ op: 'write', path: normalizePath(path), ino: node.ino })
+    const appended = append ? { version: versionOf(node), size: node.size, bytes } : undefined
+    const after = { version: touchedVersion(node, now), size }
+    note({
+      op: 'write',
+      path: normalizePath(path),
+      ino: node.ino,
+      content,
+      appended,
+      before,
+      after,
+    })
   })
 }
 
@@ -106,9 +125,10 @@ export async function truncate(ctx: FsContext, path: string, length = 0): Promis
   await write(ctx, async (q, now, note) => {
     const { node } = await existing(q, path, 'open')
     if (isDir(node.mode)) throw fsError('EISDIR', 'open', path)
+    const before = await hashBefore(ctx, q, node)
     await resize(q, node.ino, node.size, ctx.chunkSize, length)
     await touchContent(q, node.ino, length, now)
-    note({ op: 'truncate', path: normalizePath(path), ino: node.ino })
+    note({ op: 'truncate', path: normalizePath(path), ino: node.ino, before })
   })
 }
 
@@ -124,12 +144,14 @@ export async function copyFile(ctx: FsContext, src: string, dest: string, mode =
     // destination is left alone when the source is a directory (libuv deletes it).
     if (isDir(source.node.mode)) throw fail('EISDIR')
     let ino: number
+    let before: Uint8Array | null | undefined
     const op = target.node ? 'write' : 'create'
     if (target.node) {
       if (mode & COPYFILE_EXCL) throw fail('EEXIST')
       if (isDir(target.node.mode)) throw fail('EISDIR')
       if (target.node.ino === source.node.ino) return
       ino = target.node.ino
+      before = await hashBefore(ctx, q, target.node)
       await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [ino] })
     } else {
       if (target.name === undefined) throw fail('EISDIR')
@@ -146,12 +168,16 @@ export async function copyFile(ctx: FsContext, src: string, dest: string, mode =
       params: [ino, source.node.ino],
     })
     await touchContent(q, ino, source.node.size, now)
+    // The copy's hash is the source's, when this process knows it (else it is read).
+    const known = ctx.feed ? knownHash(ctx, source.node.ino, versionOf(source.node)) : undefined
     note({
       op,
       path: normalizePath(dest),
       path2: normalizePath(src),
       ino,
       ...(op === 'create' ? { dir: target.dirIno } : {}),
+      ...(known ? { content: { digest: known } } : {}),
+      before,
     })
   })
 }

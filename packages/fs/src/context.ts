@@ -11,6 +11,7 @@ import {
   type Timestamp,
   type VersionRetention,
 } from '@agentfs/core'
+import { type FsChange, type Learned, learn, settleHashes } from './content-hash.js'
 import type { Holds } from './holds.js'
 import type { InodeRow } from './inode.js'
 import { fsMode } from './node-args.js'
@@ -67,7 +68,7 @@ export interface FsContext {
 }
 
 /** Records a change of the running operation in the feed (see {@link write}). */
-export type NoteChange = (change: ChangeRecord) => void
+export type NoteChange = (change: FsChange) => void
 
 export const DAY = 86_400
 export const COPYFILE_EXCL = 1
@@ -148,15 +149,18 @@ export function checkLength(length: number, syscall: string, path: string): void
  * Runs `fn` in a transaction (a savepoint when `ctx.q` already is one) with the time of the
  * change. What `fn` notes goes to the change feed in the same transaction, after `fn`.
  */
-export function write<T>(
+export async function write<T>(
   ctx: FsContext,
   fn: (q: Queryable, now: Timestamp, note: NoteChange) => Promise<T>,
 ): Promise<T> {
   const policy = ctx.policy
   const feed = ctx.feed
-  return ctx.q.transaction(async (tx) => {
+  // What to remember of the content hashes once the transaction commits.
+  const learned: Learned[] = []
+  const result = await ctx.q.transaction(async (tx) => {
+    learned.length = 0
     const now = ctx.clock.now()
-    const changes: ChangeRecord[] = []
+    const changes: FsChange[] = []
     const note: NoteChange = (change) => {
       changes.push(change)
     }
@@ -168,12 +172,27 @@ export function write<T>(
     if (limits) await enforceLimits(tx, policy, before, now, 'write')
     if (feed)
       for (const change of changes) {
-        await appendChange(tx, change, now, feed.sessionId)
-        if (feed.versions && change.ino !== undefined && CONTENT_OPS.has(change.op))
-          await captureVersion(tx, change.ino, change.path, now, ctx.chunkSize, feed.versions)
+        const content = change.ino !== undefined && CONTENT_OPS.has(change.op)
+        if (content) {
+          const settled = settleHashes(ctx, tx, change)
+          const known = settled instanceof Promise ? await settled : settled
+          if (known) learned.push(known)
+        }
+        await appendChange(tx, change as ChangeRecord, now, feed.sessionId)
+        if (content && feed.versions)
+          await captureVersion(
+            tx,
+            change.ino as number,
+            change.path,
+            now,
+            ctx.chunkSize,
+            feed.versions,
+          )
       }
     return result
   })
+  if (learned.length > 0) learn(ctx, learned)
+  return result
 }
 
 /** Resolves a path that must exist (ENOENT otherwise). */

@@ -4,10 +4,11 @@ import type { ReadableStream } from 'node:stream/web'
 import { FsError, fsError, normalizePath, type Queryable, type Timestamp } from '@agentfs/core'
 import { readAll, readAt, readRange, resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
+import { hashBefore, hashContent } from './content-hash.js'
 import { type NoteChange, write } from './context.js'
 import type { OpenMode } from './flags.js'
 import type { Holds } from './holds.js'
-import { type InodeRow, isDir, versionOf } from './inode.js'
+import { type InodeRow, isDir, touchedVersion, versionOf } from './inode.js'
 import { loadInode, touchContent, touchMeta } from './mutate.js'
 import { fsRequiredMode } from './node-args.js'
 import { contextOf, type SqlFileSystem } from './sql-file-system.js'
@@ -168,16 +169,22 @@ export class FileHandle {
       at = position ?? null
     }
     if (at !== null && (!Number.isSafeInteger(at) || at < 0)) throw fsError('EINVAL', 'write')
-    const written = await write(contextOf(this.#fs), async (q, now, note) => {
+    const ctx = contextOf(this.#fs)
+    const written = await write(ctx, async (q, now, note) => {
       const node = await this.#inode(q, 'write')
       if (ifMatch !== undefined && versionOf(node) !== ifMatch) {
         throw new ConflictError(this.path, ifMatch, versionOf(node))
       }
       const where = this.#mode.append ? node.size : (at ?? this.#position)
       if (where < node.size) this.#refuseDestroying('write')
+      const before = await hashBefore(ctx, q, node)
       const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, where, bytes)
       await touchContent(q, node.ino, size, now)
-      note({ op: 'write', path: this.path, ino: node.ino })
+      // Writing on from the end (a stream, an append) extends the hash of what was there.
+      const appended =
+        where === node.size ? { version: versionOf(node), size: node.size, bytes } : undefined
+      const after = { version: touchedVersion(node, now), size }
+      note({ op: 'write', path: this.path, ino: node.ino, appended, before, after })
       return where
     })
     if (at === null) this.#position = written + bytes.byteLength
@@ -215,18 +222,28 @@ export class FileHandle {
     this.#check('write', 'write')
     const opts = typeof options === 'string' ? { encoding: options } : options
     const bytes = typeof data === 'string' ? Buffer.from(data, opts.encoding ?? 'utf8') : data
-    await write(contextOf(this.#fs), async (q, now, note) => {
+    const ctx = contextOf(this.#fs)
+    await write(ctx, async (q, now, note) => {
       const node = await this.#inode(q, 'write')
-      note({ op: 'write', path: this.path, ino: node.ino })
       if (opts.ifMatch !== undefined && versionOf(node) !== opts.ifMatch) {
         throw new ConflictError(this.path, opts.ifMatch, versionOf(node))
       }
+      const before = await hashBefore(ctx, q, node)
       if (this.#mode.append) {
+        note({
+          op: 'write',
+          path: this.path,
+          ino: node.ino,
+          appended: { version: versionOf(node), size: node.size, bytes },
+          before,
+        })
         const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
         await touchContent(q, node.ino, size, now)
         return
       }
       if (node.size > 0) this.#refuseDestroying('write')
+      const content = hashContent(ctx, bytes)
+      note({ op: 'write', path: this.path, ino: node.ino, content, before })
       await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
       const size = await writeRange(q, node.ino, 0, this.#fs.chunkSize, 0, bytes)
       await touchContent(q, node.ino, size, now)
@@ -238,9 +255,17 @@ export class FileHandle {
   async appendFile(data: WriteData, encoding?: Encoding): Promise<void> {
     this.#check('write', 'write')
     const bytes = typeof data === 'string' ? Buffer.from(data, encoding ?? 'utf8') : data
-    await write(contextOf(this.#fs), async (q, now, note) => {
+    const ctx = contextOf(this.#fs)
+    await write(ctx, async (q, now, note) => {
       const node = await this.#inode(q, 'write')
-      note({ op: 'write', path: this.path, ino: node.ino })
+      const before = await hashBefore(ctx, q, node)
+      note({
+        op: 'write',
+        path: this.path,
+        ino: node.ino,
+        appended: { version: versionOf(node), size: node.size, bytes },
+        before,
+      })
       const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
       await touchContent(q, node.ino, size, now)
     })
@@ -249,10 +274,16 @@ export class FileHandle {
   async truncate(length = 0): Promise<void> {
     this.#check('ftruncate', 'write')
     if (!Number.isSafeInteger(length) || length < 0) throw fsError('EINVAL', 'ftruncate')
-    await write(contextOf(this.#fs), async (q, now, note) => {
+    const ctx = contextOf(this.#fs)
+    await write(ctx, async (q, now, note) => {
       const node = await this.#inode(q, 'ftruncate')
-      note({ op: 'truncate', path: this.path, ino: node.ino })
       if (length < node.size) this.#refuseDestroying('ftruncate')
+      note({
+        op: 'truncate',
+        path: this.path,
+        ino: node.ino,
+        before: await hashBefore(ctx, q, node),
+      })
       await resize(q, node.ino, node.size, this.#fs.chunkSize, length)
       await touchContent(q, node.ino, length, now)
     })

@@ -52,6 +52,7 @@ export async function hashFile(
   fs: FileSystem,
   path: string,
   options: HashOptions = {},
+  known?: (ino: number, version: string) => Uint8Array | undefined,
 ): Promise<FileHash> {
   const canonical = options.canonical === true
   const start = options.range?.start ?? 0
@@ -83,6 +84,16 @@ export async function hashFile(
         return hit
       }
       const stop = Math.min(end ?? before.size, before.size)
+      // The whole file, as this process just wrote or hashed it: nothing to read.
+      const whole = !canonical && start === 0 && stop === before.size
+      const digestKnown = whole ? known?.(before.ino, before.version) : undefined
+      if (digestKnown)
+        return {
+          hash: `sha256:${Buffer.from(digestKnown).toString('hex')}`,
+          size: before.size,
+          version: before.version,
+          canonical,
+        }
       if (canonical && stop - start > MAX_CANONICAL_BYTES)
         throw fsError('EFBIG', 'hash', path, {
           hint: `a canonical hash reads the text whole, at most ${MAX_CANONICAL_BYTES} bytes; hash the bytes or a range instead`,

@@ -1,5 +1,6 @@
 export { MAX_FILE_SIZE, MAX_READ_FILE } from './chunks.js'
 export { ConflictError } from './conflict.js'
+export { EMPTY_SHA256, REHASH_MAX } from './content-hash.js'
 export type { FileSystemOptions } from './context.js'
 export { writeFileOptions } from './context.js'
 export { copyTree } from './copy-tree.js'

@@ -60,6 +60,20 @@ export function versionOf(row: Pick<InodeRow, 'ctime' | 'ctime_nsec'>): string {
 }
 
 /**
+ * The version token an inode has after {@link touchCtime} with `now` (computed as the SQL does:
+ * `now`, or the old ctime plus 1 ns when that is not earlier). `node` must be its row as read in
+ * the same transaction.
+ */
+export function touchedVersion(
+  node: Pick<InodeRow, 'ctime' | 'ctime_nsec'>,
+  now: { sec: number; nsec: number },
+): string {
+  const old = BigInt(node.ctime) * 1_000_000_000n + BigInt(node.ctime_nsec)
+  const at = BigInt(now.sec) * 1_000_000_000n + BigInt(now.nsec)
+  return (old < at ? at : old + 1n).toString()
+}
+
+/**
  * SET clause that moves ctime to `max(now, old ctime + 1 ns)`, with its parameters. SQLite
  * evaluates every SET expression against the row as it was before the update, so both columns
  * see the old ctime.

@@ -9,6 +9,7 @@ import {
   type Timestamp,
 } from '@agentfs/core'
 import { resize } from './chunks.js'
+import { hashBefore } from './content-hash.js'
 import { existing, type FsContext, type NoteChange } from './context.js'
 import type { OpenMode } from './flags.js'
 import { type InodeRow, inodeColumnsOf, inodeOf, isDir } from './inode.js'
@@ -183,9 +184,10 @@ export async function openOrCreate(
     if (want.create && want.exclusive) throw fsError('EEXIST', 'open', path)
     if (isDir(found.node.mode) && want.write) throw fsError('EISDIR', 'open', path)
     if (want.truncate && want.write && found.node.size > 0) {
+      const before = note ? await hashBefore(ctx, q, found.node) : undefined
       await resize(q, found.node.ino, found.node.size, ctx.chunkSize, 0)
       await touchContent(q, found.node.ino, 0, now)
-      note?.({ op: 'truncate', path: normalizePath(path), ino: found.node.ino })
+      note?.({ op: 'truncate', path: normalizePath(path), ino: found.node.ino, before })
     }
     return found.node.ino
   }

@@ -1,5 +1,6 @@
 import type { Readable, Writable } from 'node:stream'
 import { type Clock, fsError, isFsError, normalizePath, type Queryable } from '@agentfs/core'
+import { knownHash } from './content-hash.js'
 import * as content from './content-ops.js'
 import { existing, type FsContext, toBytes, toTimestamp, writeFileOptions } from './context.js'
 import { copyTree } from './copy-tree.js'
@@ -239,7 +240,7 @@ export class SqlFileSystem implements FileSystem {
    * `{ hash: 'sha256:…', size, version, canonical }`. Cached by inode and version token.
    */
   hash(path: string, options?: HashOptions): Promise<FileHash> {
-    return hashFile(this, path, options)
+    return hashFile(this, path, options, (ino, version) => knownHash(this.#ctx, ino, version))
   }
 
   async stat(path: string): Promise<Stats> {

@@ -111,6 +111,25 @@ describe('audit chain', () => {
     )
   })
 
+  test("the feed's content hashes are sealed: one changed, dropped or added is named", async () => {
+    const path = await workload()
+    const rows = await verify(path)
+    expect(rows.ok).toBe(true)
+    const changed = await verify(
+      tamper(path, 'UPDATE agentfs_change SET hash = zeroblob(32) WHERE seq = 2'),
+    )
+    expect(changed.issues.map((i) => [i.stream, i.seq, i.kind])).toEqual([['change', 2, 'changed']])
+    const dropped = await verify(
+      tamper(path, 'UPDATE agentfs_change SET hash = NULL WHERE seq = 3'),
+    )
+    expect(dropped.issues.map((i) => [i.stream, i.seq, i.kind])).toEqual([['change', 3, 'changed']])
+    // The kv change (row 6) has no hash; giving it one is a change too.
+    const added = await verify(
+      tamper(path, 'UPDATE agentfs_change SET prev_hash = zeroblob(32) WHERE seq = 6'),
+    )
+    expect(added.issues.map((i) => [i.stream, i.seq, i.kind])).toEqual([['change', 6, 'changed']])
+  })
+
   test('an unkeyed chain rebuilt after a change, or cut off at the end, fails against the head kept', async () => {
     const path = await workload()
     const head = (await verify(path)).head

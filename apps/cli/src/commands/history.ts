@@ -25,7 +25,9 @@ function describe(c: Change): string {
     .join(', ')
   const paths = c.path2 === null ? (c.path ?? '') : `${c.path} -> ${c.path2}`
   const size = c.size === null || c.op.startsWith('kv') ? '' : ` (${c.size} B)`
-  return `${when(c.atUs)} #${c.seq} ${c.op} ${paths}${size}${who ? ` [${who}]` : ''}`
+  // The first 16 hex digits of the content after the change (`--json` has the whole hash).
+  const hash = c.hash === null ? '' : ` ${c.hash.slice(0, 23)}`
+  return `${when(c.atUs)} #${c.seq} ${c.op} ${paths}${size}${hash}${who ? ` [${who}]` : ''}`
 }
 
 /** The newest automatic snapshot taken before a run or a commit: what `undo` restores. */
