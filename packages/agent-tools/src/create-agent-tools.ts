@@ -3,6 +3,12 @@ import { AgentFsError, systemClock, withActor } from '@agentfs/core'
 import { failureOutput } from './failure.js'
 import { FILE_TOOLS } from './file-tools.js'
 import { HISTORY_TOOLS, keepsHistory } from './history-tools.js'
+import {
+  idempotencyBinder,
+  runIdempotent,
+  takeIdempotencyKey,
+  withIdempotencyKey,
+} from './idempotent.js'
 import { KV_TOOLS } from './kv-tools.js'
 import { createPathPolicy } from './paths.js'
 import { TREE_TOOLS } from './tree-tools.js'
@@ -141,20 +147,38 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
   const tools = new Map<string, AgentTool>()
   for (const definition of selected) {
     const name = `${options.prefix ?? ''}${options.rename?.[definition.name] ?? definition.name}`
+    // Tools that change something take an optional idempotency_key (see idempotent.ts).
+    const keyed = definition.idempotent ?? definition.mutates
     const tool: AgentTool = {
       name,
       originalName: definition.name,
       description: definition.description,
-      inputSchema: definition.inputSchema,
+      inputSchema: keyed ? withIdempotencyKey(definition.inputSchema) : definition.inputSchema,
       mutates: definition.mutates,
       async execute(input: unknown): Promise<ToolOutput> {
         // The audit log's own clock, as `track` uses: nanoseconds, not whole milliseconds.
         const clock = options.audit?.clock ?? wallClock
         const startedAt = clock.now()
         const callToken = options.audit?.callToken()
+        const record = (output: ToolOutput, metadata?: Record<string, unknown>) => ({
+          name,
+          parameters: auditCopy(input ?? null) as never,
+          ...(output.isError
+            ? { error: output.text }
+            : {
+                result:
+                  output.data === undefined ? output.text : { text: output.text, ...output.data },
+              }),
+          startedAt,
+          completedAt: clock.now(),
+          ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+          ...(callToken === undefined ? {} : { callToken }),
+          ...(metadata === undefined ? {} : { metadata }),
+        })
         let output: ToolOutput
-        const size = inputSize(input)
-        const parsed = size > maxInput ? undefined : definition.inputSchema.safeParse(input)
+        const { key, args } = keyed ? takeIdempotencyKey(input) : { args: input }
+        const size = inputSize(args)
+        const parsed = size > maxInput ? undefined : definition.inputSchema.safeParse(args)
         if (!parsed) {
           output = {
             text: `Error: the input is ${Number.isFinite(size) ? `${size} bytes` : 'nested too deeply'}, over the limit of ${maxInput} bytes; split the work (write a large file in parts with several calls).`,
@@ -167,6 +191,33 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
             isError: true,
             code: 'EINVAL',
           }
+        } else if (key !== undefined) {
+          const binder = idempotencyBinder(options)
+          if (typeof binder === 'string')
+            output = { text: `Error: ${binder}`, isError: true, code: 'EINVAL' }
+          // Runs, records the call and the key in one transaction (and records failures after).
+          else
+            return runIdempotent({
+              binder,
+              scope: `tool:${definition.name}`,
+              key,
+              args,
+              now: () => clock.now(),
+              ...(options.idempotencyTtlMs === undefined
+                ? {}
+                : { ttlMs: options.idempotencyTtlMs }),
+              run: (stores) =>
+                withActor({ sessionId: options.sessionId, callToken }, () =>
+                  definition.handler(
+                    parsed.data as never,
+                    createToolEnvironment({ ...options, ...stores }),
+                    limits,
+                  ),
+                ),
+              failure: (error) => failureOutput(error, paths.display),
+              record,
+              ...(options.audit ? { audit: options.audit } : {}),
+            })
         } else {
           try {
             // Changes the tool makes are attributed to this call in the change feed.
@@ -177,22 +228,7 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
             output = failureOutput(error, paths.display)
           }
         }
-        if (options.audit) {
-          await options.audit.record({
-            name,
-            parameters: auditCopy(input ?? null) as never,
-            ...(output.isError
-              ? { error: output.text }
-              : {
-                  result:
-                    output.data === undefined ? output.text : { text: output.text, ...output.data },
-                }),
-            startedAt,
-            completedAt: clock.now(),
-            ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
-            ...(callToken === undefined ? {} : { callToken }),
-          })
-        }
+        if (options.audit) await options.audit.record(record(output))
         return output
       },
     }

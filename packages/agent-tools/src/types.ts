@@ -14,6 +14,11 @@ export interface ToolOutput {
   readonly code?: string
   /** Structured extras for programs (e.g. the file's version). */
   readonly data?: Record<string, unknown>
+  /**
+   * True when the call carried an `idempotency_key` already applied: this is the first call's
+   * answer, and nothing was changed again.
+   */
+  readonly replayed?: boolean
 }
 
 /** Maps the model's paths to the filesystem's and enforces the allowed roots. */
@@ -45,6 +50,11 @@ export interface AgentToolDefinition<Input = unknown> {
   readonly inputSchema: z.ZodType<Input>
   /** True when the tool changes files or keys (refused in read-only mode). */
   readonly mutates: boolean
+  /**
+   * Whether the tool takes an optional `idempotency_key` (default: when it mutates). A keyed
+   * call runs in one transaction on the stores of the environment it is given.
+   */
+  readonly idempotent?: boolean
   /** Which store it needs. */
   readonly needs: 'fs' | 'kv' | 'changes' | 'history'
   readonly handler: (
@@ -105,6 +115,11 @@ export interface AgentToolsOptions {
    * EFBIG before any work, so one call cannot exhaust memory.
    */
   readonly maxInputBytes?: number
+  /**
+   * How long an `idempotency_key` is remembered (default 48 hours): a retry later than this is
+   * applied again. Expired keys are deleted a hundred at a time by later keyed calls.
+   */
+  readonly idempotencyTtlMs?: number
 }
 
 /** A ready tool: its public name and an `execute` that validates, runs and audits. */

@@ -238,6 +238,28 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       'ALTER TABLE agentfs_change ADD COLUMN prev_hash BLOB',
     ],
   },
+  {
+    version: 10,
+    description:
+      'idempotency keys (agentfs_idempotency): a request carrying a key is applied once, its result kept for retries',
+    statements: [
+      // One row per key used in a scope, written in the transaction of the change it guards.
+      // `args_sha256` is the SHA-256 of the request's canonical JSON arguments; `result` its
+      // result as JSON; `call_id` the tool_calls row that recorded it (if any).
+      `CREATE TABLE agentfs_idempotency (
+  scope TEXT NOT NULL,
+  key TEXT NOT NULL,
+  args_sha256 BLOB NOT NULL,
+  result TEXT,
+  call_id INTEGER,
+  created_us INTEGER NOT NULL,
+  expires_us INTEGER NOT NULL,
+  PRIMARY KEY (scope, key)
+)`,
+      // Expired rows are deleted a hundred at a time, oldest first, through this index.
+      'CREATE INDEX agentfs_idempotency_expires ON agentfs_idempotency(expires_us)',
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

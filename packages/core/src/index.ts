@@ -69,6 +69,17 @@ export type { GroupCommitOptions, GroupedDatabase } from './group-commit.js'
 export { groupCommits } from './group-commit.js'
 export type { GuardedDriver, Queryable, Transaction } from './guard-driver.js'
 export { explicitId, guardDriver, recursiveQueries, replaceOnRewrite } from './guard-driver.js'
+export type { IdempotencyRecord, IdempotencyRequest, IdempotentReplay } from './idempotency.js'
+export {
+  argumentsHash,
+  canonicalJson,
+  checkIdempotencyKey,
+  claimIdempotency,
+  DEFAULT_IDEMPOTENCY_TTL_MS,
+  EXPIRED_PER_CLAIM,
+  IdempotencyMismatchError,
+  recordIdempotency,
+} from './idempotency.js'
 export type { FoundObject, LayoutReport, SpecLayout } from './layout.js'
 export { inspectLayout } from './layout.js'
 export { classifySqliteCode, mapSqliteError } from './map-error.js'
@@ -142,6 +153,7 @@ export {
   overExpansion,
   snapshotExpansion,
 } from './snapshot-expansion.js'
+export { databaseOf, STORE_DATABASE } from './store-database.js'
 export type { BoundedDiff, DiffBudget, DiffMethod } from './text-diff.js'
 export { DIFF_BUDGET, unifiedDiff } from './text-diff.js'
 export type { VersionRetention } from './versions.js'

@@ -1,5 +1,12 @@
 import type { Readable, Writable } from 'node:stream'
-import { type Clock, fsError, isFsError, normalizePath, type Queryable } from '@agentfs/core'
+import {
+  type Clock,
+  fsError,
+  isFsError,
+  normalizePath,
+  type Queryable,
+  STORE_DATABASE,
+} from '@agentfs/core'
 import { knownHash } from './content-hash.js'
 import * as content from './content-ops.js'
 import { existing, type FsContext, toBytes, toTimestamp, writeFileOptions } from './context.js'
@@ -70,6 +77,11 @@ export class SqlFileSystem implements FileSystem {
   /** `fs_config.chunk_size` of the database. */
   get chunkSize(): number {
     return this.#ctx.chunkSize
+  }
+
+  /** The database this filesystem runs on (see `databaseOf` of `@agentfs/core`). */
+  get [STORE_DATABASE](): Queryable {
+    return this.#ctx.q
   }
 
   /**

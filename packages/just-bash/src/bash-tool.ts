@@ -50,6 +50,8 @@ export function bashTool(
     inputSchema,
     // It honours read-only mode itself (its filesystem refuses changes), so read-only agents keep it.
     mutates: false,
+    // A script can change files: it takes an idempotency_key (then it applies all or nothing).
+    idempotent: true,
     needs: 'fs',
     async handler(input, env: ToolEnvironment, limits: OutputLimits) {
       const fs = new BashFileSystem({

@@ -9,6 +9,7 @@ import {
   hasLoneSurrogate,
   micros,
   type Queryable,
+  STORE_DATABASE,
   type Timestamp,
 } from '@agentfs/core'
 import { KvConflictError } from './conflict.js'
@@ -127,6 +128,11 @@ export class KvStore {
     this.#q = q
     this.#clock = clock
     this.#feed = feed
+  }
+
+  /** The database this store runs on (see `databaseOf` of `@agentfs/core`). */
+  get [STORE_DATABASE](): Queryable {
+    return this.#q
   }
 
   /** This store running its statements on `q` (e.g. a transaction shared with the filesystem). */

@@ -157,3 +157,21 @@ test('a call the MCP SDK refuses for invalid input is recorded too', async () =>
   expect(calls[0]!.error).toMatch(/Input validation error/)
   expect(calls[0]!.parameters).toEqual({ path: 42 })
 })
+
+test('an MCP client retrying a keyed call gets the first answer; the key is in the tool schema', async () => {
+  const { agent, client, call } = await connect()
+  const { tools } = await client.listTools()
+  const schema = (name: string) => tools.find((t) => t.name === name)?.inputSchema.properties
+  expect(schema('edit_file')).toHaveProperty('idempotency_key')
+  expect(schema('read_file')).not.toHaveProperty('idempotency_key')
+  await agent.fs.writeFile('/n.md', 'count: 1\n')
+  const edit = { path: '/n.md', old_string: 'count: 1', new_string: 'count: 1+1' }
+  const first = await call('edit_file', { ...edit, idempotency_key: 'e-1' })
+  // The answer was lost; the client retries the same request.
+  const retry = await call('edit_file', { ...edit, idempotency_key: 'e-1' })
+  expect(retry).toEqual(first)
+  expect(await agent.fs.readFile('/n.md', 'utf8')).toBe('count: 1+1\n')
+  const other = await call('edit_file', { ...edit, new_string: 'x', idempotency_key: 'e-1' })
+  expect(other.isError).toBe(true)
+  expect(other.text).toMatch(/new_string differ/)
+})

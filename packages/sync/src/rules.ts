@@ -198,6 +198,30 @@ export function conflictRules(current: () => PushRecord) {
       case 'agentfs_sync_conflict':
       case 'fs_config':
         return type === 'insert' ? null : SKIP
+      // An idempotency key applied on two clients before either pulled: the first to push
+      // keeps its record (both applied the request; every later retry anywhere is recognised).
+      // An expired record is deleted only while it is still the one this client saw expire.
+      case 'agentfs_idempotency': {
+        if (type === 'update') return SKIP
+        const row = (type === 'insert' ? m.after : m.before) ?? {}
+        if (type === 'delete')
+          return rewrite(
+            'DELETE FROM agentfs_idempotency WHERE scope = ? AND key = ? AND expires_us <= ?',
+            [row.scope, row.key, row.expires_us],
+          )
+        return rewrite(
+          'INSERT INTO agentfs_idempotency (scope, key, args_sha256, result, call_id, created_us, expires_us) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(scope, key) DO NOTHING',
+          [
+            row.scope,
+            row.key,
+            row.args_sha256,
+            row.result,
+            row.call_id,
+            row.created_us,
+            row.expires_us,
+          ],
+        )
+      }
       // Slots are claimed on the server only.
       case 'agentfs_sync_slot':
         return SKIP

@@ -1,5 +1,12 @@
 import { join } from 'node:path'
-import { auditKeyId, fsck, SCHEMA_VERSION, SLOT_SPAN } from '@agentfs/core'
+import {
+  auditKeyId,
+  claimIdempotency,
+  fsck,
+  recordIdempotency,
+  SCHEMA_VERSION,
+  SLOT_SPAN,
+} from '@agentfs/core'
 import { hostilePeerRows } from '@agentfs/test-kit'
 import { expect, test } from 'vitest'
 import {
@@ -8,6 +15,7 @@ import {
   openSynced,
   prepareServer,
   readSyncState,
+  type SyncedAgentFS,
   serverExecute,
 } from '../src/index.js'
 import { converge, files, world } from './helpers.js'
@@ -287,4 +295,45 @@ test('each client seals its own slot; after converging every client verifies eve
   expect(forged.issues.map((i) => [i.stream, i.seq, i.kind])).toEqual([
     ['change', slotB * SLOT_SPAN + 1, 'changed'],
   ])
+})
+
+test('an idempotency key recorded on one client is recognised on another after a pull; a key both used offline keeps the first pushed', async () => {
+  const { client } = await world()
+  const [a, b] = await Promise.all([client('a'), client('b')])
+  const apply = (agent: SyncedAgentFS, key: string, args: unknown, path: string) =>
+    agent.db.transaction(async (tx) => {
+      const nowUs = Date.now() * 1000
+      const replay = await claimIdempotency(tx, { scope: 'test', key, args, nowUs })
+      if (replay) return replay.result
+      await agent.fs.bind(tx).appendFile(path, 'applied\n')
+      await recordIdempotency(tx, { scope: 'test', key, args, nowUs, result: { by: path } })
+      return 'applied'
+    })
+  expect(await apply(a, 'k1', { n: 1 }, '/k1')).toBe('applied')
+  await converge(a, b)
+  // The retry reaches the other client: recognised, nothing applied twice.
+  expect(await apply(b, 'k1', { n: 1 }, '/k1')).toEqual({ by: '/k1' })
+  await expect(apply(b, 'k1', { n: 2 }, '/k1')).rejects.toMatchObject({
+    code: 'IDEMPOTENCY_MISMATCH',
+  })
+  // Both clients apply k2 before either pulls: both applied it, and one record stays everywhere.
+  expect(await apply(a, 'k2', { n: 1 }, '/k2-a')).toBe('applied')
+  expect(await apply(b, 'k2', { n: 1 }, '/k2-b')).toBe('applied')
+  await converge(a, b)
+  expect(await files(b)).toMatchObject({ '/k1': 'applied\n' })
+  const records = await Promise.all(
+    [a, b].map(
+      async (agent) =>
+        (
+          await agent.db.execute<{ key: string; result: string }>({
+            sql: 'SELECT key, result FROM agentfs_idempotency ORDER BY key',
+          })
+        ).rows,
+    ),
+  )
+  expect(records[0]).toEqual(records[1])
+  expect(records[0]!.map((r) => r.key)).toEqual(['k1', 'k2'])
+  // `a` pushed first (converge syncs the clients in order): its record is the one kept.
+  expect(JSON.parse(records[0]![1]!.result)).toEqual({ by: '/k2-a' })
+  expect(await apply(a, 'k2', { n: 1 }, '/k2-a')).toEqual(JSON.parse(records[0]![1]!.result))
 })

@@ -9,6 +9,7 @@ import {
   insertedRowid,
   placeholders,
   type Queryable,
+  STORE_DATABASE,
   withActor,
 } from '@agentfs/core'
 import { errorMessage, toJson, toJsonLenient } from './json.js'
@@ -62,6 +63,11 @@ export class ToolCalls {
   /** The same log, recording `sessionId` by default. */
   withSession(sessionId: string): ToolCalls {
     return new ToolCalls(this.#q, this.#clock, { ...this.#options(), sessionId })
+  }
+
+  /** The database this log runs on (see `databaseOf` of `@agentfs/core`). */
+  get [STORE_DATABASE](): Queryable {
+    return this.#q
   }
 
   /** This log running its statements on `q` (e.g. a transaction shared with the filesystem). */
