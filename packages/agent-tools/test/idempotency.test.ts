@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { canonicalJson } from '@agentfs/core'
+import { type Clock, canonicalJson } from '@agentfs/core'
 import { createFileSystem } from '@agentfs/fs'
 import { AgentFS } from '@agentfs/sdk'
 import { afterEach, describe, expect, test } from 'vitest'
@@ -33,8 +33,22 @@ const appendLine: AgentToolDefinition<{ path: string; line: string; fail?: boole
     },
   }
 
-async function setup(options: Partial<AgentToolsOptions> = {}, path = ':memory:') {
-  const agent = await AgentFS.open({ path })
+/** A clock the test moves: now is `ms`, each reading 1 µs after the last (times never repeat). */
+function movableClock(): Clock & { advance(ms: number): void } {
+  let us = 1_704_067_200_000_000
+  return {
+    now() {
+      us += 1
+      return { sec: Math.floor(us / 1_000_000), nsec: (us % 1_000_000) * 1000 }
+    },
+    advance(ms: number) {
+      us += ms * 1000
+    },
+  }
+}
+
+async function setup(options: Partial<AgentToolsOptions> = {}, path = ':memory:', clock?: Clock) {
+  const agent = await AgentFS.open({ path, ...(clock ? { clock } : {}) })
   agents.push(agent)
   const tools = createAgentTools({
     fs: agent.fs,
@@ -118,11 +132,17 @@ describe('idempotency keys', () => {
   })
 
   test('keys expire after the TTL; expired ones are deleted by later keyed calls', async () => {
-    const { agent, run } = await setup({ idempotencyTtlMs: 30 })
+    // The database's clock, moved by the test: expiry never depends on how fast the machine is.
+    const clock = movableClock()
+    const { agent, run } = await setup({ idempotencyTtlMs: 1000 }, ':memory:', clock)
     await run('append_line', { path: '/log.txt', line: 'one', idempotency_key: 'k1' })
+    clock.advance(500)
     await run('append_line', { path: '/log.txt', line: 'two', idempotency_key: 'k2' })
     expect(await rows(agent)).toBe(2)
-    await new Promise((r) => setTimeout(r, 60))
+    expect(
+      (await run('append_line', { path: '/log.txt', line: 'one', idempotency_key: 'k1' })).replayed,
+    ).toBe(true)
+    clock.advance(2000)
     const again = await run('append_line', { path: '/log.txt', line: 'one', idempotency_key: 'k1' })
     expect(again.replayed).toBeUndefined()
     expect(await agent.fs.readFile('/log.txt', 'utf8')).toBe('one\ntwo\none\n')
