@@ -5,7 +5,7 @@ import { FsError, fsError, normalizePath, type Queryable, type Timestamp } from 
 import { readAll, readAt, readRange, resize, writeRange } from './chunks.js'
 import { ConflictError } from './conflict.js'
 import { hashBefore, hashContent } from './content-hash.js'
-import { type NoteChange, write } from './context.js'
+import { type FsContext, type NoteChange, write } from './context.js'
 import type { OpenMode } from './flags.js'
 import type { Holds } from './holds.js'
 import { type InodeRow, isDir, touchedVersion, versionOf } from './inode.js'
@@ -228,19 +228,8 @@ export class FileHandle {
       if (opts.ifMatch !== undefined && versionOf(node) !== opts.ifMatch) {
         throw new ConflictError(this.path, opts.ifMatch, versionOf(node))
       }
+      if (this.#mode.append) return this.#append(ctx, q, now, note, node, bytes)
       const before = await hashBefore(ctx, q, node)
-      if (this.#mode.append) {
-        note({
-          op: 'write',
-          path: this.path,
-          ino: node.ino,
-          appended: { version: versionOf(node), size: node.size, bytes },
-          before,
-        })
-        const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
-        await touchContent(q, node.ino, size, now)
-        return
-      }
       if (node.size > 0) this.#refuseDestroying('write')
       const content = hashContent(ctx, bytes)
       note({ op: 'write', path: this.path, ino: node.ino, content, before })
@@ -256,19 +245,29 @@ export class FileHandle {
     this.#check('write', 'write')
     const bytes = typeof data === 'string' ? Buffer.from(data, encoding ?? 'utf8') : data
     const ctx = contextOf(this.#fs)
-    await write(ctx, async (q, now, note) => {
-      const node = await this.#inode(q, 'write')
-      const before = await hashBefore(ctx, q, node)
-      note({
-        op: 'write',
-        path: this.path,
-        ino: node.ino,
-        appended: { version: versionOf(node), size: node.size, bytes },
-        before,
-      })
-      const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
-      await touchContent(q, node.ino, size, now)
+    await write(ctx, async (q, now, note) =>
+      this.#append(ctx, q, now, note, await this.#inode(q, 'write'), bytes),
+    )
+  }
+
+  /** Appends `bytes` to `node` in the running write, noting the change and its hashes. */
+  async #append(
+    ctx: FsContext,
+    q: Queryable,
+    now: Timestamp,
+    note: NoteChange,
+    node: InodeRow,
+    bytes: Uint8Array,
+  ): Promise<void> {
+    note({
+      op: 'write',
+      path: this.path,
+      ino: node.ino,
+      appended: { version: versionOf(node), size: node.size, bytes },
+      before: await hashBefore(ctx, q, node),
     })
+    const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
+    await touchContent(q, node.ino, size, now)
   }
 
   async truncate(length = 0): Promise<void> {
