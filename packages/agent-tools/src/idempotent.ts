@@ -1,4 +1,5 @@
 import {
+  argumentsHash,
   checkIdempotencyKey,
   claimIdempotency,
   databaseOf,
@@ -124,6 +125,8 @@ export async function runIdempotent(call: IdempotentCall): Promise<ToolOutput> {
   let key = ''
   try {
     key = checkIdempotencyKey(call.key)
+    // Hashed once for the claim and the record (a write's content can be megabytes).
+    const argsSha256 = argumentsHash(call.args)
     output = await call.binder.db.transaction(async (q) => {
       const nowUs = micros(call.now())
       replay = await claimIdempotency(q, {
@@ -132,6 +135,7 @@ export async function runIdempotent(call: IdempotentCall): Promise<ToolOutput> {
         args: call.args,
         nowUs,
         keyArgument: IDEMPOTENCY_ARGUMENT,
+        argsSha256,
       })
       if (replay) return replayedOutput(replay)
       let out: ToolOutput
@@ -148,6 +152,7 @@ export async function runIdempotent(call: IdempotentCall): Promise<ToolOutput> {
         scope: call.scope,
         key,
         args: call.args,
+        argsSha256,
         nowUs,
         result: storedOutput(out),
         ...(callId === undefined ? {} : { callId }),

@@ -58,6 +58,11 @@ export interface IdempotencyRequest {
    * mismatch names the arguments that differ), e.g. `idempotency_key`.
    */
   readonly keyArgument?: string
+  /**
+   * {@link argumentsHash} of `args`, when the caller already has it: a claim and the record
+   * that follows then hash large arguments once, not twice.
+   */
+  readonly argsSha256?: Uint8Array
 }
 
 /** JSON with object keys sorted, so equal arguments hash equal whatever their key order. */
@@ -142,7 +147,7 @@ WHERE i.scope = ? AND i.key = ? AND i.expires_us > ?`,
   const row = rows[0]
   if (!row) return undefined
   const stored = row.args_sha256 instanceof Uint8Array ? row.args_sha256 : new Uint8Array(0)
-  if (!sameBytes(stored, argumentsHash(request.args))) {
+  if (!sameBytes(stored, request.argsSha256 ?? argumentsHash(request.args))) {
     let first: unknown
     try {
       first = row.parameters === null ? undefined : JSON.parse(row.parameters)
@@ -188,7 +193,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`,
     params: [
       record.scope,
       checkIdempotencyKey(record.key),
-      argumentsHash(record.args),
+      record.argsSha256 ?? argumentsHash(record.args),
       canonicalJson(record.result ?? null),
       record.callId ?? null,
       record.nowUs,
