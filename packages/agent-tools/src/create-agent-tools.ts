@@ -177,7 +177,8 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
         })
         let output: ToolOutput
         const { key, args } = keyed ? takeIdempotencyKey(input) : { args: input }
-        const size = inputSize(args)
+        // The whole input, key included: an oversized key is refused like any oversized input.
+        const size = inputSize(input)
         const parsed = size > maxInput ? undefined : definition.inputSchema.safeParse(args)
         if (!parsed) {
           output = {

@@ -113,6 +113,17 @@ describe('idempotency keys', () => {
     expect(bad).toMatchObject({ isError: true, code: 'INVALID_ARGUMENT' })
   })
 
+  test('an oversized key counts toward the input limit: refused before anything runs', async () => {
+    const { agent, run } = await setup({ maxInputBytes: 1000 })
+    const huge = await run('append_line', {
+      path: '/l',
+      line: 'x',
+      idempotency_key: 'k'.repeat(5000),
+    })
+    expect(huge).toMatchObject({ isError: true, code: 'EFBIG' })
+    expect(await agent.fs.exists('/l')).toBe(false)
+  })
+
   test('a keyed call that fails applies nothing, records no key, and can be retried', async () => {
     const { agent, run } = await setup()
     const failed = await run('append_line', {
