@@ -114,7 +114,8 @@ function warm(fs: ReturnType<AgentFS['nodeFs']>): void {
       fs.existsSync('/')
       return
     } catch (error) {
-      if (attempt >= 100 || !/was not run|changed nothing/.test(String((error as Error).message))) throw error
+      if (attempt >= 100 || !/was not run|changed nothing/.test(String((error as Error).message)))
+        throw error
     }
   }
 }
