@@ -1,8 +1,8 @@
 import {
-  argumentsHash,
   checkIdempotencyKey,
   claimIdempotency,
   databaseOf,
+  digestArguments,
   type IdempotentReplay,
   micros,
   type Queryable,
@@ -126,7 +126,7 @@ export async function runIdempotent(call: IdempotentCall): Promise<ToolOutput> {
   try {
     key = checkIdempotencyKey(call.key)
     // Hashed once for the claim and the record (a write's content can be megabytes).
-    const argsSha256 = argumentsHash(call.args)
+    const digest = digestArguments(call.args)
     output = await call.binder.db.transaction(async (q) => {
       const nowUs = micros(call.now())
       replay = await claimIdempotency(q, {
@@ -134,8 +134,7 @@ export async function runIdempotent(call: IdempotentCall): Promise<ToolOutput> {
         key,
         args: call.args,
         nowUs,
-        keyArgument: IDEMPOTENCY_ARGUMENT,
-        argsSha256,
+        digest,
       })
       if (replay) return replayedOutput(replay)
       let out: ToolOutput
@@ -152,7 +151,7 @@ export async function runIdempotent(call: IdempotentCall): Promise<ToolOutput> {
         scope: call.scope,
         key,
         args: call.args,
-        argsSha256,
+        digest,
         nowUs,
         result: storedOutput(out),
         ...(callId === undefined ? {} : { callId }),

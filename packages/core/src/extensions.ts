@@ -244,12 +244,14 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       'idempotency keys (agentfs_idempotency): a request carrying a key is applied once, its result kept for retries',
     statements: [
       // One row per key used in a scope, written in the transaction of the change it guards.
-      // `args_sha256` is the SHA-256 of the request's canonical JSON arguments; `result` its
-      // result as JSON; `call_id` the tool_calls row that recorded it (if any).
+      // `args_sha256` is the SHA-256 of the request's canonical JSON arguments, `args_digests`
+      // the digest of each top-level argument (to name what differs on a mismatch); `result`
+      // its result as JSON; `call_id` the tool_calls row that recorded it (if any).
       `CREATE TABLE agentfs_idempotency (
   scope TEXT NOT NULL,
   key TEXT NOT NULL,
   args_sha256 BLOB NOT NULL,
+  args_digests TEXT,
   result TEXT,
   call_id INTEGER,
   created_us INTEGER NOT NULL,

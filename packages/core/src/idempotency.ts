@@ -54,16 +54,26 @@ export interface IdempotencyRequest {
   /** Now, in microseconds since the epoch (the database's clock). */
   readonly nowUs: number
   /**
-   * The argument that carries the key in the recorded `tool_calls.parameters` (left out when a
-   * mismatch names the arguments that differ), e.g. `idempotency_key`.
-   */
-  readonly keyArgument?: string
-  /**
-   * {@link argumentsHash} of `args`, when the caller already has it: a claim and the record
+   * {@link digestArguments} of `args`, when the caller already has it: a claim and the record
    * that follows then hash large arguments once, not twice.
    */
-  readonly argsSha256?: Uint8Array
+  readonly digest?: ArgumentsDigest
 }
+
+/** What a key's record keeps of the request's arguments. */
+export interface ArgumentsDigest {
+  /** SHA-256 of the canonical JSON of the arguments (`args_sha256`). */
+  readonly sha256: Uint8Array
+  /**
+   * For object arguments, each top-level member's SHA-256 (first 16 hex digits) as canonical
+   * JSON (`args_digests`), so a mismatch can name what differs; null for other arguments or
+   * more than {@link MAX_DIGESTED_MEMBERS} members.
+   */
+  readonly members: string | null
+}
+
+/** Top-level members digested one by one at most (more: a mismatch names none). */
+export const MAX_DIGESTED_MEMBERS = 256
 
 /** JSON with object keys sorted, so equal arguments hash equal whatever their key order. */
 export function canonicalJson(value: unknown, depth = 0): string {
@@ -85,7 +95,37 @@ export function canonicalJson(value: unknown, depth = 0): string {
 
 /** The SHA-256 of a request's canonical arguments. */
 export function argumentsHash(args: unknown): Uint8Array {
-  return createHash('sha256').update(canonicalJson(args)).digest()
+  return digestArguments(args).sha256
+}
+
+const memberDigest = (json: string) => createHash('sha256').update(json).digest('hex').slice(0, 16)
+
+/**
+ * The digests a key's record keeps of `args`: the whole canonical JSON's SHA-256, and each
+ * top-level member's, computed from one serialisation of each member.
+ */
+export function digestArguments(args: unknown): ArgumentsDigest {
+  const plain =
+    args !== null &&
+    typeof args === 'object' &&
+    !Array.isArray(args) &&
+    !(args instanceof Uint8Array)
+  if (!plain)
+    return { sha256: createHash('sha256').update(canonicalJson(args)).digest(), members: null }
+  const entries = Object.entries(args)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => [k, canonicalJson(v, 1)] as const)
+  const whole = createHash('sha256').update('{')
+  entries.forEach(([k, json], i) => {
+    whole.update(`${i > 0 ? ',' : ''}${JSON.stringify(k)}:`).update(json)
+  })
+  whole.update('}')
+  const members =
+    entries.length > MAX_DIGESTED_MEMBERS
+      ? null
+      : canonicalJson(Object.fromEntries(entries.map(([k, json]) => [k, memberDigest(json)])))
+  return { sha256: whole.digest(), members }
 }
 
 /** Refuses a key that is not one, in one line. */
@@ -102,17 +142,20 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.byteLength === b.byteLength && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0
 }
 
-/** The top-level arguments that differ between two requests. */
-function differences(before: unknown, now: unknown): string[] {
-  if (!before || !now || typeof before !== 'object' || typeof now !== 'object') return []
-  const keys = new Set([...Object.keys(before), ...Object.keys(now)])
-  return [...keys]
-    .filter(
-      (k) =>
-        canonicalJson((before as Record<string, unknown>)[k]) !==
-        canonicalJson((now as Record<string, unknown>)[k]),
-    )
-    .sort()
+/** The top-level arguments whose digests differ between two requests' `args_digests`. */
+function differences(before: string | null, now: string | null): string[] {
+  if (before === null || now === null) return []
+  let a: Record<string, unknown>
+  let b: Record<string, unknown>
+  try {
+    a = JSON.parse(before)
+    b = JSON.parse(now)
+  } catch {
+    return []
+  }
+  if (!a || !b || typeof a !== 'object' || typeof b !== 'object') return []
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)])
+  return [...keys].filter((k) => a[k] !== b[k]).sort()
 }
 
 /**
@@ -134,27 +177,24 @@ export async function claimIdempotency(
   })
   const { rows } = await tx.execute<{
     args_sha256: Uint8Array
+    args_digests: string | null
     result: string | null
     call_id: number | null
     created_us: number
-    parameters: string | null
   }>({
-    sql: `SELECT i.args_sha256, i.result, i.call_id, i.created_us, t.parameters
-FROM agentfs_idempotency i LEFT JOIN tool_calls t ON t.id = i.call_id
-WHERE i.scope = ? AND i.key = ? AND i.expires_us > ?`,
+    sql: `SELECT args_sha256, args_digests, result, call_id, created_us
+FROM agentfs_idempotency WHERE scope = ? AND key = ? AND expires_us > ?`,
     params: [request.scope, key, request.nowUs],
   })
   const row = rows[0]
   if (!row) return undefined
   const stored = row.args_sha256 instanceof Uint8Array ? row.args_sha256 : new Uint8Array(0)
-  if (!sameBytes(stored, request.argsSha256 ?? argumentsHash(request.args))) {
-    let first: unknown
-    try {
-      first = row.parameters === null ? undefined : JSON.parse(row.parameters)
-    } catch {
-      first = undefined
-    }
-    const differs = differences(first, request.args).filter((k) => k !== request.keyArgument)
+  const digest = request.digest ?? digestArguments(request.args)
+  if (!sameBytes(stored, digest.sha256)) {
+    const differs = differences(
+      typeof row.args_digests === 'string' ? row.args_digests : null,
+      digest.members,
+    )
     throw new IdempotencyMismatchError(
       `idempotency key '${key}' was first used at ${new Date(Math.floor(row.created_us / 1000)).toISOString()} with other arguments${differs.length > 0 ? ` (${differs.join(', ')} differ)` : ''}; use a new key for a new request`,
       differs,
@@ -187,17 +227,62 @@ export async function recordIdempotency(tx: Queryable, record: IdempotencyRecord
   const ttl = record.ttlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS
   if (!Number.isFinite(ttl) || ttl <= 0)
     throw new AgentFsError('INVALID_ARGUMENT', `an idempotency TTL must be positive, got ${ttl} ms`)
+  const digest = record.digest ?? digestArguments(record.args)
   await tx.execute({
-    sql: `INSERT INTO agentfs_idempotency (scope, key, args_sha256, result, call_id, created_us, expires_us)
-VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    sql: `INSERT INTO agentfs_idempotency (scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     params: [
       record.scope,
       checkIdempotencyKey(record.key),
-      record.argsSha256 ?? argumentsHash(record.args),
+      digest.sha256,
+      digest.members,
       canonicalJson(record.result ?? null),
       record.callId ?? null,
       record.nowUs,
       record.nowUs + Math.round(ttl * 1000),
     ],
+  })
+}
+
+/** What {@link applyOnce} applies: a request without its time (taken in the transaction). */
+export interface OnceRequest extends Omit<IdempotencyRequest, 'nowUs'> {
+  /** The time now, in µs since the epoch (the database's clock). */
+  readonly nowUs: () => number
+  /** How long the record is kept (default {@link DEFAULT_IDEMPOTENCY_TTL_MS}). */
+  readonly ttlMs?: number
+}
+
+/** The outcome of {@link applyOnce}. */
+export type Once<T> =
+  | { readonly replayed: false; readonly value: T }
+  /** The first application's result, as stored (JSON). */
+  | { readonly replayed: true; readonly value: unknown }
+
+/**
+ * Applies `apply` once per key, in one transaction of `db`: the key is claimed, `apply` runs
+ * on the transaction, and its result (as JSON) is recorded with the key before the commit. A
+ * retry with the same key and arguments gets the first result back and runs nothing; other
+ * arguments are refused ({@link IdempotencyMismatchError}). When `apply` throws, everything
+ * rolls back and the key stays free.
+ */
+export async function applyOnce<T>(
+  db: Queryable,
+  request: OnceRequest,
+  apply: (tx: Queryable) => Promise<T>,
+): Promise<Once<T>> {
+  const key = checkIdempotencyKey(request.key)
+  const digest = request.digest ?? digestArguments(request.args)
+  return db.transaction(async (tx) => {
+    const nowUs = request.nowUs()
+    const claim = { ...request, key, digest, nowUs }
+    const replay = await claimIdempotency(tx, claim)
+    if (replay) return { replayed: true, value: replay.result }
+    const value = await apply(tx)
+    await recordIdempotency(tx, {
+      ...claim,
+      result: value,
+      ...(request.ttlMs === undefined ? {} : { ttlMs: request.ttlMs }),
+    })
+    return { replayed: false, value }
   })
 }

@@ -69,15 +69,25 @@ export type { GroupCommitOptions, GroupedDatabase } from './group-commit.js'
 export { groupCommits } from './group-commit.js'
 export type { GuardedDriver, Queryable, Transaction } from './guard-driver.js'
 export { explicitId, guardDriver, recursiveQueries, replaceOnRewrite } from './guard-driver.js'
-export type { IdempotencyRecord, IdempotencyRequest, IdempotentReplay } from './idempotency.js'
+export type {
+  ArgumentsDigest,
+  IdempotencyRecord,
+  IdempotencyRequest,
+  IdempotentReplay,
+  Once,
+  OnceRequest,
+} from './idempotency.js'
 export {
+  applyOnce,
   argumentsHash,
   canonicalJson,
   checkIdempotencyKey,
   claimIdempotency,
   DEFAULT_IDEMPOTENCY_TTL_MS,
+  digestArguments,
   EXPIRED_PER_CLAIM,
   IdempotencyMismatchError,
+  MAX_DIGESTED_MEMBERS,
   recordIdempotency,
 } from './idempotency.js'
 export type { FoundObject, LayoutReport, SpecLayout } from './layout.js'

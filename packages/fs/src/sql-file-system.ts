@@ -46,6 +46,7 @@ import type {
 } from './types.js'
 import { type FileVersion, fileHistory, type HistoryOptions, readVersion } from './versions-ops.js'
 import { type WatchEvent, type WatchOptions, watchGuarded } from './watch.js'
+import { writeOnce } from './write-once.js'
 
 /**
  * The context of a filesystem, for FileHandle and the streams of this package (not exported from
@@ -146,10 +147,17 @@ export class SqlFileSystem implements FileSystem {
     data: WriteData,
     opts: WriteFileOptions & { readonly mode?: number },
     mode: 'w' | 'a',
-  ) {
+  ): Promise<void> {
     const flag = opts.flag ?? mode
     const append = mode === 'a' || flag.startsWith('a')
     const bytes = toBytes(data, opts.encoding, 'open')
+    if (opts.idempotencyKey !== undefined) {
+      // The write, the key's record and the feed row commit together; a retry changes nothing.
+      await writeOnce(this.#ctx.q, this.#ctx.clock, mode, path, bytes, opts, (tx, rest) =>
+        this.bind(tx).#writeData(path, bytes, writeFileOptions(rest), mode),
+      )
+      return
+    }
     await this.#guard.writing(
       path,
       'open',

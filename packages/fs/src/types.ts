@@ -13,10 +13,10 @@ export type Encoding = BufferEncoding
 /** `atime` policies, as the mount options of the same names. */
 export type AtimeMode = 'relatime' | 'strictatime' | 'noatime'
 
-/** Options of `writeFile` and `appendFile`. */
 /** A mode as Node takes it: a number, or an octal string (`'755'`). */
 export type Mode = number | string
 
+/** Options of `writeFile` and `appendFile`. */
 export interface WriteFileOptions {
   readonly encoding?: Encoding
   /** Node flags: `w` (default), `wx` (fail if it exists), `a`, `ax`. */
@@ -25,6 +25,14 @@ export interface WriteFileOptions {
   readonly mode?: Mode
   /** Refuse the write with a {@link ConflictError} unless the file's version is this one. */
   readonly ifMatch?: string
+  /**
+   * Apply this write once: a retry with the same key, path, data and options changes nothing
+   * (an append is not appended twice); the same key with other arguments is refused
+   * (`IDEMPOTENCY_MISMATCH`). 1 to 256 characters, e.g. a UUID. Database filesystems only.
+   */
+  readonly idempotencyKey?: string
+  /** How long the key is remembered (default 48 hours). */
+  readonly idempotencyTtlMs?: number
 }
 
 /** Options of `mkdir`. */

@@ -2,6 +2,7 @@ import {
   type AgentDatabase,
   AgentFsError,
   appendChange,
+  applyOnce,
   type ChangeOp,
   type Clock,
   executeDeferred,
@@ -32,6 +33,14 @@ export interface KvEntry<T = unknown> {
 export interface WriteOptions {
   /** Write only if the key is at this version; `null` means "only if the key is absent". */
   readonly ifVersion?: number | null
+  /**
+   * Apply this write once: a retry with the same key and the same arguments returns the first
+   * answer and changes nothing (even when `ifVersion` no longer matches); the same key with
+   * other arguments is refused (`IDEMPOTENCY_MISMATCH`). 1 to 256 characters, e.g. a UUID.
+   */
+  readonly idempotencyKey?: string
+  /** How long the key is remembered (default 48 hours). */
+  readonly idempotencyTtlMs?: number
 }
 
 /** Options of `list`, `keys` and `entries`. */
@@ -145,6 +154,27 @@ export class KvStore {
     return this.#q.transaction((tx) => fn(new KvStore(tx, this.#clock, this.#feed)))
   }
 
+  /** Runs a keyed write once (see `WriteOptions.idempotencyKey`); a retry gets the first answer. */
+  async #once<T>(
+    scope: string,
+    args: Record<string, unknown>,
+    options: WriteOptions,
+    write: (kv: KvStore) => Promise<T>,
+  ): Promise<unknown> {
+    const once = await applyOnce(
+      this.#q,
+      {
+        scope,
+        key: options.idempotencyKey as string,
+        args,
+        nowUs: () => micros(this.#clock.now()),
+        ...(options.idempotencyTtlMs === undefined ? {} : { ttlMs: options.idempotencyTtlMs }),
+      },
+      (tx) => write(this.bind(tx)),
+    )
+    return once.value
+  }
+
   async #note(tx: Queryable, op: ChangeOp, key: string, now: Timestamp): Promise<void> {
     if (this.#feed) await appendChange(tx, { op, path: key }, now, this.#feed.sessionId)
   }
@@ -157,6 +187,10 @@ export class KvStore {
     checkKey(key)
     const text = serialize(value)
     const expected = options.ifVersion === undefined ? undefined : checkVersion(options.ifVersion)
+    if (options.idempotencyKey !== undefined)
+      return this.#once('kv:set', { key, value: text, ifVersion: expected }, options, (kv) =>
+        kv.set(key, value, expected === undefined ? {} : { ifVersion: expected }),
+      ) as Promise<number>
     const now = this.#clock.now()
     const { sec } = now
     return this.#q.transaction(async (tx) => {
@@ -220,6 +254,10 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
   async delete(key: string, options: WriteOptions = {}): Promise<boolean> {
     checkKey(key)
     const expected = options.ifVersion === undefined ? undefined : checkVersion(options.ifVersion)
+    if (options.idempotencyKey !== undefined)
+      return this.#once('kv:delete', { key, ifVersion: expected }, options, (kv) =>
+        kv.delete(key, expected === undefined ? {} : { ifVersion: expected }),
+      ) as Promise<boolean>
     return this.#q.transaction(async (tx) => {
       const current = await currentVersion(tx, key)
       if (expected !== undefined && current !== expected)

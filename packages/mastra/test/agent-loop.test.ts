@@ -53,3 +53,45 @@ test('a Mastra agent reads, hits an ambiguous edit, recovers; calls are audited'
   ])
   await agentfs.close()
 }, 60_000)
+
+test('a model that retries an edit with its idempotency_key gets the first answer; the edit applies once', async () => {
+  const agentfs = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
+  await agentfs.fs.writeFile('/notes.md', '# Notes\n- TODO: ship\n')
+  const edit = {
+    path: '/notes.md',
+    old_string: 'TODO: ship',
+    new_string: 'DONE: ship',
+    idempotency_key: 'edit-1',
+  }
+  const model = new MockLanguageModelV3({
+    doGenerate: [
+      call('1', 'edit_file', edit),
+      // The answer was lost on the way (a timeout, a restart): the model sends the call again.
+      call('2', 'edit_file', edit),
+      {
+        content: [{ type: 'text' as const, text: 'Done.' }],
+        finishReason: { unified: 'stop' as const, raw: 'stop' },
+        usage,
+        warnings: [],
+      },
+    ],
+  })
+  const agent = new Agent({
+    id: 'editor',
+    name: 'editor',
+    instructions: 'Edit files carefully.',
+    model,
+    tools: mastraTools({ fs: agentfs.fs, audit: agentfs.tools, sessionId: 'retry' }),
+  })
+  await agent.generate('Mark shipping as done', { maxSteps: 10 })
+  expect(JSON.stringify(model.doGenerateCalls[0]!.tools)).toContain('idempotency_key')
+  expect(JSON.stringify(model.doGenerateCalls[2]!.prompt.at(-1))).not.toMatch(/not found|Error/)
+  expect(await agentfs.fs.readFile('/notes.md', 'utf8')).toBe('# Notes\n- DONE: ship\n')
+  const calls = await agentfs.tools.bySession('retry')
+  expect(calls.map((c) => [c.name, c.status])).toEqual([
+    ['edit_file', 'success'],
+    ['edit_file', 'success'],
+  ])
+  expect(calls[1]!.metadata).toMatchObject({ replayOf: calls[0]!.id })
+  await agentfs.close()
+}, 60_000)

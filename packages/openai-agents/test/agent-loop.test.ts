@@ -64,3 +64,37 @@ test('an OpenAI Agents run reads, hits an ambiguous edit, recovers; errors reach
   ])
   await agentfs.close()
 })
+
+test('a model that retries an edit with its idempotency_key gets the first answer; the edit applies once', async () => {
+  const agentfs = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
+  await agentfs.fs.writeFile('/notes.md', '# Notes\n- TODO: ship\n')
+  const edit = {
+    path: '/notes.md',
+    old_string: 'TODO: ship',
+    new_string: 'DONE: ship',
+    idempotency_key: 'edit-1',
+  }
+  const model = new ScriptedModel([
+    callTool('c1', 'edit_file', edit),
+    // The answer was lost on the way (a timeout, a restart): the model sends the call again.
+    callTool('c2', 'edit_file', edit),
+    say('Done.'),
+  ])
+  const agent = new Agent({
+    name: 'editor',
+    instructions: 'Edit files carefully.',
+    model,
+    tools: openAiAgentsTools({ fs: agentfs.fs, audit: agentfs.tools, sessionId: 'retry' }),
+  })
+  await run(agent, 'Mark shipping as done', { maxTurns: 10 })
+  expect(JSON.stringify(model.requests[0]!.tools)).toContain('idempotency_key')
+  expect(JSON.stringify(model.requests[2]!.input.at(-1))).not.toMatch(/not found|Error/)
+  expect(await agentfs.fs.readFile('/notes.md', 'utf8')).toBe('# Notes\n- DONE: ship\n')
+  const calls = await agentfs.tools.bySession('retry')
+  expect(calls.map((c) => [c.name, c.status])).toEqual([
+    ['edit_file', 'success'],
+    ['edit_file', 'success'],
+  ])
+  expect(calls[1]!.metadata).toMatchObject({ replayOf: calls[0]!.id })
+  await agentfs.close()
+})

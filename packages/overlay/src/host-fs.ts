@@ -119,6 +119,10 @@ export class HostFileSystem implements FileSystem {
   ): Promise<void> {
     this.#mutable('open', path)
     const opts = writeFileOptions(options)
+    if (opts.idempotencyKey !== undefined)
+      throw fsError('EINVAL', 'open', path, {
+        hint: 'idempotencyKey needs a database filesystem (a host directory cannot record the key with the write)',
+      })
     const flags = numericFlags(opts.flag ?? 'w', 'open', path)
     await this.#walker.at(path, 'open', { follow: true, allowMissing: true }, async (r) => {
       const handle = await openAt(r, flags, opts.mode ?? 0o666)

@@ -29,10 +29,12 @@ import {
   type StatFs,
   type Stats,
   type TimeLike,
+  toBytes,
   type WriteData,
   type WriteFileOptions,
   type WriteStreamOptions,
   writeFileOptions,
+  writeOnce,
 } from '@agentfs/fs'
 import {
   type CommitOptions,
@@ -222,6 +224,7 @@ export class OverlayFs implements FileSystem {
     options?: WriteFileOptions | Encoding,
   ): Promise<void> {
     const opts = writeFileOptions(options)
+    if (opts.idempotencyKey !== undefined) return this.#writeOnce('w', path, data, opts)
     const flag = opts.flag ?? 'w'
     await this.#write(async (o) =>
       o.#writeData(path, data, flag.startsWith('a'), flag.includes('x'), opts),
@@ -234,9 +237,21 @@ export class OverlayFs implements FileSystem {
     options?: WriteFileOptions | Encoding,
   ): Promise<void> {
     const opts = writeFileOptions(options)
+    if (opts.idempotencyKey !== undefined) return this.#writeOnce('a', path, data, opts)
     await this.#write(async (o) =>
       o.#writeData(path, data, true, (opts.flag ?? 'a').includes('x'), opts),
     )
+  }
+
+  /** A keyed write, applied once: the copy-up, the write and the key's record commit together. */
+  async #writeOnce(kind: 'w' | 'a', path: string, data: WriteData, opts: WriteFileOptions) {
+    const bytes = toBytes(data, opts.encoding, 'open')
+    await writeOnce(this.#q, this.delta.clock, kind, path, bytes, opts, (tx, rest) => {
+      const overlay = new OverlayFs(this.base, this.delta.bind(tx))
+      return kind === 'a'
+        ? overlay.appendFile(path, bytes, rest)
+        : overlay.writeFile(path, bytes, rest)
+    })
   }
 
   async #writeData(

@@ -40,6 +40,31 @@ describe('overlay over a host directory', () => {
     expect(await snapshot()).toEqual(before)
   })
 
+  test('a keyed write or append copies up and applies once; the host directory refuses a key', async () => {
+    const { overlay, dir, snapshot } = await hostOverlay()
+    const before = await snapshot()
+    await overlay.appendFile('/README.md', 'Line three.\n', { idempotencyKey: 'a1' })
+    await overlay.appendFile('/README.md', 'Line three.\n', { idempotencyKey: 'a1' })
+    await overlay.writeFile('/src/new.ts', 'new\n', { idempotencyKey: 'w1', flag: 'wx' })
+    await overlay.writeFile('/src/new.ts', 'new\n', { idempotencyKey: 'w1', flag: 'wx' })
+    expect(await overlay.readFile('/README.md', 'utf8')).toBe(
+      '# Project\n\nLine two.\nLine three.\n',
+    )
+    expect(await overlay.readFile('/src/new.ts', 'utf8')).toBe('new\n')
+    await expect(
+      overlay.appendFile('/README.md', 'other', { idempotencyKey: 'a1' }),
+    ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' })
+    expect(await snapshot()).toEqual(before)
+    const host = new HostFileSystem({ root: dir, writable: true })
+    await expect(
+      host.appendFile('/README.md', 'x', { idempotencyKey: 'h1' }),
+    ).rejects.toMatchObject({
+      code: 'EINVAL',
+      message: expect.stringMatching(/database filesystem/),
+    })
+    expect(await snapshot()).toEqual(before)
+  })
+
   test('copy-up keeps mode, times and the base inode number (fs_origin)', async () => {
     const { overlay, dir, db } = await hostOverlay()
     const base = await nodeFs.stat(`${dir}/README.md`, { bigint: true })

@@ -6,6 +6,7 @@ import {
   AgentFsError,
   type AuditKey,
   type AuditReport,
+  applyOnce,
   auditHead,
   type Clock,
   type Driver,
@@ -17,6 +18,7 @@ import {
   isAgentFsError,
   micros,
   openDatabase,
+  type Queryable,
   type SealResult,
   sealAudit,
   type VerifyOptions,
@@ -104,6 +106,22 @@ export interface AgentFSOptions {
    * when the agent closes.
    */
   readonly audit?: { readonly key?: AuditKey; readonly sealOnClose?: boolean }
+}
+
+/** Options of `agent.transaction`. */
+export interface TransactionOptions {
+  /**
+   * Apply the transaction once per key: its result is stored (as JSON) with the key in the same
+   * transaction, and a retry with the same key and `arguments` returns that result without
+   * running `fn`; the same key with other `arguments` is refused (`IDEMPOTENCY_MISMATCH`).
+   */
+  readonly idempotencyKey?: string
+  /** What the request is, compared on a retry (JSON; default none: the key alone). */
+  readonly arguments?: unknown
+  /** The namespace keys are unique in (default `sdk:transaction`). */
+  readonly scope?: string
+  /** How long the key is remembered (default 48 hours). */
+  readonly idempotencyTtlMs?: number
 }
 
 /** The three stores, as `agent` and inside `agent.transaction(tx => …)`. */
@@ -244,10 +262,22 @@ export class AgentFS implements AgentScope {
    * Runs `fn` in one transaction: what it does through `tx.fs`, `tx.kv` and `tx.tools` commits
    * together, or nothing does when it throws. Nested calls become savepoints.
    */
-  transaction<T>(fn: (tx: AgentScope) => Promise<T>): Promise<T> {
-    return this.db.transaction((q) =>
-      fn({ fs: this.fs.bind(q), kv: this.kv.bind(q), tools: this.tools.bind(q) }),
-    )
+  transaction<T>(fn: (tx: AgentScope) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const run = (q: Queryable) =>
+      fn({ fs: this.fs.bind(q), kv: this.kv.bind(q), tools: this.tools.bind(q) })
+    if (options.idempotencyKey === undefined) return this.db.transaction(run)
+    const clock = this.tools.clock
+    return applyOnce(
+      this.db,
+      {
+        scope: options.scope ?? 'sdk:transaction',
+        key: options.idempotencyKey,
+        args: options.arguments ?? null,
+        nowUs: () => micros(clock.now()),
+        ...(options.idempotencyTtlMs === undefined ? {} : { ttlMs: options.idempotencyTtlMs }),
+      },
+      run,
+    ).then((once) => once.value as T)
   }
 
   /** Records the whole state (files, kv) as a snapshot; cost is proportional to what changed. */

@@ -1,5 +1,5 @@
 export type { Change, ChangePage, ChangeQuery, FollowOptions } from '@agentfs/core'
-export { AgentFsError, FsError, isAgentFsError } from '@agentfs/core'
+export { AgentFsError, FsError, IdempotencyMismatchError, isAgentFsError } from '@agentfs/core'
 export type {
   FileSystem,
   FileSystemOptions,
@@ -19,5 +19,5 @@ export type {
 export type { KvEntry, KvStore } from '@agentfs/kv'
 export { KvConflictError } from '@agentfs/kv'
 export type { ToolCall, ToolCalls, ToolStats } from '@agentfs/tool-calls'
-export type { AgentFSOptions, AgentScope } from './agentfs.js'
+export type { AgentFSOptions, AgentScope, TransactionOptions } from './agentfs.js'
 export { AgentFS } from './agentfs.js'

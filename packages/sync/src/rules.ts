@@ -210,11 +210,12 @@ export function conflictRules(current: () => PushRecord) {
             [row.scope, row.key, row.expires_us],
           )
         return rewrite(
-          'INSERT INTO agentfs_idempotency (scope, key, args_sha256, result, call_id, created_us, expires_us) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(scope, key) DO NOTHING',
+          'INSERT INTO agentfs_idempotency (scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(scope, key) DO NOTHING',
           [
             row.scope,
             row.key,
             row.args_sha256,
+            row.args_digests,
             row.result,
             row.call_id,
             row.created_us,

@@ -315,7 +315,15 @@ test('an idempotency key recorded on one client is recognised on another after a
   expect(await apply(b, 'k1', { n: 1 }, '/k1')).toEqual({ by: '/k1' })
   await expect(apply(b, 'k1', { n: 2 }, '/k1')).rejects.toMatchObject({
     code: 'IDEMPOTENCY_MISMATCH',
+    differs: ['n'],
   })
+  // The SDK's keyed calls too: an append retried at the other client is not appended twice.
+  await a.fs.appendFile('/k3', 'once\n', { idempotencyKey: 'k3' })
+  await a.kv.set('counter', 1, { ifVersion: null, idempotencyKey: 'k4' })
+  await converge(a, b)
+  await b.fs.appendFile('/k3', 'once\n', { idempotencyKey: 'k3' })
+  await b.kv.set('counter', 1, { ifVersion: null, idempotencyKey: 'k4' })
+  expect(await b.fs.readFile('/k3', 'utf8')).toBe('once\n')
   // Both clients apply k2 before either pulls: both applied it, and one record stays everywhere.
   expect(await apply(a, 'k2', { n: 1 }, '/k2-a')).toBe('applied')
   expect(await apply(b, 'k2', { n: 1 }, '/k2-b')).toBe('applied')
@@ -332,7 +340,7 @@ test('an idempotency key recorded on one client is recognised on another after a
     ),
   )
   expect(records[0]).toEqual(records[1])
-  expect(records[0]!.map((r) => r.key)).toEqual(['k1', 'k2'])
+  expect(records[0]!.map((r) => r.key)).toEqual(['k1', 'k2', 'k3', 'k4'])
   // `a` pushed first (converge syncs the clients in order): its record is the one kept.
   expect(JSON.parse(records[0]![1]!.result)).toEqual({ by: '/k2-a' })
   expect(await apply(a, 'k2', { n: 1 }, '/k2-a')).toEqual(JSON.parse(records[0]![1]!.result))
