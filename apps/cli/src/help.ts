@@ -88,6 +88,12 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs timeline my-agent --session s-42 --name edit_file --json',
     ],
   },
+  reconcile: {
+    examples: [
+      'agentfs reconcile my-agent --older-than 3600000',
+      'agentfs reconcile --json my-agent --older-than 0',
+    ],
+  },
   stats: { examples: ['agentfs stats my-agent', 'agentfs stats --json my-agent'] },
   info: { examples: ['agentfs info my-agent', 'agentfs info --json ./agent.db'] },
   fsck: {

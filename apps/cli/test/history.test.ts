@@ -1,6 +1,7 @@
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { expect, test } from 'vitest'
 import { runCli, useCliSandbox } from './helpers.js'
 
@@ -138,4 +139,54 @@ test('branch: a database over a snapshot; diff, commit onto the live database, u
   expect(refused.err).toMatch(/other.md: changed in the base/)
   expect(ok('fs', 'cat', 'live', '/other.md')).toBe('changed live')
   expect(ok('fs', 'cat', 'br2.db', '/other.md')).toBe('from the branch')
+})
+
+test('a process killed mid-call leaves it pending: timeline shows it, reconcile records it failed, its change stays attributed to it', async () => {
+  const db = join(cwd, 'crash.db')
+  ok('init', db)
+  // The child sits in this package, so it resolves @agentfs/sdk as the CLI does (built).
+  const cache = join(import.meta.dirname, '..', 'node_modules', '.cache')
+  mkdirSync(cache, { recursive: true })
+  const script = join(mkdtempSync(join(cache, 'crash-child-')), 'child.mjs')
+  writeFileSync(
+    script,
+    `import { AgentFS } from '@agentfs/sdk'
+const agent = await AgentFS.open({ path: ${JSON.stringify(db)}, sessionId: 'deployer' })
+await agent.tools.track('deploy', { target: 'prod' }, async () => {
+  await agent.fs.writeFile('/deployed.txt', 'v1')
+  process.kill(process.pid, 'SIGKILL')
+})
+`,
+  )
+  const child = spawnSync(process.execPath, [script], { cwd: join(import.meta.dirname, '..') })
+  rmSync(dirname(script), { recursive: true, force: true })
+  expect(child.signal).toBe('SIGKILL')
+  const before = ok('timeline', db)
+  expect(before).toMatch(
+    / deploy pending for [\d.]+s, started by [^ ]+:\d+ \(abandoned if that process is gone: agentfs reconcile\)/,
+  )
+  expect(JSON.parse(ok('timeline', db, '--json'))).toMatchObject([
+    { name: 'deploy', status: 'pending', parameters: { target: 'prod' }, sessionId: 'deployer' },
+  ])
+  // Too recent to call abandoned; then taken as abandoned.
+  expect(ok('reconcile', db, '--older-than', '3600000')).toBe('no abandoned tool calls\n')
+  expect(ok('reconcile', db, '--older-than', '0')).toMatch(
+    /^recorded 1 abandoned tool call as failed: #\d+\n$/,
+  )
+  const [call] = JSON.parse(ok('timeline', db, '--json')) as Array<{
+    id: number
+    status: string
+    error: string
+    parameters: unknown
+  }>
+  expect(call).toMatchObject({ status: 'error', parameters: { target: 'prod' } })
+  expect(call!.error).toMatch(/^abandoned: started by /)
+  // The write the call made before it died names the call.
+  const changes = JSON.parse(ok('log', db, '/deployed.txt', '--json')) as Array<{
+    toolCallId: number | null
+  }>
+  expect(changes.map((c) => c.toolCallId)).toEqual([call!.id])
+  expect(runCli(cli, ['reconcile', db, '--older-than', '-1'], { cwd }).err).toMatch(
+    /--older-than expects a number ≥ 0/,
+  )
 })

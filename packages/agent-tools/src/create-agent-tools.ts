@@ -175,6 +175,17 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
           ...(callToken === undefined ? {} : { callToken }),
           ...(metadata === undefined ? {} : { metadata }),
         })
+        // Recorded as under way before the tool runs: a crash mid-call leaves a visible record.
+        const start = async () => {
+          if (options.audit && callToken !== undefined)
+            await options.audit.start({
+              name,
+              parameters: auditCopy(input ?? null),
+              startedAt,
+              callToken,
+              ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+            })
+        }
         let output: ToolOutput
         const { key, args } = keyed ? takeIdempotencyKey(input) : { args: input }
         // The whole input, key included: an oversized key is refused like any oversized input.
@@ -197,7 +208,8 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
           if (typeof binder === 'string')
             output = { text: `Error: ${binder}`, isError: true, code: 'EINVAL' }
           // Runs, records the call and the key in one transaction (and records failures after).
-          else
+          else {
+            await start()
             return runIdempotent({
               binder,
               scope: `tool:${definition.name}`,
@@ -219,7 +231,9 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
               record,
               ...(options.audit ? { audit: options.audit } : {}),
             })
+          }
         } else {
+          await start()
           try {
             // Changes the tool makes are attributed to this call in the change feed.
             output = await withActor({ sessionId: options.sessionId, callToken }, () =>

@@ -278,5 +278,17 @@ await agent.close()
     const calls = await check.tools.query({ limit: 20 })
     // The first 'after' call, and one of each key's racing retries, applied; the rest replayed.
     expect(calls.filter((c) => c.status === 'success')).toHaveLength(5)
+    // The call killed mid-way left its pending record, with what it was sent; reconciled, it
+    // is a failed call.
+    const pending = await check.tools.pending()
+    expect(pending.map((p) => [p.name, p.parameters, p.ours])).toEqual([
+      ['append_line', { path: '/log.txt', line: 'once', idempotency_key: 'inside' }, false],
+    ])
+    const [abandoned] = await check.tools.reconcile({ olderThan: 0 })
+    expect(await check.tools.get(abandoned!)).toMatchObject({
+      name: 'append_line',
+      status: 'error',
+    })
+    expect(await check.tools.pending()).toEqual([])
   }, 120_000)
 })

@@ -262,6 +262,25 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       'CREATE INDEX agentfs_idempotency_expires ON agentfs_idempotency(expires_us)',
     ],
   },
+  {
+    version: 11,
+    description:
+      'two-phase tool calls (agentfs_tool_call_pending): a call is visible from its start, so a crash mid-call leaves a record',
+    statements: [
+      // One row per call under way, committed when it starts and deleted in the transaction
+      // that writes its tool_calls row (which stays insert-only, written at completion).
+      // `token` is the call token its changes carry in the feed; `owner` is host:pid.
+      `CREATE TABLE agentfs_tool_call_pending (
+  token TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  parameters TEXT,
+  session_id TEXT,
+  parent_id INTEGER,
+  started_at_ns INTEGER NOT NULL,
+  owner TEXT
+)`,
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

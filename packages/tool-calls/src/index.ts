@@ -6,4 +6,10 @@ export type {
   ToolStats,
   TrackOptions,
 } from './model.js'
+export type {
+  PendingOptions,
+  PendingToolCall,
+  ReconcileOptions,
+  StartInput,
+} from './pending.js'
 export { createToolCalls, ToolCalls } from './tool-calls.js'

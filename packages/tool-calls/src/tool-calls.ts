@@ -13,7 +13,6 @@ import {
   withActor,
 } from '@agentfs/core'
 import { errorMessage, toJson, toJsonLenient } from './json.js'
-
 import {
   type CallRow,
   NS,
@@ -26,6 +25,19 @@ import {
   toCall,
   toNs,
 } from './model.js'
+import {
+  checkAge,
+  checkLimit,
+  OWNER,
+  type PendingOptions,
+  type PendingToolCall,
+  pendingRows,
+  type ReconcileOptions,
+  type StartInput,
+  toPending,
+} from './pending.js'
+
+const timestamp = (ns: bigint) => ({ sec: Number(ns / NS), nsec: Number(ns % NS) })
 
 /**
  * The spec's insert-only tool-call audit log (`tool_calls`): one row per completed call, with
@@ -157,7 +169,98 @@ export class ToolCalls {
           input.callToken ?? callToken ?? null,
         ],
       })
+      // A call started with `start` is no longer under way once its row is written.
+      const token = input.callToken ?? callToken
+      if (token !== undefined)
+        await executeDeferred(tx, {
+          sql: 'DELETE FROM agentfs_tool_call_pending WHERE token = ?',
+          params: [token],
+        })
       return id
+    })
+  }
+
+  /**
+   * Records that a call has started, committed at once (extension table
+   * `agentfs_tool_call_pending`), so a process that dies mid-call leaves a visible record.
+   * Returns the call's token: run the call's body inside `withActor({ callToken })` so its
+   * changes carry it, and pass it as `callToken` to `record`, which completes the call in the
+   * same transaction as its `tool_calls` row. `track` does all of this.
+   */
+  async start(input: StartInput): Promise<string> {
+    return this.#start(input, toJson)
+  }
+
+  async #start(input: StartInput, json: (value: unknown, what: string) => string) {
+    if (typeof input?.name !== 'string' || input.name.length === 0)
+      throw new AgentFsError('INVALID_ARGUMENT', 'A tool call needs a non-empty name')
+    const token = input.callToken ?? this.callToken()
+    const started = toNs(input.startedAt ?? this.#clock.now(), 'startedAt')
+    const insert = {
+      sql: `INSERT INTO agentfs_tool_call_pending (token, name, parameters, session_id, parent_id, started_at_ns, owner)
+VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      params: [
+        token,
+        input.name,
+        input.parameters === undefined ? null : json(input.parameters, 'parameters'),
+        input.sessionId ?? this.#sessionId ?? null,
+        input.parentId ?? null,
+        started,
+        OWNER,
+      ],
+    }
+    // Committed before the call runs (a savepoint of the caller's transaction, if any).
+    await this.#q.transaction((tx) => tx.execute(insert))
+    return token
+  }
+
+  /** Calls under way, or abandoned by a process that died, oldest first. */
+  async pending(options: PendingOptions = {}): Promise<PendingToolCall[]> {
+    const now = toNs(this.#clock.now(), 'now')
+    return (await pendingRows(this.#q, now, options)).map((row) => toPending(row, now))
+  }
+
+  /**
+   * Records calls started at least `olderThan` ms ago and never completed as failed
+   * ("abandoned"), in one transaction: each gets its `tool_calls` row (with the parameters,
+   * session and token it started with, so the changes it made stay attributed to it) and leaves
+   * the pending table. Calls this process started are left alone unless `includeOwn`. Returns
+   * the new rows' ids, oldest call first.
+   */
+  async reconcile(options: ReconcileOptions): Promise<number[]> {
+    if (checkAge(options?.olderThan, 'olderThan') === undefined)
+      throw new AgentFsError('INVALID_ARGUMENT', 'reconcile needs olderThan (ms)')
+    const limit = checkLimit(options.limit ?? 1000)
+    return this.#q.transaction(async (tx) => {
+      const now = toNs(this.#clock.now(), 'now')
+      const rows = await pendingRows(
+        tx,
+        now,
+        { olderThan: options.olderThan, limit },
+        options.includeOwn ? undefined : OWNER,
+      )
+      const log = this.bind(tx)
+      const ids: number[] = []
+      for (const row of rows) {
+        const call = toPending(row, now)
+        ids.push(
+          await log.#insert(
+            {
+              name: call.name,
+              parameters: call.parameters ?? undefined,
+              error: `abandoned: started by ${call.owner ?? 'an unknown process'} and never completed (reconciled after ${Math.round(call.ageMs)} ms)`,
+              startedAt: timestamp(BigInt(row.started_at_ns)),
+              completedAt: timestamp(now),
+              ...(call.sessionId === null ? {} : { sessionId: call.sessionId }),
+              ...(call.parentId === null ? {} : { parentId: call.parentId }),
+              metadata: { abandoned: true, owner: call.owner },
+              callToken: call.token,
+            },
+            toJsonLenient,
+          ),
+        )
+      }
+      return ids
     })
   }
 
@@ -177,9 +280,18 @@ export class ToolCalls {
     options: TrackOptions = {},
   ): Promise<T> {
     const startedAt = this.#clock.now()
-    // What `fn` changes in the filesystem and kv is attributed to this call in the change feed.
-    const callToken = this.#ids?.next()
     const sessionId = options.sessionId ?? this.#sessionId
+    // Visible as under way from here; what `fn` changes is attributed to this call in the feed.
+    const callToken = await this.#start(
+      {
+        name,
+        parameters,
+        startedAt,
+        ...(sessionId === undefined ? {} : { sessionId }),
+        ...(options.parentId === undefined ? {} : { parentId: options.parentId }),
+      },
+      toJsonLenient,
+    )
     const actor = { sessionId, callToken }
     let outcome: { ok: true; value: T } | { ok: false; error: unknown }
     try {

@@ -67,6 +67,68 @@ for (const [name, driver] of Object.entries(DRIVERS)) {
       expect(call?.startedAt).toBe(1_700_000_000_250)
     })
 
+    test('a tracked call is pending while it runs; reconcile records calls abandoned by another process', async () => {
+      const { tools, db } = await fresh()
+      let during: Awaited<ReturnType<typeof tools.pending>> = []
+      const id = await tools.track('search', { q: 'x' }, async () => {
+        during = await tools.pending()
+        return 'hits'
+      })
+      expect(during).toHaveLength(1)
+      expect(during[0]).toMatchObject({ name: 'search', parameters: { q: 'x' }, ours: true })
+      expect(await tools.pending()).toEqual([])
+      expect((await tools.query())[0]).toMatchObject({ name: 'search', status: 'success' })
+      expect(id).toBe('hits')
+
+      // A call another process started and never finished (it died), and one of ours.
+      const token = await tools.start({ name: 'write', parameters: { path: '/a' } })
+      await db.execute({
+        sql: "UPDATE agentfs_tool_call_pending SET owner = 'gone-host:1' WHERE token = ?",
+        params: [token],
+      })
+      const own = await tools.start({ name: 'mine', sessionId: 's1' })
+      expect(own).toBeTypeOf('string')
+      const listed = await tools.pending()
+      expect(listed.map((p) => [p.name, p.ours, p.owner])).toEqual([
+        ['write', false, 'gone-host:1'],
+        ['mine', true, expect.stringContaining(':')],
+      ])
+      expect(listed[1]!.ageMs).toBeGreaterThanOrEqual(0)
+      // Not old enough yet by the database's clock (1.5 ms a reading): nothing is reconciled.
+      expect(await tools.reconcile({ olderThan: 60_000 })).toEqual([])
+      const ids = await tools.reconcile({ olderThan: 0 })
+      expect(ids).toHaveLength(1)
+      const abandoned = await tools.get(ids[0]!)
+      expect(abandoned).toMatchObject({
+        name: 'write',
+        status: 'error',
+        parameters: { path: '/a' },
+        metadata: { abandoned: true, owner: 'gone-host:1' },
+      })
+      expect(abandoned!.error).toMatch(/^abandoned: started by gone-host:1 and never completed/)
+      const meta = await db.execute<{ call_token: string }>({
+        sql: 'SELECT call_token FROM agentfs_tool_call_meta WHERE id = ?',
+        params: [ids[0]!],
+      })
+      expect(meta.rows[0]!.call_token).toBe(token)
+      expect((await tools.pending()).map((p) => p.name)).toEqual(['mine'])
+      expect(await tools.reconcile({ olderThan: 0, includeOwn: true })).toHaveLength(1)
+      expect(await tools.pending()).toEqual([])
+      // Completing a started call with `record` takes it out of the pending table.
+      const third = await tools.start({ name: 'fetch' })
+      await tools.record({
+        name: 'fetch',
+        result: 1,
+        startedAt: 0,
+        completedAt: 1,
+        callToken: third,
+      })
+      expect(await tools.pending()).toEqual([])
+      for (const bad of [{ olderThan: -1 }, { olderThan: Number.NaN }, { olderThan: 0, limit: 0 }])
+        await expect(tools.reconcile(bad)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+      await expect(tools.start({ name: '' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    })
+
     test('exactly one of result and error; bad input is refused and nothing is written', async () => {
       const { tools, db } = await fresh()
       const id = await tools.record({

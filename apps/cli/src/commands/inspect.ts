@@ -6,7 +6,7 @@ import {
   SQLITE_INTEGRITY_RULE,
 } from '@agentfs/core'
 import type { Command } from 'commander'
-import { json, positiveInteger, print, withAgent } from './shared.js'
+import { json, nonNegativeNumber, positiveInteger, print, withAgent } from './shared.js'
 
 /** `timeline`, `stats`, `info`, `fsck`: what a database holds and whether it is sound. */
 export function registerInspect(program: Command): void {
@@ -50,11 +50,28 @@ export function registerInspect(program: Command): void {
             ...(since === undefined ? {} : { since }),
             ...(o.errors ? { errorsOnly: true } : {}),
           })
-          if (o.json) return json(calls)
+          // Calls under way (or abandoned by a process that died) come first: they have no
+          // tool_calls row yet.
+          const pending =
+            o.errors || since !== undefined
+              ? []
+              : (
+                  await agent.tools.pending({
+                    limit: o.limit,
+                    ...(o.session === undefined ? {} : { sessionId: o.session }),
+                  })
+                ).filter((p) => o.name === undefined || p.name === o.name)
+          if (o.json) return json([...pending.map((p) => ({ ...p, status: 'pending' })), ...calls])
           const filtered =
             o.session !== undefined || o.name !== undefined || since !== undefined || o.errors
-          if (calls.length === 0)
+          if (calls.length === 0 && pending.length === 0)
             return print(`no tool calls recorded${filtered ? ' that match these filters' : ''}`)
+          for (const p of pending) {
+            print(
+              `${new Date(p.startedAt).toISOString()} ${p.name} pending for ${(p.ageMs / 1000).toFixed(1)}s, started by ${p.owner ?? 'an unknown process'}${p.ours ? '' : ' (abandoned if that process is gone: agentfs reconcile)'}`,
+            )
+            if (o.params) print(`  parameters: ${JSON.stringify(p.parameters)}`)
+          }
           for (const c of calls) {
             print(
               `${new Date(c.startedAt).toISOString()} #${c.id} ${c.name} ${c.status}${c.durationMs === null ? '' : ` ${c.durationMs.toFixed(1)}ms`}${c.error ? ` — ${c.error.split('\n')[0]}` : ''}`,
@@ -63,6 +80,29 @@ export function registerInspect(program: Command): void {
             if (o.params) print(`  parameters: ${JSON.stringify(c.parameters)}`)
           }
         }),
+    )
+  program
+    .command('reconcile')
+    .description(
+      'record tool calls started long ago and never completed (their process died) as failed',
+    )
+    .argument('<db>')
+    .requiredOption(
+      '--older-than <ms>',
+      'calls started at least this many ms ago are abandoned',
+      nonNegativeNumber('--older-than'),
+    )
+    .option('--json', 'print JSON')
+    .action(async (db: string, o: { olderThan: number; json?: boolean }) =>
+      withAgent(db, async (agent) => {
+        const ids = await agent.tools.reconcile({ olderThan: o.olderThan })
+        if (o.json) return json(ids)
+        print(
+          ids.length === 0
+            ? 'no abandoned tool calls'
+            : `recorded ${ids.length} abandoned tool call${ids.length === 1 ? '' : 's'} as failed: #${ids.join(', #')}`,
+        )
+      }),
     )
   program
     .command('stats')

@@ -43,6 +43,16 @@ export function positiveInteger(flag: string): (value: string) => number {
   }
 }
 
+/** A commander option parser that accepts only a number ≥ 0, saying so otherwise. */
+export function nonNegativeNumber(flag: string): (value: string) => number {
+  return (value) => {
+    const n = value.trim() === '' ? Number.NaN : Number(value)
+    if (!Number.isFinite(n) || n < 0)
+      throw new Error(`${flag} expects a number ≥ 0, got ${JSON.stringify(value)}`)
+    return n
+  }
+}
+
 export async function withAgent<T>(
   target: string,
   fn: (agent: AgentFS) => Promise<T>,
