@@ -1,38 +1,7 @@
-export { MAX_FILE_SIZE, MAX_READ_FILE } from './chunks.js'
-export { ConflictError } from './conflict.js'
-export { EMPTY_SHA256, REHASH_MAX } from './content-hash.js'
-export type { FileSystemOptions } from './context.js'
-export { toBytes, writeFileOptions } from './context.js'
-export { copyTree } from './copy-tree.js'
-export { createFileSystem } from './create-file-system.js'
-export { Dir, dirClosedError } from './dir.js'
-export type { HandleWriteOptions } from './file-handle.js'
-export { FileHandle } from './file-handle.js'
-export type { FileHash, HashOptions } from './hash.js'
-export { canonicalText, hashFile, MAX_CANONICAL_BYTES } from './hash.js'
-export type { InodeRow } from './inode.js'
-export { versionOf } from './inode.js'
-export type { InodeReads } from './inode-reads.js'
-export type { GlobMatchOptions, LineMatcher, RegexOptions } from './matchers.js'
-export {
-  compileGlob,
-  compileRegex,
-  MAX_GLOB_ALTERNATIVES,
-  MAX_GLOB_LENGTH,
-  MAX_REGEX_LENGTH,
-} from './matchers.js'
-export { rmDirectoryError } from './namespace-ops.js'
-export { fsMode, mkdirOptions, mkdtemp, modeArg, pathArg, requiredMode } from './node-args.js'
-export type { NodeFs, NodeFsOptions, SyncBridge } from './node-fs.js'
-export { toNodeFs } from './node-fs.js'
-export type { FsOperation, FsPolicy } from './policy.js'
-export type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
-export { GREP_MAX_BYTES, GREP_TIMEOUT_MS, LineSplitter, SearchBudget } from './search.js'
-export { SqlFileSystem } from './sql-file-system.js'
-export { Dirent, Stats } from './stats.js'
-export type { ReadStreamOptions, WriteStreamOptions } from './streams.js'
-export { ReadStream, WriteStream } from './streams.js'
-export type { SyncBridgeOptions, SyncTarget } from './sync-bridge.js'
+export { fsMode, mkdirOptions, mkdtemp, modeArg, pathArg, requiredMode } from './node/node-args.js'
+export type { NodeFs, NodeFsOptions, SyncBridge } from './node/node-fs.js'
+export { toNodeFs } from './node/node-fs.js'
+export type { SyncBridgeOptions, SyncTarget } from './node/sync-bridge.js'
 export {
   portSyncBridge,
   SYNC_FD_BASE,
@@ -40,7 +9,44 @@ export {
   SYNC_TIMEOUT_MS,
   SYNC_TRANSACTIONAL,
   serveSync,
-} from './sync-bridge.js'
+} from './node/sync-bridge.js'
+export type { FsOperation, FsPolicy } from './policy/policy.js'
+export type { GlobMatchOptions, LineMatcher, RegexOptions } from './search/matchers.js'
+export {
+  compileGlob,
+  compileRegex,
+  MAX_GLOB_ALTERNATIVES,
+  MAX_GLOB_LENGTH,
+  MAX_REGEX_LENGTH,
+} from './search/matchers.js'
+export type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search/search.js'
+export { GREP_MAX_BYTES, GREP_TIMEOUT_MS, LineSplitter, SearchBudget } from './search/search.js'
+export type { TreeEntry, WalkOptions } from './search/walk.js'
+export { compareCodePoints, MAX_TREE_DEPTH, walkTree } from './search/walk.js'
+export { ConflictError } from './sql/conflict.js'
+export { EMPTY_SHA256, REHASH_MAX } from './sql/content-hash.js'
+export type { FileSystemOptions } from './sql/context.js'
+export { toBytes, writeFileOptions } from './sql/context.js'
+export { copyTree } from './sql/copy-tree.js'
+export { createFileSystem } from './sql/create-file-system.js'
+export { Dir, dirClosedError } from './sql/dir.js'
+export type { HandleWriteOptions } from './sql/file-handle.js'
+export { FileHandle } from './sql/file-handle.js'
+export type { FileHash, HashOptions } from './sql/hash.js'
+export { canonicalText, hashFile, MAX_CANONICAL_BYTES } from './sql/hash.js'
+export type { InodeReads } from './sql/inode-reads.js'
+export { rmDirectoryError } from './sql/namespace-ops.js'
+export { SqlFileSystem } from './sql/sql-file-system.js'
+export type { ReadStreamOptions, WriteStreamOptions } from './sql/streams.js'
+export { ReadStream, WriteStream } from './sql/streams.js'
+export type { FileVersion, HistoryOptions } from './sql/versions-ops.js'
+export type { WatchEvent, WatchOptions } from './sql/watch.js'
+export type { UnkeyedWriteOptions } from './sql/write-once.js'
+export { writeOnce } from './sql/write-once.js'
+export { Dirent, Stats } from './stats.js'
+export { MAX_FILE_SIZE, MAX_READ_FILE } from './storage/chunks.js'
+export type { InodeRow } from './storage/inode.js'
+export { versionOf } from './storage/inode.js'
 export type {
   AtimeMode,
   CpOptions,
@@ -58,9 +64,3 @@ export type {
   WriteData,
   WriteFileOptions,
 } from './types.js'
-export type { FileVersion, HistoryOptions } from './versions-ops.js'
-export type { TreeEntry, WalkOptions } from './walk.js'
-export { compareCodePoints, MAX_TREE_DEPTH, walkTree } from './walk.js'
-export type { WatchEvent, WatchOptions } from './watch.js'
-export type { UnkeyedWriteOptions } from './write-once.js'
-export { writeOnce } from './write-once.js'

@@ -8,7 +8,7 @@ import {
   S_IFREG,
   S_IFSOCK,
 } from '@agentfs/core'
-import { type InodeRow, versionOf } from './inode.js'
+import { type InodeRow, versionOf } from './storage/inode.js'
 
 const ns = (sec: number, nsec: number) => BigInt(sec) * 1_000_000_000n + BigInt(nsec)
 const ms = (sec: number, nsec: number) => sec * 1000 + nsec / 1e6

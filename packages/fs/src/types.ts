@@ -1,8 +1,8 @@
 import type { Readable, Writable } from 'node:stream'
-import type { InodeReads } from './inode-reads.js'
-import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
+import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search/search.js'
+import type { InodeReads } from './sql/inode-reads.js'
+import type { ReadStreamOptions, WriteStreamOptions } from './sql/streams.js'
 import type { Dirent, Stats } from './stats.js'
-import type { ReadStreamOptions, WriteStreamOptions } from './streams.js'
 
 /** Data accepted by writes. Strings are encoded as UTF-8 unless an encoding is given. */
 export type WriteData = string | Uint8Array

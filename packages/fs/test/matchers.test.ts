@@ -1,6 +1,6 @@
 import picomatch from 'picomatch'
 import { describe, expect, test } from 'vitest'
-import { compileGlob, compileRegex } from '../src/matchers.js'
+import { compileGlob, compileRegex } from '../src/search/matchers.js'
 
 const PATTERNS = [
   '*',

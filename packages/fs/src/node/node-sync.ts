@@ -1,7 +1,7 @@
 import { FsError } from '@agentfs/core'
+import type { Dirent } from '../stats.js'
 import { fdArg, pathArg } from './node-args.js'
 import type { SyncBridge } from './node-fs.js'
-import type { Dirent } from './stats.js'
 
 type Fn = (...args: unknown[]) => unknown
 

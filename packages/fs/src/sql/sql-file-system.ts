@@ -7,29 +7,11 @@ import {
   type Queryable,
   STORE_DATABASE,
 } from '@agentfs/core'
-import { knownHash } from './content-hash.js'
-import * as content from './content-ops.js'
-import { existing, type FsContext, toBytes, toTimestamp, writeFileOptions } from './context.js'
-import { copyTree } from './copy-tree.js'
-import { Dir } from './dir.js'
-import { type FileHandle, openHandle } from './file-handle.js'
-import { parseFlags } from './flags.js'
-import { Guard } from './guard.js'
-import { type FileHash, type HashOptions, hashFile } from './hash.js'
-import { type InodeReads, inodeReads } from './inode-reads.js'
-import { openOrCreate, statfsOf } from './listing-ops.js'
-import * as meta from './metadata-ops.js'
-import * as ns from './namespace-ops.js'
-import { fsMode, fsRequiredMode } from './node-args.js'
-import { CompiledPolicy, type FsPolicy } from './policy.js'
-import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search.js'
-import type { Dirent, Stats } from './stats.js'
-import {
-  createReadStream,
-  createWriteStream,
-  type ReadStreamOptions,
-  type WriteStreamOptions,
-} from './streams.js'
+import { fsMode, fsRequiredMode } from '../node/node-args.js'
+import { Guard } from '../policy/guard.js'
+import { CompiledPolicy, type FsPolicy } from '../policy/policy.js'
+import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from '../search/search.js'
+import type { Dirent, Stats } from '../stats.js'
 import type {
   CpOptions,
   Encoding,
@@ -43,7 +25,25 @@ import type {
   TimeLike,
   WriteData,
   WriteFileOptions,
-} from './types.js'
+} from '../types.js'
+import { knownHash } from './content-hash.js'
+import * as content from './content-ops.js'
+import { existing, type FsContext, toBytes, toTimestamp, writeFileOptions } from './context.js'
+import { copyTree } from './copy-tree.js'
+import { Dir } from './dir.js'
+import { type FileHandle, openHandle } from './file-handle.js'
+import { parseFlags } from './flags.js'
+import { type FileHash, type HashOptions, hashFile } from './hash.js'
+import { type InodeReads, inodeReads } from './inode-reads.js'
+import { openOrCreate, statfsOf } from './listing-ops.js'
+import * as meta from './metadata-ops.js'
+import * as ns from './namespace-ops.js'
+import {
+  createReadStream,
+  createWriteStream,
+  type ReadStreamOptions,
+  type WriteStreamOptions,
+} from './streams.js'
 import { type FileVersion, fileHistory, type HistoryOptions, readVersion } from './versions-ops.js'
 import { type WatchEvent, type WatchOptions, watchGuarded } from './watch.js'
 import { writeOnce } from './write-once.js'

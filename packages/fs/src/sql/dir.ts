@@ -1,6 +1,6 @@
 import type { Queryable } from '@agentfs/core'
-import { Dirent } from './stats.js'
-import { checkedName } from './walk.js'
+import { checkedName } from '../search/walk.js'
+import { Dirent } from '../stats.js'
 
 /**
  * A directory being read, shaped like Node's `fs.Dir`: entries come `bufferSize` at a time by

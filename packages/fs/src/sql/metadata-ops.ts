@@ -8,12 +8,12 @@ import {
   S_IFREG,
   type Timestamp,
 } from '@agentfs/core'
-import { readAll } from './chunks.js'
+import { Stats } from '../stats.js'
+import { readAll } from '../storage/chunks.js'
+import { type InodeRow, isDir, isLnk } from '../storage/inode.js'
+import { pathOf, touchMeta } from '../storage/mutate.js'
+import { readRegularFile } from '../storage/resolver.js'
 import { DAY, existing, type FsContext, write, X_OK } from './context.js'
-import { type InodeRow, isDir, isLnk } from './inode.js'
-import { pathOf, touchMeta } from './mutate.js'
-import { readRegularFile } from './resolver.js'
-import { Stats } from './stats.js'
 
 /** Files up to this size report `blocks` from their size without counting chunks. */
 const SPARSE_STAT_THRESHOLD = 64 * 1024

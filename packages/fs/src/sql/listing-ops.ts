@@ -8,19 +8,19 @@ import {
   S_IFREG,
   type Timestamp,
 } from '@agentfs/core'
-import { resize } from './chunks.js'
+import type { PolicyGate } from '../policy/policy-gate.js'
+import { checkedName, sortByRel, walkTree } from '../search/walk.js'
+import { Dirent } from '../stats.js'
+import { resize } from '../storage/chunks.js'
+import { type InodeRow, inodeColumnsOf, inodeOf, isDir } from '../storage/inode.js'
+import { createNode, touchContent } from '../storage/mutate.js'
+import { keyOf, pathCacheOf, stampedSql } from '../storage/path-cache.js'
+import { lookup } from '../storage/resolver.js'
+import type { ReaddirOptions, StatFs } from '../types.js'
 import { hashBefore } from './content-hash.js'
 import { existing, type FsContext, type NoteChange } from './context.js'
 import type { OpenMode } from './flags.js'
-import { type InodeRow, inodeColumnsOf, inodeOf, isDir } from './inode.js'
 import { statsOf } from './metadata-ops.js'
-import { createNode, touchContent } from './mutate.js'
-import { keyOf, pathCacheOf, stampedSql } from './path-cache.js'
-import type { PolicyGate } from './policy-gate.js'
-import { lookup } from './resolver.js'
-import { Dirent } from './stats.js'
-import type { ReaddirOptions, StatFs } from './types.js'
-import { checkedName, sortByRel, walkTree } from './walk.js'
 
 // The bodies of SqlFileSystem's listing, statfs and open calls: SQL over one Queryable, with no
 // policy of their own (the class runs them behind its gate).

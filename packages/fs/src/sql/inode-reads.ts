@@ -7,10 +7,10 @@ import {
   S_IFDIR,
   S_IFMT,
 } from '@agentfs/core'
+import type { Stats } from '../stats.js'
+import { INODE_COLUMNS, type InodeRow, inodeColumnsOf } from '../storage/inode.js'
 import type { FsContext } from './context.js'
-import { INODE_COLUMNS, type InodeRow, inodeColumnsOf } from './inode.js'
 import { statsOf } from './metadata-ops.js'
-import type { Stats } from './stats.js'
 
 /**
  * Reads by inode number, for a server that names files by inode as the kernel does (the FUSE

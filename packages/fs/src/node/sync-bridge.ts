@@ -1,9 +1,9 @@
 import type { MessagePort } from 'node:worker_threads'
 import { receiveMessageOnPort } from 'node:worker_threads'
 import { type Actor, currentActor, FsError, withActor } from '@agentfs/core'
+import { Dirent, Stats } from '../stats.js'
+import type { FileSystem, FsFileHandle } from '../types.js'
 import type { SyncBridge } from './node-fs.js'
-import { Dirent, Stats } from './stats.js'
-import type { FileSystem, FsFileHandle } from './types.js'
 
 /** Descriptors of the worker's files start here, apart from the caller's own (callback) ones. */
 export const SYNC_FD_BASE = 0x100000

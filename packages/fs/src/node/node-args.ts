@@ -1,7 +1,7 @@
 import { posix } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { FsError } from '@agentfs/core'
-import type { FileSystem } from './types.js'
+import type { FileSystem } from '../types.js'
 
 /** A TypeError with Node's `code`, as Node raises for bad arguments. */
 export function argError(code: string, message: string): TypeError {

@@ -1,5 +1,5 @@
 import { finished, Readable, Writable } from 'node:stream'
-import type { FsFileHandle } from './types.js'
+import type { FsFileHandle } from '../types.js'
 
 /** Options of `createReadStream`. */
 export interface ReadStreamOptions {

@@ -2,24 +2,24 @@ import { createInterface, type Interface } from 'node:readline'
 import { Readable } from 'node:stream'
 import type { ReadableStream } from 'node:stream/web'
 import { FsError, fsError, normalizePath, type Queryable, type Timestamp } from '@agentfs/core'
-import { readAll, readAt, readRange, resize, writeRange } from './chunks.js'
+import { fsRequiredMode } from '../node/node-args.js'
+import { Stats } from '../stats.js'
+import { readAll, readAt, readRange, resize, writeRange } from '../storage/chunks.js'
+import type { Holds } from '../storage/holds.js'
+import { type InodeRow, isDir, touchedVersion, versionOf } from '../storage/inode.js'
+import { loadInode, touchContent, touchMeta } from '../storage/mutate.js'
+import type { Encoding, TimeLike, WriteData } from '../types.js'
 import { ConflictError } from './conflict.js'
 import { hashBefore, hashContent } from './content-hash.js'
 import { type FsContext, type NoteChange, write } from './context.js'
 import type { OpenMode } from './flags.js'
-import type { Holds } from './holds.js'
-import { type InodeRow, isDir, touchedVersion, versionOf } from './inode.js'
-import { loadInode, touchContent, touchMeta } from './mutate.js'
-import { fsRequiredMode } from './node-args.js'
 import { contextOf, type SqlFileSystem } from './sql-file-system.js'
-import { Stats } from './stats.js'
 import {
   ReadStream,
   type ReadStreamOptions,
   WriteStream,
   type WriteStreamOptions,
 } from './streams.js'
-import type { Encoding, TimeLike, WriteData } from './types.js'
 
 let nextFd = 1000
 

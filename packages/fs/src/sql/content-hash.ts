@@ -1,10 +1,10 @@
 import * as crypto from 'node:crypto'
 import { createHash, type Hash, webcrypto } from 'node:crypto'
 import type { ChangeRecord, Executor } from '@agentfs/core'
-import { readAll } from './chunks.js'
+import { readAll } from '../storage/chunks.js'
+import type { InodeRow } from '../storage/inode.js'
+import { versionOf } from '../storage/inode.js'
 import type { FsContext } from './context.js'
-import type { InodeRow } from './inode.js'
-import { versionOf } from './inode.js'
 
 /**
  * The content hashes of the change feed (`agentfs_change.hash`, `prev_hash`): the SHA-256 of a

@@ -1,5 +1,5 @@
 import { fsError, type Queryable, type Timestamp } from '@agentfs/core'
-import { compileGlob } from './matchers.js'
+import { compileGlob } from '../search/matchers.js'
 
 /** Operations a policy can refuse everywhere with `deny`. */
 export type FsOperation =

@@ -1,8 +1,8 @@
 import { type ChangeOp, fsError, normalizePath, readChunks } from '@agentfs/core'
-import { readAll } from './chunks.js'
+import { readAll } from '../storage/chunks.js'
+import { versionOf } from '../storage/inode.js'
+import { lookup } from '../storage/resolver.js'
 import type { FsContext } from './context.js'
-import { versionOf } from './inode.js'
-import { lookup } from './resolver.js'
 
 /** One version of a file, as `fs.history(path)` lists it (newest first). */
 export interface FileVersion {

@@ -1,17 +1,17 @@
 import { constants } from 'node:fs'
 import { FsError } from '@agentfs/core'
-import { mkdtemp, modeArg, pathArg } from './node-args.js'
-import { callbackApi, type FdTable } from './node-callbacks.js'
-import { syncApi } from './node-sync.js'
-import { watchApi } from './node-watch.js'
-import { Dirent, Stats } from './stats.js'
 import {
   createReadStream,
   createWriteStream,
   type ReadStream,
   type WriteStream,
-} from './streams.js'
-import type { FileSystem, FsFileHandle } from './types.js'
+} from '../sql/streams.js'
+import { Dirent, Stats } from '../stats.js'
+import type { FileSystem, FsFileHandle } from '../types.js'
+import { mkdtemp, modeArg, pathArg } from './node-args.js'
+import { callbackApi, type FdTable } from './node-callbacks.js'
+import { syncApi } from './node-sync.js'
+import { watchApi } from './node-watch.js'
 
 /**
  * Runs the synchronous calls of {@link toNodeFs}: `call('readFile', args)` does what

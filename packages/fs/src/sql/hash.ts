@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { AgentFsError, fsError } from '@agentfs/core'
-import type { FileSystem } from './types.js'
+import type { FileSystem } from '../types.js'
 
 /** Options of {@link hashFile}. */
 export interface HashOptions {

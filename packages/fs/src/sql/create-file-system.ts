@@ -1,7 +1,7 @@
 import { type AgentDatabase, type FeedOptions, versionRetention } from '@agentfs/core'
+import { CompiledPolicy } from '../policy/policy.js'
+import { holdsOf } from '../storage/holds.js'
 import type { FileSystemOptions, FsContext } from './context.js'
-import { holdsOf } from './holds.js'
-import { CompiledPolicy } from './policy.js'
 import { SqlFileSystem } from './sql-file-system.js'
 
 /**

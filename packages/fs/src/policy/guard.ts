@@ -1,10 +1,4 @@
 import { normalizePath, type Queryable } from '@agentfs/core'
-import type { FsContext } from './context.js'
-import type { OpenMode } from './flags.js'
-import { listDirectory, openDirectory } from './listing-ops.js'
-import { PermissionGate } from './permissions.js'
-import type { FsOperation } from './policy.js'
-import { PolicyGate, type WriteCheck } from './policy-gate.js'
 import {
   type GlobMatch,
   type GlobOptions,
@@ -12,9 +6,15 @@ import {
   type GrepOptions,
   glob,
   grep,
-} from './search.js'
-import type { Dirent } from './stats.js'
-import type { FileSystem, ReaddirOptions } from './types.js'
+} from '../search/search.js'
+import type { FsContext } from '../sql/context.js'
+import type { OpenMode } from '../sql/flags.js'
+import { listDirectory, openDirectory } from '../sql/listing-ops.js'
+import type { Dirent } from '../stats.js'
+import type { FileSystem, ReaddirOptions } from '../types.js'
+import { PermissionGate } from './permissions.js'
+import type { FsOperation } from './policy.js'
+import { PolicyGate, type WriteCheck } from './policy-gate.js'
 
 /**
  * The policy side of a database filesystem: every check runs in the transaction of the change

@@ -1,7 +1,7 @@
 import { FsError } from '@agentfs/core'
+import type { FsFileHandle } from '../types.js'
 import { fdArg, modeArg } from './node-args.js'
 import { SYNC_FD_BASE } from './sync-bridge.js'
-import type { FsFileHandle } from './types.js'
 
 /** Open files of the callback API, by descriptor. */
 export type FdTable = Map<number, FsFileHandle>

@@ -7,8 +7,8 @@ import {
   parentPath,
   undefinedIfAbsent,
 } from '@agentfs/core'
-import type { CpOptions, FileSystem } from './types.js'
-import { MAX_TREE_DEPTH } from './walk.js'
+import { MAX_TREE_DEPTH } from '../search/walk.js'
+import type { CpOptions, FileSystem } from '../types.js'
 
 /**
  * `cp` for any {@link FileSystem}, on its public operations: a file, a symlink (copied as a

@@ -10,9 +10,9 @@ import {
   S_IFREG,
 } from '@agentfs/core'
 import picomatch from 'picomatch'
-import { isDir } from './inode.js'
+import { isDir } from '../storage/inode.js'
+import { lookup } from '../storage/resolver.js'
 import { compileGlob, compileRegex } from './matchers.js'
-import { lookup } from './resolver.js'
 import { compareCodePoints, type TreeEntry, walkTree } from './walk.js'
 
 /** Options of `glob`. */

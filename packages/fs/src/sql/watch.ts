@@ -6,9 +6,9 @@ import {
   lastChange,
   normalizePath,
 } from '@agentfs/core'
+import type { Guard } from '../policy/guard.js'
+import { isDir } from '../storage/inode.js'
 import { existing, type FsContext } from './context.js'
-import type { Guard } from './guard.js'
-import { isDir } from './inode.js'
 
 /** Options of `fs.watch`, as `node:fs/promises` `watch` takes them, plus the probe interval. */
 export interface WatchOptions {

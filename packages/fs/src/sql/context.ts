@@ -11,14 +11,14 @@ import {
   type Timestamp,
   type VersionRetention,
 } from '@agentfs/core'
+import { fsMode } from '../node/node-args.js'
+import type { Caller } from '../policy/permissions.js'
+import { type CompiledPolicy, enforceLimits, type FsPolicy, usage } from '../policy/policy.js'
+import type { Holds } from '../storage/holds.js'
+import type { InodeRow } from '../storage/inode.js'
+import { type Lookup, lookup } from '../storage/resolver.js'
+import type { AtimeMode, Encoding, TimeLike, WriteData, WriteFileOptions } from '../types.js'
 import { type FsChange, type Learned, learn, settleHashes } from './content-hash.js'
-import type { Holds } from './holds.js'
-import type { InodeRow } from './inode.js'
-import { fsMode } from './node-args.js'
-import type { Caller } from './permissions.js'
-import { type CompiledPolicy, enforceLimits, type FsPolicy, usage } from './policy.js'
-import { type Lookup, lookup } from './resolver.js'
-import type { AtimeMode, Encoding, TimeLike, WriteData, WriteFileOptions } from './types.js'
 
 /** Options of {@link createFileSystem}. */
 export interface FileSystemOptions {

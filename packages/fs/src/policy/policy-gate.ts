@@ -6,13 +6,13 @@ import {
   type Queryable,
   ROOT_INO,
 } from '@agentfs/core'
-import { type InodeRow, isDir } from './inode.js'
-import { pathOf } from './mutate.js'
+import type { Dirent } from '../stats.js'
+import { type InodeRow, isDir } from '../storage/inode.js'
+import { pathOf } from '../storage/mutate.js'
+import { lookup } from '../storage/resolver.js'
+import type { FileSystem } from '../types.js'
 import type { PermissionGate } from './permissions.js'
 import type { CompiledPolicy, FsOperation } from './policy.js'
-import { lookup } from './resolver.js'
-import type { Dirent } from './stats.js'
-import type { FileSystem } from './types.js'
 
 /** A path as the policy sees it. */
 interface Resolved {

@@ -9,14 +9,14 @@ import {
   type Timestamp,
   twoPathErrors,
 } from '@agentfs/core'
-import { resize, writeRange } from './chunks.js'
+import { resize, writeRange } from '../storage/chunks.js'
+import { type InodeRow, isDir, isReg, touchedVersion, versionOf } from '../storage/inode.js'
+import { createNode, insertInode, touchContent } from '../storage/mutate.js'
+import { lookup } from '../storage/resolver.js'
+import type { WriteFileOptions } from '../types.js'
 import { ConflictError } from './conflict.js'
 import { hashBefore, hashContent, knownHash } from './content-hash.js'
 import { COPYFILE_EXCL, checkLength, existing, type FsContext, write } from './context.js'
-import { type InodeRow, isDir, isReg, touchedVersion, versionOf } from './inode.js'
-import { createNode, insertInode, touchContent } from './mutate.js'
-import { lookup } from './resolver.js'
-import type { WriteFileOptions } from './types.js'
 
 // Operations that change file contents.
 

@@ -21,10 +21,11 @@ import {
   type Timestamp,
   twoPathErrors,
 } from '@agentfs/core'
-import { existing, type FsContext, write } from './context.js'
-import type { Holds } from './holds.js'
-import type { InodeRow } from './inode.js'
-import { isDir, isLnk } from './inode.js'
+import { mkdirOptions } from '../node/node-args.js'
+import { walkTree } from '../search/walk.js'
+import type { Holds } from '../storage/holds.js'
+import type { InodeRow } from '../storage/inode.js'
+import { isDir, isLnk } from '../storage/inode.js'
 import {
   createNode,
   dropLink,
@@ -35,11 +36,10 @@ import {
   removeEntry,
   touchDir,
   touchMeta,
-} from './mutate.js'
-import { mkdirOptions } from './node-args.js'
-import { type Lookup, lookup } from './resolver.js'
-import type { MkdirOptions, Mode, RmOptions } from './types.js'
-import { walkTree } from './walk.js'
+} from '../storage/mutate.js'
+import { type Lookup, lookup } from '../storage/resolver.js'
+import type { MkdirOptions, Mode, RmOptions } from '../types.js'
+import { existing, type FsContext, write } from './context.js'
 
 // Operations that change the namespace: entries, links, directories.
 

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events'
+import { Stats } from '../stats.js'
 import { pathArg } from './node-args.js'
-import { Stats } from './stats.js'
 
 type WatchIterable = AsyncIterable<{ eventType: string; filename: string | Buffer | null }>
 type Listener = (...args: unknown[]) => void

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { applyOnce, type Clock, micros, type Queryable } from '@agentfs/core'
-import type { WriteFileOptions } from './types.js'
+import type { WriteFileOptions } from '../types.js'
 
 /** `writeFile`/`appendFile` options without the idempotency key (what the keyed write runs). */
 export type UnkeyedWriteOptions = Omit<WriteFileOptions, 'idempotencyKey' | 'idempotencyTtlMs'>

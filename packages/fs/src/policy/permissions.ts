@@ -6,8 +6,8 @@ import {
   ROOT_INO,
   resolvePath,
 } from '@agentfs/core'
-import type { OpenMode } from './flags.js'
-import { INODE_COLUMNS, type InodeRow, inodeColumnsOf, isDir, isLnk } from './inode.js'
+import type { OpenMode } from '../sql/flags.js'
+import { INODE_COLUMNS, type InodeRow, inodeColumnsOf, isDir, isLnk } from '../storage/inode.js'
 import type { FsOperation } from './policy.js'
 import type { WriteCheck } from './policy-gate.js'
 
