@@ -126,6 +126,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs log my-agent',
       'agentfs log my-agent /notes --json',
       'agentfs log my-agent --limit 5',
+      'agentfs log my-agent --tx 42',
     ],
   },
   history: {

@@ -24,7 +24,22 @@ test('log, history, snapshot, snapshots, diff --from, restore', () => {
   ok('fs', 'write', 'h', '/a.md', 'two')
   ok('fs', 'write', 'h', '/b.md', 'bee')
   ok('kv', 'set', 'h', 'k', '1')
-  const log = ok('log', 'h').trim().split('\n')
+  // A write that creates its parents is one transaction: each of its lines names it, and --tx
+  // shows it alone.
+  ok('fs', 'write', 'h', '/deep/er/c.md', 'sea')
+  const deep = ok('log', 'h').trim().split('\n').slice(4)
+  expect(deep.map((l) => l.split(' ').slice(2, 4).join(' '))).toEqual([
+    'mkdir /deep',
+    'mkdir /deep/er',
+    'create /deep/er/c.md',
+  ])
+  const txid = /\[tx #(\d+)\]/.exec(deep[0]!)?.[1]
+  expect(deep.every((l) => l.includes(`[tx #${txid}]`))).toBe(true)
+  expect(ok('log', 'h', '--tx', txid!).trim().split('\n')).toEqual(deep)
+  ok('fs', 'rm', 'h', '-r', '/deep')
+  // Changes made alone name no transaction.
+  const log = ok('log', 'h').trim().split('\n').slice(0, 4)
+  expect(log.some((l) => l.includes('tx #'))).toBe(false)
   expect(log.map((l) => l.split(' ').slice(2, 4).join(' '))).toEqual([
     'create /a.md',
     'write /a.md',

@@ -46,7 +46,7 @@ FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id`,
     table: 'agentfs_change',
     id: 'seq',
     column: 'c.seq',
-    select: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.dir_ino, c.dir2_ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash
+    select: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.dir_ino, c.dir2_ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash, c.txid
 FROM agentfs_change c`,
   },
 }
@@ -149,13 +149,17 @@ export function auditDigest(
 }
 
 /**
- * A change row's content hashes (schema 9, its last two columns) are covered only when one of
- * them is set: rows sealed before they existed keep their digests, and a row cannot gain or
- * lose one without its digest changing (the encoding of 12 columns never equals that of 14).
+ * Columns added to the feed later are covered only where set, so rows sealed before they
+ * existed keep their digests, and a row cannot gain or lose one unnoticed (encodings of 12, 14
+ * and 15 columns never equal each other): the content hashes (schema 9, columns 13–14) when
+ * either is set, the transaction id (schema 11, column 15) when set, with 13–14 before it.
  */
 function coveredColumns(stream: AuditStream, row: readonly unknown[]): readonly unknown[] {
-  if (stream !== 'change' || row.length !== 14) return row
-  return (row[12] ?? null) === null && (row[13] ?? null) === null ? row.slice(0, 12) : row
+  if (stream !== 'change' || row.length !== 15) return row
+  if ((row[14] ?? null) !== null) return row
+  return (row[12] ?? null) === null && (row[13] ?? null) === null
+    ? row.slice(0, 12)
+    : row.slice(0, 14)
 }
 
 const slotOf = (id: number): number => Math.floor(id / SLOT_SPAN)

@@ -29,6 +29,11 @@ export interface Change {
   /** The tool call the change ran in, once that call is recorded (it is, when it returns). */
   readonly toolCallId: number | null
   readonly callToken: string | null
+  /**
+   * The transaction the change was made in: the `seq` of its first change. Every change of one
+   * transaction (a multi-file edit, a restore, a commit) has the same one.
+   */
+  readonly txid: number
 }
 
 /** Filters of {@link readChanges}. */
@@ -44,6 +49,8 @@ export interface ChangeQuery {
    * changes, as a mount does): filtered by the database, so they cost no rows.
    */
   readonly exceptSession?: string
+  /** Only the changes of this transaction (a `txid`). */
+  readonly txid?: number
   /** Page size (default 100, at most 10,000). */
   readonly limit?: number
   /** Only changes at or after this time (ms since the epoch, or a Date). */
@@ -79,6 +86,7 @@ interface ChangeRow {
   session_id: string | null
   tool_call_id: number | null
   call_token: string | null
+  txid: number | null
 }
 
 /** `sha256:` and the hex of a 32-byte digest stored as a blob. */
@@ -135,6 +143,15 @@ export async function readChanges(
     where.push(`(${a.sql} OR ${b.sql})`)
     params.push(...a.params, ...b.params)
   }
+  if (query.txid !== undefined) {
+    if (!Number.isSafeInteger(query.txid) || query.txid < 1)
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        `txid must be a positive integer, got ${query.txid}`,
+      )
+    where.push('(c.seq = ? OR c.txid = ?)')
+    params.push(query.txid, query.txid)
+  }
   if (query.store === 'kv') where.push("c.op LIKE 'kv-%'")
   if (query.store === 'fs') where.push("c.op NOT LIKE 'kv-%'")
   if (query.exceptSession !== undefined) {
@@ -150,7 +167,7 @@ export async function readChanges(
   }
   params.push(limit + 1)
   const { rows } = await q.execute<ChangeRow>({
-    sql: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash,
+    sql: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash, c.txid,
   (SELECT m.id FROM agentfs_tool_call_meta m WHERE m.call_token = c.call_token) AS tool_call_id
 FROM agentfs_change c WHERE ${where.join(' AND ')} ORDER BY c.seq${reverse ? ' DESC' : ''} LIMIT ?`,
     params,
@@ -172,6 +189,7 @@ FROM agentfs_change c WHERE ${where.join(' AND ')} ORDER BY c.seq${reverse ? ' D
       sessionId: r.session_id,
       toolCallId: r.tool_call_id,
       callToken: r.call_token,
+      txid: r.txid ?? r.seq,
     }),
   )
   return { changes, cursor: changes.at(-1)?.seq ?? cursor, more }

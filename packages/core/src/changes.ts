@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Timestamp } from './clock.js'
 import { type Executor, executeDeferred } from './driver.js'
 import { explicitId } from './guard-driver.js'
+import { unitOf } from './transaction-unit.js'
 import type { VersionRetention } from './versions.js'
 
 /** What a row of the change feed (`agentfs_change`) says happened. */
@@ -90,6 +91,9 @@ export function micros(now: Timestamp): number {
   return now.sec * 1_000_000 + Math.floor(now.nsec / 1000)
 }
 
+/** A change's transaction id when it is not the first of its transaction: the previous one's. */
+const PREVIOUS_TXID = '(SELECT coalesce(txid, seq) FROM agentfs_change ORDER BY seq DESC LIMIT 1)'
+
 /**
  * Appends `change` to the feed in the caller's transaction. The size and version token of the
  * changed inode are read from its row in the same statement, so they are the committed ones.
@@ -102,9 +106,21 @@ export async function appendChange(
 ): Promise<void> {
   const actor = currentActor()
   const seq = await explicitId(q, 'agentfs_change')
+  // The first change of a transaction has no txid (it is its own seq); the others carry the
+  // first one's seq: known when ids are explicit, else read from the feed's newest row, which
+  // is this transaction's previous change (nothing else writes inside a write transaction).
+  const unit = unitOf(q)
+  let txid: number | null = null
+  let txidSql = '?'
+  if (unit !== undefined) {
+    if (unit.rows === 0) unit.first = seq
+    else if (unit.first !== undefined) txid = unit.first
+    else txidSql = PREVIOUS_TXID
+    unit.rows++
+  }
   await executeDeferred(q, {
-    sql: `INSERT INTO agentfs_change (seq, at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size, session_id, call_token, hash, prev_hash)
-SELECT ?, ?, ?, ?, ?, ?, ?, ?, CAST(i.ctime * 1000000000 + i.ctime_nsec AS TEXT), i.size, ?, ?, ?, ?
+    sql: `INSERT INTO agentfs_change (seq, at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size, session_id, call_token, hash, prev_hash, txid)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, CAST(i.ctime * 1000000000 + i.ctime_nsec AS TEXT), i.size, ?, ?, ?, ?, ${txidSql}
 FROM (SELECT 1) LEFT JOIN fs_inode i ON i.ino = ?`,
     params: [
       seq ?? null,
@@ -119,6 +135,7 @@ FROM (SELECT 1) LEFT JOIN fs_inode i ON i.ino = ?`,
       actor?.callToken ?? null,
       change.hash ?? null,
       change.prevHash ?? null,
+      ...(txidSql === '?' ? [txid] : []),
       change.ino ?? null,
     ],
   })

@@ -265,8 +265,12 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
   {
     version: 11,
     description:
-      'two-phase tool calls (agentfs_tool_call_pending): a call is visible from its start, so a crash mid-call leaves a record',
+      'two-phase tool calls (agentfs_tool_call_pending): a call is visible from its start, so a crash mid-call leaves a record; transaction ids in the feed (agentfs_change.txid)',
     statements: [
+      // NULL for a transaction's first change (its id is its own seq); the first change's seq
+      // for the others. Indexed only where set: most transactions make one change.
+      'ALTER TABLE agentfs_change ADD COLUMN txid INTEGER',
+      'CREATE INDEX agentfs_change_txid ON agentfs_change(txid) WHERE txid IS NOT NULL',
       // One row per call under way, committed when it starts and deleted in the transaction
       // that writes its tool_calls row (which stays insert-only, written at completion).
       // `token` is the call token its changes carry in the feed; `owner` is host:pid.

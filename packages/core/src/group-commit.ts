@@ -3,6 +3,7 @@ import type { QueryResult, SqlValue, Statement } from './driver.js'
 import { AgentFsError, isAgentFsError } from './errors.js'
 import type { Transaction } from './guard-driver.js'
 import { Mutex } from './mutex.js'
+import { beginUnit } from './transaction-unit.js'
 
 /** Options of {@link groupCommits}. */
 export interface GroupCommitOptions {
@@ -234,6 +235,8 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
       let failure: unknown
       try {
         const result = await tx.transaction(async (savepoint) => {
+          // Each call is a transaction of its own to its caller (and to the change feed).
+          beginUnit(savepoint)
           try {
             return await fn(savepoint)
           } catch (error) {

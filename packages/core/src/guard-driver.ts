@@ -11,6 +11,7 @@ import { arrayRowsOf } from './driver.js'
 import { AgentFsError, isAgentFsError } from './errors.js'
 import { mapSqliteError } from './map-error.js'
 import { Mutex } from './mutex.js'
+import { beginUnit, joinUnit, unitMark } from './transaction-unit.js'
 
 /**
  * A transaction handle. Statements run inside the enclosing transaction; `transaction()` nests
@@ -183,11 +184,15 @@ class TransactionHandle implements Transaction {
       this.#name,
       this.capabilities,
     )
+    // A savepoint is part of its transaction's unit; rolled back, its changes leave the unit.
+    joinUnit(this, nested)
+    const restore = unitMark(this)
     let result: T
     try {
       result = await fn(nested)
     } catch (error) {
       nested.end()
+      restore?.()
       await this.execute({ sql: `ROLLBACK TO ${savepoint}` })
       await this.execute({ sql: `RELEASE ${savepoint}` })
       throw error
@@ -296,6 +301,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
         try {
           return await driver.transaction(async (tx) => {
             handle = new TransactionHandle(tx, 0, driver.name, driver.capabilities)
+            beginUnit(handle)
             try {
               return await fn(handle)
             } finally {

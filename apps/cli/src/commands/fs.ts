@@ -95,20 +95,26 @@ export function registerFs(program: Command): void {
             'agentfs: reading the content from standard input (end it with Ctrl-D)\n',
           )
         const data = content ?? readFileSync(0)
-        const view = await viewOf(agent)
         const parent = path.slice(0, path.lastIndexOf('/'))
-        if (parent)
-          await view.mkdir(parent, { recursive: true }).catch(async (error: unknown) => {
-            // mkdir -p says EEXIST when a file holds the name; what is meant is ENOTDIR.
-            const kind = await view.stat(parent).catch(() => undefined)
-            if (kind && !kind.isDirectory())
-              throw Object.assign(
-                new Error(`ENOTDIR: not a directory, ${parent} is a file: cannot write ${path}`),
-                { code: 'ENOTDIR' },
-              )
-            throw error
-          })
-        await view.writeFile(path, data)
+        const write = async (view: FileSystem) => {
+          if (parent)
+            await view.mkdir(parent, { recursive: true }).catch(async (error: unknown) => {
+              // mkdir -p says EEXIST when a file holds the name; what is meant is ENOTDIR.
+              const kind = await view.stat(parent).catch(() => undefined)
+              if (kind && !kind.isDirectory())
+                throw Object.assign(
+                  new Error(`ENOTDIR: not a directory, ${parent} is a file: cannot write ${path}`),
+                  { code: 'ENOTDIR' },
+                )
+              throw error
+            })
+          await view.writeFile(path, data)
+        }
+        // The parents and the file in one transaction: all of it, or nothing.
+        const view = (await viewOf(agent)) as FileSystem & {
+          transaction?: (fn: (view: FileSystem) => Promise<void>) => Promise<void>
+        }
+        await (view.transaction ? view.transaction(write) : write(view))
       }),
     )
   fs.command('mkdir')

@@ -16,8 +16,13 @@ import { colorDiff, json, positiveInteger, print, useColor, withAgent } from './
 
 const when = (us: number) => new Date(Math.floor(us / 1000)).toISOString()
 
-function describe(c: Change): string {
+/**
+ * One change, one line. `grouped` holds the transactions shown with several changes: each of
+ * their lines names the transaction (`tx #` and its first change's seq).
+ */
+function describe(c: Change, grouped: ReadonlySet<number> = new Set()): string {
   const who = [
+    (grouped.has(c.txid) || c.txid !== c.seq) && `tx #${c.txid}`,
     c.sessionId && `session ${c.sessionId}`,
     c.toolCallId !== null && `call #${c.toolCallId}`,
   ]
@@ -62,21 +67,28 @@ export function registerHistory(program: Command): void {
       positiveInteger('--limit'),
       100,
     )
+    .option('--tx <txid>', 'only the changes of this transaction', positiveInteger('--tx'))
     .option('--json', 'print JSON (one object per line with --follow)')
     .action(
       async (
         db: string,
         path: string | undefined,
-        o: { follow?: boolean; limit: number; json?: boolean },
+        o: { follow?: boolean; limit: number; tx?: number; json?: boolean },
       ) =>
         withAgent(db, async (agent) => {
-          const query = path === undefined ? {} : { path, recursive: true }
+          const query = {
+            ...(path === undefined ? {} : { path, recursive: true }),
+            ...(o.tx === undefined ? {} : { txid: o.tx }),
+          }
           const last = await agent.changes.last()
           const shown = (
             await agent.changes.since(0, { ...query, limit: o.limit, reverse: true })
           ).changes.reverse()
+          const counts = new Map<number, number>()
+          for (const c of shown) counts.set(c.txid, (counts.get(c.txid) ?? 0) + 1)
+          const grouped = new Set([...counts].filter(([, n]) => n > 1).map(([txid]) => txid))
           if (o.json && !o.follow) json(shown)
-          else for (const c of shown) print(o.json ? JSON.stringify(c) : describe(c))
+          else for (const c of shown) print(o.json ? JSON.stringify(c) : describe(c, grouped))
           if (!o.follow) return
           const controller = new AbortController()
           const stop = () => controller.abort()
