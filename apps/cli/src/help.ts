@@ -86,6 +86,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs timeline my-agent --limit 20',
       'agentfs timeline my-agent --errors --since 2026-11-01',
       'agentfs timeline my-agent --session s-42 --name edit_file --json',
+      'agentfs timeline my-agent --name bash --full',
     ],
   },
   reconcile: {

@@ -175,15 +175,28 @@ describe('agentfs', () => {
       )
   })
 
-  test('timeline --params shows what a call was sent, whole', async () => {
+  test('timeline --params shows what a call was sent, --full what it answered, whole', async () => {
     agentfs(['init', 'audit.db'])
     const agent = await AgentFS.open({ path: join(cwd, 'audit.db') })
     const command = `#${' '.repeat(6000)}\nrm -rf /workspace`
-    await agent.tools.track('bash', { command }, async () => 'ok')
+    const output = `${'x'.repeat(9000)}\nend`
+    await agent.tools.track('bash', { command }, async () => output)
+    await agent.tools
+      .track('bash', { command: 'false' }, async () => {
+        throw new Error(`exit 1\n${'y'.repeat(5000)}`)
+      })
+      .catch(() => undefined)
     await agent.close()
     const shown = agentfs(['timeline', 'audit.db', '--params']).out
     expect(shown).toContain(`  parameters: ${JSON.stringify({ command })}`)
-    expect(JSON.parse(agentfs(['timeline', 'audit.db', '--json']).out)[0].parameters).toEqual({
+    expect(shown).not.toContain('  result: ')
+    // --full: the result or error too, whole.
+    const full = agentfs(['timeline', 'audit.db', '--full']).out
+    expect(full).toContain(
+      `  parameters: ${JSON.stringify({ command })}\n  result: ${JSON.stringify(output)}\n`,
+    )
+    expect(full).toContain(`  error: ${JSON.stringify(`exit 1\n${'y'.repeat(5000)}`)}\n`)
+    expect(JSON.parse(agentfs(['timeline', 'audit.db', '--json']).out)[1].parameters).toEqual({
       command,
     })
   })

@@ -24,3 +24,4 @@ export {
   writeHostileCorpus,
 } from './hostile.js'
 export { MOCK_USAGE, mockText, mockToolCall } from './mock-model.js'
+export { expectEditedOnce, RETRIED_EDIT, RETRIED_EDIT_BEFORE } from './retried-edit.js'

@@ -1,6 +1,13 @@
 import { fixedClock } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
-import { mockToolCall as call, MOCK_USAGE as usage } from '@agentfs/test-kit'
+import {
+  mockToolCall as call,
+  expectEditedOnce,
+  mockText,
+  RETRIED_EDIT,
+  RETRIED_EDIT_BEFORE,
+  MOCK_USAGE as usage,
+} from '@agentfs/test-kit'
 import { generateText, stepCountIs } from 'ai'
 import { MockLanguageModelV3 } from 'ai/test'
 import { expect, test } from 'vitest'
@@ -55,24 +62,12 @@ test('a full generateText loop reads, hits an ambiguous edit, recovers, and ever
 
 test('a model that retries an edit with its idempotency_key gets the first answer; the edit applies once', async () => {
   const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
-  await agent.fs.writeFile('/notes.md', '# Notes\n- TODO: ship\n')
-  const edit = {
-    path: '/notes.md',
-    old_string: 'TODO: ship',
-    new_string: 'DONE: ship',
-    idempotency_key: 'edit-1',
-  }
+  await agent.fs.writeFile('/notes.md', RETRIED_EDIT_BEFORE)
   const model = new MockLanguageModelV3({
     doGenerate: [
-      call('1', 'edit_file', edit),
-      // The answer was lost on the way (a timeout, a restart): the model sends the call again.
-      call('2', 'edit_file', edit),
-      {
-        content: [{ type: 'text' as const, text: 'Done.' }],
-        finishReason: { unified: 'stop' as const, raw: 'stop' },
-        usage,
-        warnings: [],
-      },
+      call('1', 'edit_file', RETRIED_EDIT),
+      call('2', 'edit_file', RETRIED_EDIT),
+      mockText('Done.'),
     ],
   })
   await generateText({
@@ -82,16 +77,7 @@ test('a model that retries an edit with its idempotency_key gets the first answe
     prompt: 'Mark shipping as done',
   })
   // The model is offered the key on every tool that changes something.
-  const offered = model.doGenerateCalls[0]!.tools!.find((t) => t.name === 'edit_file')
-  expect(JSON.stringify(offered)).toContain('idempotency_key')
-  const results = [1, 2].map((i) => JSON.stringify(model.doGenerateCalls[i]!.prompt.at(-1)))
-  expect(results[1]).not.toMatch(/not found|Error/)
-  expect(await agent.fs.readFile('/notes.md', 'utf8')).toBe('# Notes\n- DONE: ship\n')
-  const calls = await agent.tools.bySession('retry')
-  expect(calls.map((c) => [c.name, c.status])).toEqual([
-    ['edit_file', 'success'],
-    ['edit_file', 'success'],
-  ])
-  expect(calls[1]!.metadata).toMatchObject({ replayOf: calls[0]!.id })
+  expect(JSON.stringify(model.doGenerateCalls[0]!.tools)).toContain('idempotency_key')
+  await expectEditedOnce(agent, 'retry', model.doGenerateCalls[2]!.prompt.at(-1))
   await agent.close()
 })

@@ -20,6 +20,7 @@ export function registerInspect(program: Command): void {
     .option('--errors', 'only failed calls')
     .option('--limit <n>', 'at most this many', positiveInteger('--limit'), 50)
     .option('--params', "each call's parameters (JSON, whole) under its line")
+    .option('--full', "each call's parameters and result or error, whole, under its line")
     .option('--json', 'print JSON (parameters included, whole)')
     .action(
       async (
@@ -31,6 +32,7 @@ export function registerInspect(program: Command): void {
           errors?: boolean
           limit: number
           params?: boolean
+          full?: boolean
           json?: boolean
         },
       ) =>
@@ -70,14 +72,20 @@ export function registerInspect(program: Command): void {
             print(
               `${new Date(p.startedAt).toISOString()} ${p.name} pending for ${(p.ageMs / 1000).toFixed(1)}s, started by ${p.owner ?? 'an unknown process'}${p.ours ? '' : ' (abandoned if that process is gone: agentfs reconcile)'}`,
             )
-            if (o.params) print(`  parameters: ${JSON.stringify(p.parameters)}`)
+            if (o.params || o.full) print(`  parameters: ${JSON.stringify(p.parameters)}`)
           }
           for (const c of calls) {
             print(
               `${new Date(c.startedAt).toISOString()} #${c.id} ${c.name} ${c.status}${c.durationMs === null ? '' : ` ${c.durationMs.toFixed(1)}ms`}${c.error ? ` — ${c.error.split('\n')[0]}` : ''}`,
             )
             // Whole, as recorded: nothing an agent sent is shortened here either.
-            if (o.params) print(`  parameters: ${JSON.stringify(c.parameters)}`)
+            if (o.params || o.full) print(`  parameters: ${JSON.stringify(c.parameters)}`)
+            if (o.full)
+              print(
+                c.status === 'error'
+                  ? `  error: ${JSON.stringify(c.error)}`
+                  : `  result: ${JSON.stringify(c.result)}`,
+              )
           }
         }),
     )
