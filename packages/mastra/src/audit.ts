@@ -1,5 +1,5 @@
 import type { Change, ChangePage, ChangeQuery } from '@agentfs/core'
-import { normalizePath } from '@agentfs/core'
+import { normalizePath, isWithin as within } from '@agentfs/core'
 
 /** The change feed to answer from: `agent.changes` (anything with its `since`). */
 export interface ChangeSource {
@@ -32,9 +32,6 @@ const MAX_LIMIT = 10_000
 /** Most feed rows one `getHistory` or `count` reads: a bound on any call. */
 export const MAX_SCANNED = 1_000_000
 const PAGE = 1_000
-
-const within = (path: string, dir: string) =>
-  dir === '/' || path === dir || path.startsWith(`${dir}/`)
 
 /**
  * Reads the change feed as Mastra audit entries, newest first: only changes inside the

@@ -9,7 +9,8 @@ import {
   type Queryable,
   undefinedIfAbsent,
 } from '@agentfs/core'
-import { compareCodePoints, type Dirent, type FileSystem, type Stats } from '@agentfs/fs'
+import { compareCodePoints, type Dirent, type FileSystem } from '@agentfs/fs'
+import { typeOf } from './diff.js'
 import { strictTarget } from './host-fs.js'
 
 /**
@@ -94,9 +95,6 @@ export interface UndoCommitResult {
   readonly tokens: ReadonlyMap<string, string>
 }
 
-const typeOfStats = (s: Stats): EntryType | 'other' =>
-  s.isFile() ? 'file' : s.isDirectory() ? 'directory' : s.isSymbolicLink() ? 'symlink' : 'other'
-
 async function tableExists(q: Executor, name: string): Promise<boolean> {
   const { rows } = await q.execute({
     sql: "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?",
@@ -135,7 +133,7 @@ export async function recordUndo(
       return already
     }
     const stats = await target.lstat(path).catch(undefinedIfAbsent)
-    const type = stats ? typeOfStats(stats) : 'absent'
+    const type = stats ? typeOf(stats) : 'absent'
     // A FIFO, socket or device the commit replaces cannot be remade: undo leaves its path empty.
     const kept: EntryType = type === 'other' ? 'absent' : type
     seen.set(path, kept)
@@ -197,7 +195,7 @@ export async function sealUndo(q: Queryable, target: FileSystem): Promise<void> 
     const after: [string, EntryType | null, string | null][] = []
     for (const { path } of entries.rows) {
       const stats = await target.lstat(path).catch(undefinedIfAbsent)
-      const type = stats ? typeOfStats(stats) : 'absent'
+      const type = stats ? typeOf(stats) : 'absent'
       after.push([path, type === 'other' ? 'absent' : type, stats?.version ?? null])
     }
     await q.transaction(async (tx) => {
