@@ -51,6 +51,10 @@ export interface ChangeQuery {
   readonly exceptSession?: string
   /** Only the changes of this transaction (a `txid`). */
   readonly txid?: number
+  /** Only the changes made by this tool call (its `tool_calls.id`). */
+  readonly toolCallId?: number
+  /** Only the changes carrying this call token (a call under way has no id yet). */
+  readonly callToken?: string
   /** Page size (default 100, at most 10,000). */
   readonly limit?: number
   /** Only changes at or after this time (ms since the epoch, or a Date). */
@@ -151,6 +155,21 @@ export async function readChanges(
       )
     where.push('(c.seq = ? OR c.txid = ?)')
     params.push(query.txid, query.txid)
+  }
+  if (query.toolCallId !== undefined) {
+    if (!Number.isSafeInteger(query.toolCallId))
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        `toolCallId must be an integer, got ${query.toolCallId}`,
+      )
+    where.push('c.call_token = (SELECT m.call_token FROM agentfs_tool_call_meta m WHERE m.id = ?)')
+    params.push(query.toolCallId)
+  }
+  if (query.callToken !== undefined) {
+    if (typeof query.callToken !== 'string' || query.callToken === '')
+      throw new AgentFsError('INVALID_ARGUMENT', 'callToken must be a non-empty string')
+    where.push('c.call_token = ?')
+    params.push(query.callToken)
   }
   if (query.store === 'kv') where.push("c.op LIKE 'kv-%'")
   if (query.store === 'fs') where.push("c.op NOT LIKE 'kv-%'")

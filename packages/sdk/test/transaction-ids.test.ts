@@ -89,3 +89,27 @@ for (const [name, options] of Object.entries(VARIANTS)) {
     })
   })
 }
+
+test("a call's changes by its id, or by its token while it runs; others are left out", async () => {
+  const agent = await AgentFS.open({ path: ':memory:' })
+  agents.push(agent)
+  await agent.fs.writeFile('/before', '0')
+  let during: string[] = []
+  await agent.tools.track('deploy', {}, async () => {
+    await agent.fs.writeFile('/a', 'a')
+    const [call] = await agent.tools.pending()
+    during = (await agent.changes.since(0, { callToken: call!.token })).changes.map((c) => c.path!)
+    await agent.kv.set('k', 1)
+  })
+  await agent.tools.track('other', {}, () => agent.fs.writeFile('/b', 'b'))
+  const [other, deploy] = await agent.tools.query()
+  const paths = async (toolCallId: number) =>
+    (await agent.changes.since(0, { toolCallId })).changes.map((c) => c.path)
+  expect(during).toEqual(['/a'])
+  expect(await paths(deploy!.id)).toEqual(['/a', 'k'])
+  expect(await paths(other!.id)).toEqual(['/b'])
+  expect(await paths(999)).toEqual([])
+  await expect(agent.changes.since(0, { callToken: '' })).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+  })
+})

@@ -68,17 +68,19 @@ export function registerHistory(program: Command): void {
       100,
     )
     .option('--tx <txid>', 'only the changes of this transaction', positiveInteger('--tx'))
+    .option('--call <id>', 'only the changes this tool call made', positiveInteger('--call'))
     .option('--json', 'print JSON (one object per line with --follow)')
     .action(
       async (
         db: string,
         path: string | undefined,
-        o: { follow?: boolean; limit: number; tx?: number; json?: boolean },
+        o: { follow?: boolean; limit: number; tx?: number; call?: number; json?: boolean },
       ) =>
         withAgent(db, async (agent) => {
           const query = {
             ...(path === undefined ? {} : { path, recursive: true }),
             ...(o.tx === undefined ? {} : { txid: o.tx }),
+            ...(o.call === undefined ? {} : { toolCallId: o.call }),
           }
           const last = await agent.changes.last()
           const shown = (
