@@ -87,6 +87,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs timeline my-agent --errors --since 2026-11-01',
       'agentfs timeline my-agent --session s-42 --name edit_file --json',
       'agentfs timeline my-agent --name bash --full',
+      'agentfs timeline my-agent --changes --limit 5',
     ],
   },
   reconcile: {
@@ -94,6 +95,9 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs reconcile my-agent --older-than 3600000',
       'agentfs reconcile --json my-agent --older-than 0',
     ],
+  },
+  payloads: {
+    examples: ['agentfs payloads my-agent', 'agentfs payloads my-agent --budget 2GiB'],
   },
   stats: { examples: ['agentfs stats my-agent', 'agentfs stats --json my-agent'] },
   info: { examples: ['agentfs info my-agent', 'agentfs info --json ./agent.db'] },
@@ -128,6 +132,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs log my-agent /notes --json',
       'agentfs log my-agent --limit 5',
       'agentfs log my-agent --tx 42',
+      'agentfs log my-agent --call 7',
     ],
   },
   history: {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { AgentFsError, systemClock, withActor } from '@agentfs/core'
+import { AgentFsError, isAgentFsError, systemClock, withActor } from '@agentfs/core'
 import { failureOutput } from './failure.js'
 import { FILE_TOOLS } from './file-tools.js'
 import { HISTORY_TOOLS, keepsHistory } from './history-tools.js'
@@ -176,8 +176,10 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
           ...(metadata === undefined ? {} : { metadata }),
         })
         // Recorded as under way before the tool runs: a crash mid-call leaves a visible record.
-        const start = async () => {
-          if (options.audit && callToken !== undefined)
+        // A call the audit's full payload store refuses never runs; the refusal is recorded.
+        const start = async (): Promise<ToolOutput | undefined> => {
+          if (!options.audit || callToken === undefined) return undefined
+          try {
             await options.audit.start({
               name,
               parameters: auditCopy(input ?? null),
@@ -185,6 +187,15 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
               callToken,
               ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
             })
+          } catch (error) {
+            if (!isAgentFsError(error, 'AUDIT_FULL')) throw error
+            return {
+              text: `Error: ${error.message}. Nothing was done; ask the user to raise the audit budget.`,
+              isError: true,
+              code: 'ENOSPC',
+            }
+          }
+          return undefined
         }
         let output: ToolOutput
         const { key, args } = keyed ? takeIdempotencyKey(input) : { args: input }
@@ -209,7 +220,8 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
             output = { text: `Error: ${binder}`, isError: true, code: 'EINVAL' }
           // Runs, records the call and the key in one transaction (and records failures after).
           else {
-            await start()
+            const refused = await start()
+            if (refused) return refused
             return runIdempotent({
               binder,
               scope: `tool:${definition.name}`,
@@ -233,7 +245,8 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
             })
           }
         } else {
-          await start()
+          const refused = await start()
+          if (refused) return refused
           try {
             // Changes the tool makes are attributed to this call in the change feed.
             output = await withActor({ sessionId: options.sessionId, callToken }, () =>

@@ -256,6 +256,31 @@ describe('options and audit', () => {
     expect(calls[2]!.error).toMatch(/invalid input for read_file/)
   })
 
+  test('a large write is audited whole; a full payload store refuses calls before they run, recorded once', async () => {
+    const { agent, run } = await setup()
+    const content = 'y'.repeat(300_000)
+    expect((await run('write_file', { path: '/big', content })).isError).toBeFalsy()
+    const [written] = await agent.tools.bySession('s1')
+    expect(written?.parameters).toEqual({ path: '/big', content })
+    expect(Object.keys(written?.payloads ?? {})).toEqual(['parameters'])
+    await agent.tools.setBudget(350_000)
+    // Over the budget: refused, nothing written, one record of the refusal.
+    for (const [input, keyed] of [
+      [{ path: '/b', content }, false],
+      [{ path: '/b', content, idempotency_key: 'k-1' }, true],
+    ] as const) {
+      const out = await run('write_file', input)
+      expect(out).toMatchObject({ isError: true, code: 'ENOSPC' })
+      expect(out.text).toMatch(/^Error: write_file was refused: the audit's payload store is full/)
+      expect(await agent.fs.exists('/b')).toBe(false)
+      const calls = await agent.tools.bySession('s1')
+      expect(calls.length).toBe(keyed ? 3 : 2)
+      expect(calls.at(-1)?.error).toMatch(/^refused before it ran/)
+    }
+    // A small call still fits.
+    expect((await run('write_file', { path: '/c', content: 'small' })).isError).toBeFalsy()
+  })
+
   test('root, allowed roots (no escape by .. or symlink), read-only, subset, prefix and rename', async () => {
     const { agent } = await setup()
     await agent.fs.mkdir('/workspace/project', { recursive: true })

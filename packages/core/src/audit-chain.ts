@@ -2,6 +2,7 @@ import { createHash, createHmac } from 'node:crypto'
 import type { Executor } from './driver.js'
 import { AgentFsError } from './errors.js'
 import type { Queryable } from './guard-driver.js'
+import { checkPayload, parseRefs } from './payload-store.js'
 import { SLOT_SPAN } from './slot-ids.js'
 
 /**
@@ -39,7 +40,7 @@ const STREAM_SQL: Record<
     id: 'id',
     column: 't.id',
     select: `SELECT t.id, t.name, t.parameters, t.result, t.error, t.started_at, t.completed_at, t.duration_ms,
-  m.session_id, m.parent_id, m.started_at_ns, m.completed_at_ns, m.metadata, m.call_token
+  m.session_id, m.parent_id, m.started_at_ns, m.completed_at_ns, m.metadata, m.call_token, m.payloads
 FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id`,
   },
   change: {
@@ -149,12 +150,16 @@ export function auditDigest(
 }
 
 /**
- * Columns added to the feed later are covered only where set, so rows sealed before they
- * existed keep their digests, and a row cannot gain or lose one unnoticed (encodings of 12, 14
- * and 15 columns never equal each other): the content hashes (schema 9, columns 13–14) when
- * either is set, the transaction id (schema 11, column 15) when set, with 13–14 before it.
+ * Columns added later are covered only where set, so rows sealed before they existed keep their
+ * digests, and a row cannot gain or lose one unnoticed (encodings of 12, 14 and 15 columns never
+ * equal each other). Feed: the content hashes (schema 9, columns 13–14) when either is set, the
+ * transaction id (schema 11, column 15) when set, with 13–14 before it. Calls: the payload refs
+ * (schema 12, column 15) when set.
  */
 function coveredColumns(stream: AuditStream, row: readonly unknown[]): readonly unknown[] {
+  // A call's payload refs (schema 12, column 15) only where set.
+  if (stream === 'call' && row.length === 15)
+    return (row[14] ?? null) === null ? row.slice(0, 14) : row
   if (stream !== 'change' || row.length !== 15) return row
   if ((row[14] ?? null) !== null) return row
   return (row[12] ?? null) === null && (row[13] ?? null) === null
@@ -429,6 +434,8 @@ export async function verifyAudit(q: Queryable, options: VerifyOptions = {}): Pr
     const verified: Record<AuditStream, number> = { call: 0, change: 0 }
     const unsealed: Record<AuditStream, number> = { call: 0, change: 0 }
     const trimmedTo: AuditReport['trimmedTo'] = []
+    // Each payload is checked once (several calls may name it).
+    const payloads = new Map<string, string | undefined>()
     for (const stream of AUDIT_STREAMS) {
       const slots = new Set([...(await slotsOf(tx, stream)), ...(await chainSlots(tx, stream))])
       for (const e of expected) if (e.stream === stream) slots.add(e.slot)
@@ -440,7 +447,7 @@ export async function verifyAudit(q: Queryable, options: VerifyOptions = {}): Pr
         )
         const anchor = await anchorOf(tx, stream, slot)
         if (anchor) trimmedTo.push({ stream, slot, seq: anchor.seq })
-        const result = await verifySlot(tx, stream, slot, anchor, keys, want, report)
+        const result = await verifySlot(tx, stream, slot, anchor, keys, want, report, payloads)
         verified[stream] += result.verified
         unsealed[stream] += result.unsealed
       }
@@ -465,6 +472,7 @@ async function verifySlot(
   keys: Map<string, { key: Uint8Array; id: string }>,
   want: Map<number, Uint8Array>,
   report: (issue: AuditIssue) => void,
+  payloads: Map<string, string | undefined>,
 ): Promise<{ verified: number; unsealed: number }> {
   const { id, column, select } = STREAM_SQL[stream]
   const high = (slot + 1) * SLOT_SPAN
@@ -568,7 +576,13 @@ async function verifySlot(
           kind: 'changed',
           message: `${stream} ${seq}: the row or its seal differs from what was sealed (changed or reordered)`,
         })
-      else verified++
+      else {
+        // The sealed row names its payloads by SHA-256: their bytes must still hash to it.
+        const problem = stream === 'call' ? await payloadProblem(tx, row[14], payloads) : undefined
+        if (problem)
+          report({ stream, seq, kind: 'changed', message: `${stream} ${seq}: ${problem}` })
+        else verified++
+      }
       const expect = want.get(seq)
       if (expect) {
         checked.add(seq)
@@ -602,16 +616,17 @@ async function verifySlot(
 /**
  * Before rows of the change feed up to `upTo` are deleted (a trim): seals what is not sealed,
  * keeps for each slot the digest of the last trimmed row as the chain's anchor, and deletes the
- * trimmed rows' seals. Call inside the trim's transaction.
+ * trimmed rows' seals. Call inside the trim's transaction; `nowUs` is the time the seals record
+ * (the database's clock).
  */
 export async function anchorTrim(
   tx: Executor,
   stream: AuditStream,
   upTo: number,
   key?: AuditKey,
+  nowUs = Date.now() * 1000,
 ): Promise<void> {
   const k = key ? checkKey(key) : undefined
-  const nowUs = Date.now() * 1000
   // A synced client seals only its own slot: another client's rows are that client's to seal.
   const own = ownSlot(tx as Queryable)
   for (const slot of await slotsOf(tx, stream)) {
@@ -640,4 +655,25 @@ export async function anchorTrim(
       params: [stream, low, last.seq],
     })
   }
+}
+
+/** What is wrong with the payloads a sealed call names (`refs`: its `payloads` column), if anything. */
+async function payloadProblem(
+  tx: Executor,
+  refs: unknown,
+  seen: Map<string, string | undefined>,
+): Promise<string | undefined> {
+  if (refs === null || refs === undefined) return undefined
+  let parsed: Record<string, string>
+  try {
+    parsed = parseRefs(typeof refs === 'string' ? refs : String(refs)) as Record<string, string>
+  } catch (error) {
+    return (error as Error).message
+  }
+  for (const [column, sha256] of Object.entries(parsed)) {
+    if (!seen.has(sha256)) seen.set(sha256, await checkPayload(tx, sha256))
+    const problem = seen.get(sha256)
+    if (problem) return `its ${column} (payload ${sha256.slice(0, 16)}…): ${problem}`
+  }
+  return undefined
 }

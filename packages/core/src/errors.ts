@@ -17,6 +17,8 @@ export const ErrorCode = {
   CONSTRAINT: 'CONSTRAINT',
   /** The disk or the database's `max_page_count` is full. */
   FULL: 'FULL',
+  /** The audit's payload store is at its budget: a tool call was refused before it ran. */
+  AUDIT_FULL: 'AUDIT_FULL',
   /** The database was opened read-only or the file is not writable. */
   READONLY: 'READONLY',
   /** The database or driver was closed before or during the call. */

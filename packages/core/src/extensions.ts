@@ -285,6 +285,32 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
 )`,
     ],
   },
+  {
+    version: 12,
+    description:
+      "audit payloads (agentfs_payload, agentfs_payload_chunk): tool-call parameters, results and errors over 64 KiB kept whole, content-addressed, within a budget; a call's changes by index",
+    statements: [
+      // One row per distinct payload: `sha256` (hex) of its UTF-8 bytes, `size` in bytes.
+      `CREATE TABLE agentfs_payload (
+  sha256 TEXT PRIMARY KEY,
+  size INTEGER NOT NULL,
+  chunk_size INTEGER NOT NULL,
+  created_at_ns INTEGER NOT NULL
+)`,
+      // Its bytes in order, `chunk_size` each (the last one shorter).
+      `CREATE TABLE agentfs_payload_chunk (
+  sha256 TEXT NOT NULL,
+  chunk_index INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (sha256, chunk_index)
+)`,
+      // JSON {column: sha256} of the columns moved to the store; NULL when none was.
+      'ALTER TABLE agentfs_tool_call_meta ADD COLUMN payloads TEXT',
+      'ALTER TABLE agentfs_tool_call_pending ADD COLUMN payloads TEXT',
+      // What one tool call changed, without a scan of the feed (calls' changes only).
+      'CREATE INDEX agentfs_change_call ON agentfs_change(call_token) WHERE call_token IS NOT NULL',
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

@@ -129,6 +129,24 @@ export {
   parsePath,
   pathToString,
 } from './path.js'
+export type { PayloadColumn, PayloadRefs, PayloadUsage } from './payload-store.js'
+export {
+  budgetRefusal,
+  checkPayload,
+  DEFAULT_PAYLOAD_BUDGET,
+  exceedsInline,
+  externalize,
+  META_PAYLOAD_BUDGET,
+  PAYLOAD_CHUNK_BYTES,
+  PAYLOAD_INLINE_BYTES,
+  parseRefs,
+  payloadBudget,
+  payloadStub,
+  payloadUsage,
+  readPayload,
+  setPayloadBudget,
+  storePayload,
+} from './payload-store.js'
 export type { PathStep, PathSteps, Resolution, ResolveOptions } from './resolve.js'
 export { MAX_SYMLINK_HOPS, resolvePath } from './resolve.js'
 export type { SchemaObject } from './schema.js'

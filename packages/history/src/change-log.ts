@@ -5,11 +5,14 @@ import {
   type Change,
   type ChangePage,
   type ChangeQuery,
+  type Clock,
   type FollowOptions,
   followChanges,
   lastChange,
+  micros,
   type Queryable,
   readChanges,
+  systemClock,
 } from '@agentfs/core'
 import { recordTrim } from './capture.js'
 
@@ -30,11 +33,16 @@ export interface TrimOptions {
 export class ChangeLog {
   readonly #q: Queryable
   readonly #auditKey: AuditKey | undefined
+  readonly #clock: Clock
 
-  /** `auditKey`: the key that seals rows a trim seals first (see `sealAudit` of `@agentfs/core`). */
-  constructor(q: Queryable, options: { auditKey?: AuditKey } = {}) {
+  /**
+   * `auditKey`: the key that seals rows a trim seals first (see `sealAudit` of
+   * `@agentfs/core`); `clock`: the time those seals record (default: the system clock).
+   */
+  constructor(q: Queryable, options: { auditKey?: AuditKey; clock?: Clock } = {}) {
     this.#q = q
     this.#auditKey = options.auditKey
+    this.#clock = options.clock ?? systemClock()
   }
 
   /** One page of the changes after `cursor` (0: from the start), oldest first. */
@@ -86,7 +94,7 @@ export class ChangeLog {
       }
       if (limit <= 0) return 0
       // The audit chain keeps the digest of the last trimmed row, so what stays still verifies.
-      await anchorTrim(tx, 'change', limit, this.#auditKey)
+      await anchorTrim(tx, 'change', limit, this.#auditKey, micros(this.#clock.now()))
       const result = await tx.execute({
         sql: 'DELETE FROM agentfs_change WHERE seq <= ?',
         params: [limit],

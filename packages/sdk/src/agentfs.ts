@@ -172,10 +172,10 @@ export class AgentFS implements AgentScope {
       ...(options.policy ? { policy: options.policy } : {}),
     })
     this.kv = createKvStore(db, { feed })
-    this.changes = new ChangeLog(
-      db,
-      options.audit?.key === undefined ? {} : { auditKey: options.audit.key },
-    )
+    this.changes = new ChangeLog(db, {
+      clock: db.clock,
+      ...(options.audit?.key === undefined ? {} : { auditKey: options.audit.key }),
+    })
     this.history = new History(db, {
       clock: db.clock,
       chunkSize: db.chunkSize,

@@ -223,6 +223,20 @@ export function conflictRules(current: () => PushRecord) {
           ],
         )
       }
+      // Audit payloads are named by their content: two clients storing the same one agree;
+      // never changed or deleted.
+      case 'agentfs_payload':
+        if (type !== 'insert') return SKIP
+        return rewrite(
+          'INSERT INTO agentfs_payload (sha256, size, chunk_size, created_at_ns) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING',
+          [m.after?.sha256, m.after?.size, m.after?.chunk_size, m.after?.created_at_ns],
+        )
+      case 'agentfs_payload_chunk':
+        if (type !== 'insert') return SKIP
+        return rewrite(
+          'INSERT INTO agentfs_payload_chunk (sha256, chunk_index, data) VALUES (?, ?, ?) ON CONFLICT(sha256, chunk_index) DO NOTHING',
+          [m.after?.sha256, m.after?.chunk_index, m.after?.data],
+        )
       // Slots are claimed on the server only.
       case 'agentfs_sync_slot':
         return SKIP

@@ -297,6 +297,46 @@ test('each client seals its own slot; after converging every client verifies eve
   ])
 })
 
+test('audit payloads over 64 KiB reach every client whole; the same payload stored on two clients offline is one row', async () => {
+  const { client } = await world()
+  const [a, b] = await Promise.all(['a', 'b'].map((name) => client(name)))
+  const shared = { content: 's'.repeat(100_000) }
+  const own = 'r'.repeat(90_000)
+  // Both store `shared` before either pushes; only a stores `own`.
+  await a!.tools.track('write_file', shared, () => own)
+  await b!.tools.track('write_file', shared, () => 'ok')
+  await a!.seal()
+  await b!.seal()
+  await converge(a!, b!)
+  for (const agent of [a!, b!]) {
+    const calls = await agent.tools.query({ order: 'oldest' })
+    expect(calls).toHaveLength(2)
+    for (const call of calls) expect(call.parameters).toEqual(shared)
+    expect(calls.map((c) => c.result).sort()).toEqual(['ok', own])
+    expect((await agent.tools.usage()).payloads).toBe(2)
+    const { rows } = await agent.db.execute<{ n: number }>({
+      sql: 'SELECT COUNT(*) AS n FROM agentfs_payload_chunk',
+    })
+    expect(rows[0]!.n).toBe(Math.ceil(100_002 / 65_536) + Math.ceil(90_002 / 65_536))
+    const report = await agent.verify()
+    expect(report.issues).toEqual([])
+    expect(report.verified.call).toBe(2)
+  }
+  // A client that alters or deletes a payload cannot take it from the others: payload rows
+  // are never updated or deleted through the server.
+  await a!.db.execute({
+    sql: 'UPDATE agentfs_payload_chunk SET data = zeroblob(3) WHERE chunk_index = 1',
+  })
+  await a!.db.execute({ sql: 'DELETE FROM agentfs_payload_chunk WHERE chunk_index = 0' })
+  for (let round = 0; round < 3; round++) for (const agent of [a!, b!]) await agent.sync.pull()
+  expect((await a!.verify()).ok).toBe(false)
+  const report = await b!.verify()
+  expect(report.issues).toEqual([])
+  expect(
+    (await b!.tools.query()).every((c) => JSON.stringify(c.parameters) === JSON.stringify(shared)),
+  ).toBe(true)
+})
+
 test('an idempotency key recorded on one client is recognised on another after a pull; a key both used offline keeps the first pushed', async () => {
   const { client } = await world()
   const [a, b] = await Promise.all([client('a'), client('b')])

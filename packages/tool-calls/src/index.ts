@@ -6,6 +6,7 @@ export type {
   ToolStats,
   TrackOptions,
 } from './model.js'
+export { AuditFullError } from './payloads.js'
 export type {
   PendingOptions,
   PendingToolCall,

@@ -1,4 +1,4 @@
-import { AgentFsError, type Timestamp } from '@agentfs/core'
+import { AgentFsError, type PayloadRefs, type Timestamp } from '@agentfs/core'
 import { fromJson } from './json.js'
 
 /** A point in time: ms since the epoch (fractions allowed), a Date, or a {sec, nsec} timestamp. */
@@ -50,6 +50,11 @@ export interface ToolCall {
   readonly sessionId: string | null
   readonly parentId: number | null
   readonly metadata: unknown
+  /**
+   * The columns kept whole in the payload store (over 64 KiB), by SHA-256; absent when none
+   * was. With `payloads: 'stub'` the values are the row's stubs, else the whole texts.
+   */
+  readonly payloads?: PayloadRefs
 }
 
 /** Filters of `query`; every filter is applied in SQL before the limit. */
@@ -68,6 +73,12 @@ export interface QueryOptions {
   /** Default 100, at most 10,000. */
   readonly limit?: number
   readonly offset?: number
+  /**
+   * Parameters, results and errors over 64 KiB are kept in the payload store: `whole`
+   * (default) reads them back, checked against their SHA-256; `stub` returns the row's stub
+   * (`{ $agentfs_payload: { sha256, bytes, preview } }`) without reading them.
+   */
+  readonly payloads?: 'whole' | 'stub'
 }
 
 /** Per-tool statistics (the spec's "Analyze Tool Performance", plus percentiles). */
@@ -97,6 +108,7 @@ export interface CallRow {
   started_at_ns: number | bigint | null
   completed_at_ns: number | bigint | null
   metadata: string | null
+  payloads: string | null
 }
 
 export const NS = 1_000_000_000n

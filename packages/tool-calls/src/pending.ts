@@ -50,6 +50,8 @@ export interface PendingOptions {
   readonly sessionId?: string
   /** Default 100, at most 10,000. */
   readonly limit?: number
+  /** Parameters kept in the payload store: `whole` (default) or the row's `stub`. */
+  readonly payloads?: 'whole' | 'stub'
 }
 
 /** Options of `reconcile`. */
@@ -70,6 +72,7 @@ export interface PendingRow {
   parent_id: number | null
   started_at_ns: number | bigint
   owner: string | null
+  payloads: string | null
 }
 
 export function checkLimit(limit: number): number {
@@ -115,7 +118,7 @@ export async function pendingRows(
     params.push(owner)
   }
   const { rows } = await q.execute<PendingRow>({
-    sql: `SELECT token, name, parameters, session_id, parent_id, started_at_ns, owner
+    sql: `SELECT token, name, parameters, session_id, parent_id, started_at_ns, owner, payloads
 FROM agentfs_tool_call_pending ${clauses.length ? `WHERE ${clauses.join(' AND ')}` : ''}
 ORDER BY started_at_ns, token LIMIT ?`,
     params: [...params, limit],

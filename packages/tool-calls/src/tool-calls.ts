@@ -1,15 +1,22 @@
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import {
   type AgentDatabase,
   AgentFsError,
+  budgetRefusal,
   type Clock,
+  exceedsInline,
   executeDeferred,
   explicitId,
+  externalize,
   type IdSource,
   insertedRowid,
+  type PayloadUsage,
+  payloadStub,
+  payloadUsage,
   placeholders,
   type Queryable,
   STORE_DATABASE,
+  setPayloadBudget,
   withActor,
 } from '@agentfs/core'
 import { errorMessage, toJson, toJsonLenient } from './json.js'
@@ -25,6 +32,7 @@ import {
   toCall,
   toNs,
 } from './model.js'
+import { AuditFullError, checkMode, type PayloadMode, resolvePayloads } from './payloads.js'
 import {
   checkAge,
   checkLimit,
@@ -133,12 +141,14 @@ export class ToolCalls {
     const completedSec = Number(end / NS)
     const sessionId = input.sessionId ?? this.#sessionId ?? null
     return this.#q.transaction(async (tx) => {
+      // Texts over 64 KiB are kept whole in the payload store; the row keeps a stub.
+      const moved = await externalize(tx, { parameters, result, error }, end)
       const columns = 'name, parameters, result, error, started_at, completed_at, duration_ms'
       const values: Array<string | number | null> = [
         input.name,
-        parameters,
-        result,
-        error,
+        moved.values.parameters,
+        moved.values.result,
+        moved.values.error,
         startedSec,
         completedSec,
         (completedSec - startedSec) * 1000,
@@ -158,7 +168,7 @@ export class ToolCalls {
         id = chosen
       }
       await executeDeferred(tx, {
-        sql: 'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata, call_token) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        sql: 'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata, call_token, payloads) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
         params: [
           id,
           sessionId,
@@ -167,6 +177,7 @@ export class ToolCalls {
           end,
           metadata,
           input.callToken ?? callToken ?? null,
+          moved.refs,
         ],
       })
       // A call started with `start` is no longer under way once its row is written.
@@ -196,28 +207,83 @@ export class ToolCalls {
       throw new AgentFsError('INVALID_ARGUMENT', 'A tool call needs a non-empty name')
     const token = input.callToken ?? this.callToken()
     const started = toNs(input.startedAt ?? this.#clock.now(), 'startedAt')
-    const insert = {
-      sql: `INSERT INTO agentfs_tool_call_pending (token, name, parameters, session_id, parent_id, started_at_ns, owner)
-VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      params: [
-        token,
-        input.name,
-        input.parameters === undefined ? null : json(input.parameters, 'parameters'),
-        input.sessionId ?? this.#sessionId ?? null,
-        input.parentId ?? null,
-        started,
-        OWNER,
-      ],
-    }
-    // Committed before the call runs (a savepoint of the caller's transaction, if any).
-    await this.#q.transaction((tx) => tx.execute(insert))
+    const parameters = input.parameters === undefined ? null : json(input.parameters, 'parameters')
+    const sessionId = input.sessionId ?? this.#sessionId ?? null
+    // Committed before the call runs (a savepoint of the caller's transaction, if any), with
+    // the budget checked in the same transaction.
+    const refused = await this.#q.transaction(async (tx) => {
+      const usage = await payloadUsage(tx)
+      const need =
+        parameters !== null && exceedsInline(parameters) ? Buffer.byteLength(parameters) : 0
+      const why = budgetRefusal(usage, need)
+      if (why !== undefined) {
+        // Recorded as refused; an input that would have gone to the store is kept as its digest.
+        let kept: unknown = input.parameters
+        if (need > 0) {
+          const bytes = Buffer.from(parameters!, 'utf8')
+          const sha256 = createHash('sha256').update(bytes).digest('hex')
+          kept = JSON.parse(payloadStub(parameters!, sha256, bytes.byteLength))
+        }
+        const id = await this.bind(tx).#insert(
+          {
+            name: input.name,
+            parameters: kept,
+            error: `refused before it ran: ${why}`,
+            startedAt: timestamp(started),
+            completedAt: this.#clock.now(),
+            ...(sessionId === null ? {} : { sessionId }),
+            ...(input.parentId === undefined ? {} : { parentId: input.parentId }),
+            metadata: { refused: 'audit-full', used: usage.used, budget: usage.budget },
+          },
+          toJsonLenient,
+          token,
+        )
+        return { id, why }
+      }
+      const moved = await externalize(tx, { parameters }, started)
+      await tx.execute({
+        sql: `INSERT INTO agentfs_tool_call_pending (token, name, parameters, session_id, parent_id, started_at_ns, owner, payloads)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        params: [
+          token,
+          input.name,
+          moved.values.parameters,
+          sessionId,
+          input.parentId ?? null,
+          started,
+          OWNER,
+          moved.refs,
+        ],
+      })
+      return undefined
+    })
+    if (refused) throw new AuditFullError(`${input.name} was refused: ${refused.why}`, refused.id)
     return token
+  }
+
+  /** Bytes in the payload store and the database's budget. */
+  usage(): Promise<PayloadUsage> {
+    return payloadUsage(this.#q)
+  }
+
+  /**
+   * Sets the database's payload budget in bytes (null: unlimited). Calls are refused before
+   * they run once the store holds this much; what a call that ran returns is always kept whole.
+   */
+  setBudget(bytes: number | null): Promise<void> {
+    return this.#q.transaction((tx) => setPayloadBudget(tx, bytes))
   }
 
   /** Calls under way, or abandoned by a process that died, oldest first. */
   async pending(options: PendingOptions = {}): Promise<PendingToolCall[]> {
     const now = toNs(this.#clock.now(), 'now')
-    return (await pendingRows(this.#q, now, options)).map((row) => toPending(row, now))
+    const mode = checkMode(options.payloads)
+    const calls: PendingToolCall[] = []
+    for (const row of await pendingRows(this.#q, now, options)) {
+      await resolvePayloads(this.#q, row, mode)
+      calls.push(toPending(row, now))
+    }
+    return calls
   }
 
   /**
@@ -242,6 +308,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`,
       const log = this.bind(tx)
       const ids: number[] = []
       for (const row of rows) {
+        await resolvePayloads(tx, row)
         const call = toPending(row, now)
         ids.push(
           await log.#insert(
@@ -328,13 +395,23 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`,
       this.track(name, args.length === 1 ? args[0] : args, () => fn(...args), options)
   }
 
-  /** One call by id. */
-  async get(id: number): Promise<ToolCall | undefined> {
+  /** One call by id (payloads as `query` returns them). */
+  async get(
+    id: number,
+    options: Pick<QueryOptions, 'payloads'> = {},
+  ): Promise<ToolCall | undefined> {
+    const mode = checkMode(options.payloads)
     const { rows } = await this.#q.execute<CallRow>({
       sql: `${this.#select()} WHERE t.id = ?`,
       params: [id],
     })
-    return rows[0] && toCall(rows[0])
+    return rows[0] && this.#toCall(rows[0], mode)
+  }
+
+  async #toCall(row: CallRow, mode: PayloadMode): Promise<ToolCall> {
+    const refs = await resolvePayloads(this.#q, row, mode)
+    const call = toCall(row)
+    return Object.keys(refs).length > 0 ? { ...call, payloads: refs } : call
   }
 
   #select(): string {
@@ -344,7 +421,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`,
     return `SELECT t.id AS id, t.name AS name, t.parameters AS parameters, t.result AS result, t.error AS error,
   ${status} AS status, t.started_at AS started_at, t.completed_at AS completed_at, t.duration_ms AS duration_ms,
   m.session_id AS session_id, m.parent_id AS parent_id, m.started_at_ns AS started_at_ns,
-  m.completed_at_ns AS completed_at_ns, m.metadata AS metadata
+  m.completed_at_ns AS completed_at_ns, m.metadata AS metadata, m.payloads AS payloads
 FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id`
   }
 
@@ -389,6 +466,7 @@ FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id`
       )
     }
     const offset = options.offset ?? 0
+    const mode = checkMode(options.payloads)
     const { where, params } = this.#filters(options)
     const direction = options.order === 'oldest' ? 'ASC' : 'DESC'
     const { rows } = await this.#q.execute<CallRow>({
@@ -396,7 +474,9 @@ FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id`
 ORDER BY COALESCE(m.started_at_ns, t.started_at * 1000000000) ${direction}, t.id ${direction} LIMIT ? OFFSET ?`,
       params: [...params, limit, offset],
     })
-    return rows.map(toCall)
+    const calls: ToolCall[] = []
+    for (const row of rows) calls.push(await this.#toCall(row, mode))
+    return calls
   }
 
   /** Calls of one tool, newest first (spec: "Query Tool Calls by Name"). */

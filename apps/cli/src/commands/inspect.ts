@@ -5,8 +5,37 @@ import {
   fsck,
   SQLITE_INTEGRITY_RULE,
 } from '@agentfs/core'
+import type { Change } from '@agentfs/sdk'
 import type { Command } from 'commander'
-import { json, nonNegativeNumber, positiveInteger, print, withAgent } from './shared.js'
+import { byteSize, json, nonNegativeNumber, positiveInteger, print, withAgent } from './shared.js'
+
+/** Changes listed under one call by `timeline --changes`, at most. */
+const CALL_CHANGES = 1000
+
+/**
+ * A call's changes, one line per transaction (the changes it made together): `tx #12: write
+ * /a.md (5 B); write /b.md (7 B)`.
+ */
+export function transactionLines(changes: readonly Change[]): string[] {
+  const lines: string[] = []
+  let txid: number | undefined
+  let parts: string[] = []
+  const flush = () => {
+    if (txid !== undefined) lines.push(`tx #${txid}: ${parts.join('; ')}`)
+  }
+  for (const c of changes) {
+    if (c.txid !== txid) {
+      flush()
+      txid = c.txid
+      parts = []
+    }
+    const paths = c.path2 === null ? (c.path ?? '') : `${c.path} -> ${c.path2}`
+    const size = c.size === null || c.op.startsWith('kv') ? '' : ` (${c.size} B)`
+    parts.push(`${c.op} ${paths}${size}`)
+  }
+  flush()
+  return lines
+}
 
 /** `timeline`, `stats`, `info`, `fsck`: what a database holds and whether it is sound. */
 export function registerInspect(program: Command): void {
@@ -21,6 +50,7 @@ export function registerInspect(program: Command): void {
     .option('--limit <n>', 'at most this many', positiveInteger('--limit'), 50)
     .option('--params', "each call's parameters (JSON, whole) under its line")
     .option('--full', "each call's parameters and result or error, whole, under its line")
+    .option('--changes', "each call's changes under its line, one line per transaction")
     .option('--json', 'print JSON (parameters included, whole)')
     .action(
       async (
@@ -33,6 +63,7 @@ export function registerInspect(program: Command): void {
           limit: number
           params?: boolean
           full?: boolean
+          changes?: boolean
           json?: boolean
         },
       ) =>
@@ -51,6 +82,8 @@ export function registerInspect(program: Command): void {
             ...(o.name === undefined ? {} : { name: o.name }),
             ...(since === undefined ? {} : { since }),
             ...(o.errors ? { errorsOnly: true } : {}),
+            // Large payloads are read back only when they are printed.
+            ...(o.params || o.full || o.json ? {} : { payloads: 'stub' as const }),
           })
           // Calls under way (or abandoned by a process that died) come first: they have no
           // tool_calls row yet.
@@ -60,10 +93,42 @@ export function registerInspect(program: Command): void {
               : (
                   await agent.tools.pending({
                     limit: o.limit,
+                    ...(o.params || o.full || o.json ? {} : { payloads: 'stub' as const }),
                     ...(o.session === undefined ? {} : { sessionId: o.session }),
                   })
                 ).filter((p) => o.name === undefined || p.name === o.name)
-          if (o.json) return json([...pending.map((p) => ({ ...p, status: 'pending' })), ...calls])
+          // A call's changes, by its id (or, under way, its token), at most CALL_CHANGES.
+          const changesOf = async (query: { toolCallId: number } | { callToken: string }) =>
+            (await agent.changes.since(0, { ...query, limit: CALL_CHANGES })) as {
+              changes: Change[]
+              more: boolean
+            }
+          const withChanges = async <T extends object>(
+            item: T,
+            query: { toolCallId: number } | { callToken: string },
+          ) => {
+            const page = await changesOf(query)
+            return { ...item, changes: page.changes, ...(page.more ? { moreChanges: true } : {}) }
+          }
+          if (o.json)
+            return json(
+              o.changes
+                ? [
+                    ...(await Promise.all(
+                      pending.map((p) =>
+                        withChanges({ ...p, status: 'pending' }, { callToken: p.token }),
+                      ),
+                    )),
+                    ...(await Promise.all(calls.map((c) => withChanges(c, { toolCallId: c.id })))),
+                  ]
+                : [...pending.map((p) => ({ ...p, status: 'pending' })), ...calls],
+            )
+          const printChanges = async (query: { toolCallId: number } | { callToken: string }) => {
+            if (!o.changes) return
+            const page = await changesOf(query)
+            for (const line of transactionLines(page.changes)) print(`  ${line}`)
+            if (page.more) print(`  … more than ${CALL_CHANGES} changes (agentfs log --json)`)
+          }
           const filtered =
             o.session !== undefined || o.name !== undefined || since !== undefined || o.errors
           if (calls.length === 0 && pending.length === 0)
@@ -73,6 +138,7 @@ export function registerInspect(program: Command): void {
               `${new Date(p.startedAt).toISOString()} ${p.name} pending for ${(p.ageMs / 1000).toFixed(1)}s, started by ${p.owner ?? 'an unknown process'}${p.ours ? '' : ' (abandoned if that process is gone: agentfs reconcile)'}`,
             )
             if (o.params || o.full) print(`  parameters: ${JSON.stringify(p.parameters)}`)
+            await printChanges({ callToken: p.token })
           }
           for (const c of calls) {
             print(
@@ -86,6 +152,7 @@ export function registerInspect(program: Command): void {
                   ? `  error: ${JSON.stringify(c.error)}`
                   : `  result: ${JSON.stringify(c.result)}`,
               )
+            await printChanges({ toolCallId: c.id })
           }
         }),
     )
@@ -109,6 +176,33 @@ export function registerInspect(program: Command): void {
           ids.length === 0
             ? 'no abandoned tool calls'
             : `recorded ${ids.length} abandoned tool call${ids.length === 1 ? '' : 's'} as failed: #${ids.join(', #')}`,
+        )
+      }),
+    )
+  program
+    .command('payloads')
+    .description(
+      "the audit's payload store (parameters and results over 64 KiB, kept whole): its size and budget",
+    )
+    .argument('<db>')
+    .option(
+      '--budget <bytes>',
+      'set the budget (e.g. 2GiB, or unlimited): calls are refused before they run once it is full',
+      byteSize('--budget'),
+    )
+    .option('--json', 'print JSON')
+    .action(async (db: string, o: { budget?: number; json?: boolean }) =>
+      withAgent(db, async (agent) => {
+        if (o.budget !== undefined)
+          await agent.tools.setBudget(Number.isFinite(o.budget) ? o.budget : null)
+        const usage = await agent.tools.usage()
+        if (o.json) return json(usage)
+        const mib = (n: number) => `${(n / 1024 ** 2).toFixed(1)} MiB`
+        print(
+          `${usage.payloads} payload${usage.payloads === 1 ? '' : 's'}, ${mib(usage.used)} of ${usage.budget === null ? 'an unlimited budget' : `a budget of ${mib(usage.budget)}`}` +
+            (usage.budget !== null && usage.used >= usage.budget
+              ? ': full, tool calls are refused (raise it with --budget)'
+              : ''),
         )
       }),
     )

@@ -53,6 +53,34 @@ export function nonNegativeNumber(flag: string): (value: string) => number {
   }
 }
 
+const UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+  tib: 1024 ** 4,
+}
+
+/**
+ * A commander option parser for a size in bytes: a whole number with an optional unit (B, KiB,
+ * MiB, GiB, TiB), or `unlimited` (Infinity: commander keeps no null).
+ */
+export function byteSize(flag: string): (value: string) => number {
+  return (value) => {
+    const text = value.trim()
+    if (text.toLowerCase() === 'unlimited') return Number.POSITIVE_INFINITY
+    const m = /^(\d+)\s*([a-z]*)$/i.exec(text)
+    const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined
+    const n = m && unit !== undefined ? Number(m[1]) * unit : Number.NaN
+    if (!Number.isSafeInteger(n))
+      throw new Error(
+        `${flag} expects bytes (e.g. 500MiB, 2GiB, 1048576) or unlimited, got ${JSON.stringify(value)}`,
+      )
+    return n
+  }
+}
+
 export async function withAgent<T>(
   target: string,
   fn: (agent: AgentFS) => Promise<T>,

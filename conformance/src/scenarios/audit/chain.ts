@@ -26,14 +26,34 @@ export const auditChain: Scenario = {
       startedAt: 1,
       completedAt: 2,
     })
+    // A result over 64 KiB: kept whole in the payload store, named by the sealed row.
+    const large = await tools.record({
+      name: 'large',
+      parameters: { q: 'x' },
+      result: { text: 'p'.repeat(70_000) },
+      startedAt: 3,
+      completedAt: 4,
+    })
     const sealed = await sealAudit(db, { key: KEY, nowUs: nowUs() })
     const clean = await verifyAudit(db, { keys: [KEY] })
     await db.execute({ sql: "UPDATE agentfs_change SET path = '/b.md' WHERE path = '/a.md'" })
     const tampered = await verifyAudit(db, { keys: [KEY] })
     await db.execute({ sql: "UPDATE agentfs_change SET path = '/a.md' WHERE path = '/b.md'" })
+    const chunk = await db.execute<{ data: Uint8Array }>({
+      sql: 'SELECT data FROM agentfs_payload_chunk WHERE chunk_index = 1',
+    })
+    await db.execute({
+      sql: 'UPDATE agentfs_payload_chunk SET data = zeroblob(4) WHERE chunk_index = 1',
+    })
+    const payloadTampered = await verifyAudit(db, { keys: [KEY] })
+    await db.execute({
+      sql: 'UPDATE agentfs_payload_chunk SET data = ? WHERE chunk_index = 1',
+      params: [chunk.rows[0]!.data],
+    })
+    const largeCall = await tools.get(large)
     await fs.writeFile('/c.md', 'gamma\n')
     await sealAudit(db, { key: KEY, nowUs: nowUs() })
-    const trimmed = await new ChangeLog(db, { auditKey: KEY }).trim({ keep: 1 })
+    const trimmed = await new ChangeLog(db, { auditKey: KEY, clock: db.clock }).trim({ keep: 1 })
     const after = await verifyAudit(db, { keys: [KEY], expectHead: sealed.head })
     const summary = (r: typeof clean) => ({
       ok: r.ok,
@@ -47,6 +67,13 @@ export const auditChain: Scenario = {
       head: sealed.head,
       clean: summary(clean),
       tampered: summary(tampered),
+      payloadTampered: summary(payloadTampered),
+      payloadMessage: payloadTampered.issues[0]?.message,
+      large: {
+        payloads: largeCall?.payloads,
+        resultBytes: JSON.stringify(largeCall?.result).length,
+        usage: await tools.usage(),
+      },
       trimmed,
       after: summary(after),
       headAfter: after.head,
