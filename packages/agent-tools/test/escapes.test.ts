@@ -80,11 +80,13 @@ describe('large inputs', () => {
     const content = 'x'.repeat(4 << 20)
     const ok = await tools.get('write_file')!.execute({ path: '/big.txt', content })
     expect(ok.isError).toBeFalsy()
+    // Whole through the API; the spec row keeps a stub naming it in the payload store.
+    const [call] = await agent.tools.byName('write_file')
+    expect((call!.parameters as { content: string }).content).toBe(content)
     const { rows } = await agent.db.execute<{ parameters: string }>({
       sql: "SELECT parameters FROM tool_calls WHERE name = 'write_file'",
     })
-    const stored = JSON.parse(rows[0]!.parameters)
-    expect(stored.content).toBe(content)
+    expect(JSON.parse(rows[0]!.parameters).$agentfs_payload.sha256).toBe(call!.payloads?.parameters)
     const tooBig = await tools
       .get('write_file')!
       .execute({ path: '/huge.txt', content: 'y'.repeat(9 << 20) })
