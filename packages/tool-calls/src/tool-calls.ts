@@ -4,12 +4,14 @@ import {
   AgentFsError,
   budgetRefusal,
   type Clock,
+  DEFAULT_PAYLOAD_BUDGET,
   exceedsInline,
   executeDeferred,
   explicitId,
   externalize,
   type IdSource,
   insertedRowid,
+  META_PAYLOAD_BUDGET,
   type PayloadUsage,
   payloadStub,
   payloadUsage,
@@ -46,6 +48,18 @@ import {
 } from './pending.js'
 
 const timestamp = (ns: bigint) => ({ sec: Number(ns / NS), nsec: Number(ns % NS) })
+
+/**
+ * Whether the payload store has room for a call (the condition of `budgetRefusal` for a call
+ * needing no bytes): no budget, or its size under the budget (the `agentfs_meta` row written as
+ * a whole number, or the default without the row; anything else fails here, and the checked
+ * path reads it). Parameters: the default budget, the budget's key.
+ */
+const ROOM = `(SELECT CASE WHEN b.value = 'unlimited' THEN 1
+  WHEN b.value IS NULL OR CAST(CAST(b.value AS INTEGER) AS TEXT) = b.value
+  THEN (SELECT COALESCE(SUM(size), 0) FROM agentfs_payload) < COALESCE(CAST(b.value AS INTEGER), ?)
+  ELSE 0 END
+FROM (SELECT (SELECT value FROM agentfs_meta WHERE key = ?) AS value) b)`
 
 /**
  * The spec's insert-only tool-call audit log (`tool_calls`): one row per completed call, with
@@ -209,12 +223,24 @@ export class ToolCalls {
     const started = toNs(input.startedAt ?? this.#clock.now(), 'startedAt')
     const parameters = input.parameters === undefined ? null : json(input.parameters, 'parameters')
     const sessionId = input.sessionId ?? this.#sessionId ?? null
+    const need =
+      parameters !== null && exceedsInline(parameters) ? Buffer.byteLength(parameters) : 0
+    const row = [token, input.name, parameters, sessionId, input.parentId ?? null, started, OWNER]
+    // The common case, parameters that stay in the row: one statement, a transaction of its
+    // own, inserts the pending row only while the store has room. Anything else (large
+    // parameters, no room, a budget this statement cannot read) takes the checked path below.
+    if (need === 0) {
+      const fast = await this.#q.execute({
+        sql: `INSERT INTO agentfs_tool_call_pending (token, name, parameters, session_id, parent_id, started_at_ns, owner)
+SELECT ?, ?, ?, ?, ?, ?, ? WHERE ${ROOM}`,
+        params: [...row, DEFAULT_PAYLOAD_BUDGET, META_PAYLOAD_BUDGET],
+      })
+      if (fast.changes === 1) return token
+    }
     // Committed before the call runs (a savepoint of the caller's transaction, if any), with
     // the budget checked in the same transaction.
     const refused = await this.#q.transaction(async (tx) => {
       const usage = await payloadUsage(tx)
-      const need =
-        parameters !== null && exceedsInline(parameters) ? Buffer.byteLength(parameters) : 0
       const why = budgetRefusal(usage, need)
       if (why !== undefined) {
         // Recorded as refused; an input that would have gone to the store is kept as its digest.
@@ -241,19 +267,11 @@ export class ToolCalls {
         return { id, why }
       }
       const moved = await externalize(tx, { parameters }, started)
+      row[2] = moved.values.parameters
       await tx.execute({
         sql: `INSERT INTO agentfs_tool_call_pending (token, name, parameters, session_id, parent_id, started_at_ns, owner, payloads)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        params: [
-          token,
-          input.name,
-          moved.values.parameters,
-          sessionId,
-          input.parentId ?? null,
-          started,
-          OWNER,
-          moved.refs,
-        ],
+        params: [...row, moved.refs],
       })
       return undefined
     })
