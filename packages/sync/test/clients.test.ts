@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import {
   auditKeyId,
@@ -6,6 +7,7 @@ import {
   recordIdempotency,
   SCHEMA_VERSION,
   SLOT_SPAN,
+  withActor,
 } from '@agentfs/core'
 import { hostilePeerRows } from '@agentfs/test-kit'
 import { expect, test } from 'vitest'
@@ -295,6 +297,40 @@ test('each client seals its own slot; after converging every client verifies eve
   expect(forged.issues.map((i) => [i.stream, i.seq, i.kind])).toEqual([
     ['change', slotB * SLOT_SPAN + 1, 'changed'],
   ])
+})
+
+test('a call under way reaches the other clients with its changes (one transaction id, content hashes); another client reconciles it and everyone sees it failed', async () => {
+  const { client } = await world()
+  const [a, b] = await Promise.all(['a', 'b'].map((name) => client(name)))
+  // a starts a call, writes two files in one transaction inside it, and never completes it.
+  const token = await a!.tools.start({ name: 'deploy', parameters: { target: 'prod' } })
+  await withActor({ callToken: token }, () =>
+    a!.transaction(async (tx) => {
+      await tx.fs.writeFile('/x', 'one')
+      await tx.fs.writeFile('/y', 'two')
+    }),
+  )
+  await converge(a!, b!)
+  const [pending] = await b!.tools.pending()
+  expect(pending).toMatchObject({ token, name: 'deploy', parameters: { target: 'prod' } })
+  const { changes } = await b!.changes.since(0, { callToken: token })
+  expect(changes.map((c) => c.path)).toEqual(['/x', '/y'])
+  expect(new Set(changes.map((c) => c.txid))).toEqual(new Set([changes[0]!.seq]))
+  expect(changes.map((c) => c.hash)).toEqual(
+    ['one', 'two'].map((t) => `sha256:${createHash('sha256').update(t).digest('hex')}`),
+  )
+  // Both clients run in this process (one owner): b takes its own as abandoned too.
+  const [id] = await b!.tools.reconcile({ olderThan: 0, includeOwn: true })
+  await converge(a!, b!)
+  for (const agent of [a!, b!]) {
+    expect(await agent.tools.pending()).toEqual([])
+    expect((await agent.tools.get(id!))?.error).toMatch(/^abandoned: /)
+    const made = await agent.changes.since(0, { toolCallId: id! })
+    expect(made.changes.map((c) => c.path)).toEqual(['/x', '/y'])
+  }
+  for (const agent of [a!, b!]) await agent.seal()
+  await converge(a!, b!)
+  for (const agent of [a!, b!]) expect((await agent.verify()).issues).toEqual([])
 })
 
 test('audit payloads over 64 KiB reach every client whole; the same payload stored on two clients offline is one row', async () => {
