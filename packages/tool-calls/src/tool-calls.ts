@@ -34,7 +34,7 @@ import {
   toCall,
   toNs,
 } from './model.js'
-import { AuditFullError, checkMode, type PayloadMode, resolvePayloads } from './payloads.js'
+import { AuditFullError, checkMode, type PayloadMode, ROOM, resolvePayloads } from './payloads.js'
 import {
   checkAge,
   checkLimit,
@@ -46,20 +46,9 @@ import {
   type StartInput,
   toPending,
 } from './pending.js'
+import { callFilters, type StatsRow, selectCalls, statsSql, toStats } from './queries.js'
 
 const timestamp = (ns: bigint) => ({ sec: Number(ns / NS), nsec: Number(ns % NS) })
-
-/**
- * Whether the payload store has room for a call (the condition of `budgetRefusal` for a call
- * needing no bytes): no budget, or its size under the budget (the `agentfs_meta` row written as
- * a whole number, or the default without the row; anything else fails here, and the checked
- * path reads it). Parameters: the default budget, the budget's key.
- */
-const ROOM = `(SELECT CASE WHEN b.value = 'unlimited' THEN 1
-  WHEN b.value IS NULL OR CAST(CAST(b.value AS INTEGER) AS TEXT) = b.value
-  THEN (SELECT COALESCE(SUM(size), 0) FROM agentfs_payload) < COALESCE(CAST(b.value AS INTEGER), ?)
-  ELSE 0 END
-FROM (SELECT (SELECT value FROM agentfs_meta WHERE key = ?) AS value) b)`
 
 /**
  * The spec's insert-only tool-call audit log (`tool_calls`): one row per completed call, with
@@ -420,7 +409,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   ): Promise<ToolCall | undefined> {
     const mode = checkMode(options.payloads)
     const { rows } = await this.#q.execute<CallRow>({
-      sql: `${this.#select()} WHERE t.id = ?`,
+      sql: `${selectCalls(this.#reference)} WHERE t.id = ?`,
       params: [id],
     })
     return rows[0] && this.#toCall(rows[0], mode)
@@ -432,63 +421,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     return Object.keys(refs).length > 0 ? { ...call, payloads: refs } : call
   }
 
-  #select(): string {
-    const status = this.#reference
-      ? 't.status'
-      : "CASE WHEN t.error IS NULL THEN 'success' ELSE 'error' END"
-    return `SELECT t.id AS id, t.name AS name, t.parameters AS parameters, t.result AS result, t.error AS error,
-  ${status} AS status, t.started_at AS started_at, t.completed_at AS completed_at, t.duration_ms AS duration_ms,
-  m.session_id AS session_id, m.parent_id AS parent_id, m.started_at_ns AS started_at_ns,
-  m.completed_at_ns AS completed_at_ns, m.metadata AS metadata, m.payloads AS payloads
-FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id`
-  }
-
-  #filters(options: QueryOptions): { where: string; params: Array<string | number | bigint> } {
-    const clauses: string[] = []
-    const params: Array<string | number | bigint> = []
-    const startNs = 'COALESCE(m.started_at_ns, t.started_at * 1000000000)'
-    if (options.name !== undefined) {
-      clauses.push('t.name = ?')
-      params.push(options.name)
-    }
-    if (options.since !== undefined) {
-      const ns = toNs(options.since, 'since')
-      // The coarse bound uses the spec's started_at index; the precise one refines it.
-      clauses.push(`t.started_at >= ? AND ${startNs} >= ?`)
-      params.push(Number(ns / NS), ns)
-    }
-    if (options.until !== undefined) {
-      const ns = toNs(options.until, 'until')
-      clauses.push(`t.started_at <= ? AND ${startNs} < ?`)
-      params.push(Number(ns / NS), ns)
-    }
-    if (options.sessionId !== undefined) {
-      clauses.push('m.session_id = ?')
-      params.push(options.sessionId)
-    }
-    if (options.parentId !== undefined) {
-      clauses.push('m.parent_id = ?')
-      params.push(options.parentId)
-    }
-    if (options.errorsOnly) clauses.push('t.error IS NOT NULL')
-    return { where: clauses.length ? `WHERE ${clauses.join(' AND ')}` : '', params }
-  }
-
   /** Calls matching every filter, newest first by default. */
   async query(options: QueryOptions = {}): Promise<ToolCall[]> {
-    const limit = options.limit ?? 100
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) {
-      throw new AgentFsError(
-        'INVALID_ARGUMENT',
-        `limit must be an integer from 1 to 10000, got ${limit}`,
-      )
-    }
+    const limit = checkLimit(options.limit ?? 100)
     const offset = options.offset ?? 0
     const mode = checkMode(options.payloads)
-    const { where, params } = this.#filters(options)
+    const { where, params } = callFilters(options)
     const direction = options.order === 'oldest' ? 'ASC' : 'DESC'
     const { rows } = await this.#q.execute<CallRow>({
-      sql: `${this.#select()} ${where}
+      sql: `${selectCalls(this.#reference)} ${where}
 ORDER BY COALESCE(m.started_at_ns, t.started_at * 1000000000) ${direction}, t.id ${direction} LIMIT ? OFFSET ?`,
       params: [...params, limit, offset],
     })
@@ -521,58 +462,12 @@ ORDER BY COALESCE(m.started_at_ns, t.started_at * 1000000000) ${direction}, t.id
   async stats(
     options: Pick<QueryOptions, 'since' | 'until' | 'sessionId'> = {},
   ): Promise<ToolStats[]> {
-    const { where, params } = this.#filters(options)
-    const status = this.#reference
-      ? 't.status'
-      : "CASE WHEN t.error IS NULL THEN 'success' ELSE 'error' END"
-    const { rows } = await this.#q.execute<{
-      name: string
-      total_calls: number
-      successful: number
-      failed: number
-      pending: number
-      avg_duration_ms: number | null
-      p50: number | null
-      p95: number | null
-    }>({
-      // Percentiles come from one grouped pass over the ranked rows, joined to the totals: no
-      // correlated subquery (the Turso engine 0.7 answers that shape wrongly).
-      sql: `WITH d AS (
-  SELECT t.name AS name, ${status} AS status,
-    CASE WHEN m.completed_at_ns IS NOT NULL THEN (m.completed_at_ns - m.started_at_ns) / 1000000.0 ELSE t.duration_ms END AS ms
-  FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id ${where}
-), ranked AS (
-  SELECT name, ms, ROW_NUMBER() OVER (PARTITION BY name ORDER BY ms) AS rn, COUNT(*) OVER (PARTITION BY name) AS n
-  FROM d WHERE status != 'pending' AND ms IS NOT NULL
-), pct AS (
-  SELECT name,
-    MAX(CASE WHEN rn = (n * 50 + 99) / 100 THEN ms END) AS p50,
-    MAX(CASE WHEN rn = (n * 95 + 99) / 100 THEN ms END) AS p95
-  FROM ranked GROUP BY name
-), agg AS (
-  SELECT name, COUNT(*) AS total_calls,
-    SUM(CASE WHEN status = 'success' THEN 1 ELSE 0 END) AS successful,
-    SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END) AS failed,
-    SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END) AS pending,
-    AVG(CASE WHEN status != 'pending' THEN ms END) AS avg_duration_ms
-  FROM d GROUP BY name
-)
-SELECT agg.name AS name, agg.total_calls AS total_calls, agg.successful AS successful,
-  agg.failed AS failed, agg.pending AS pending, agg.avg_duration_ms AS avg_duration_ms,
-  pct.p50 AS p50, pct.p95 AS p95
-FROM agg LEFT JOIN pct ON pct.name = agg.name ORDER BY agg.total_calls DESC, agg.name ASC`,
+    const { where, params } = callFilters(options)
+    const { rows } = await this.#q.execute<StatsRow>({
+      sql: statsSql(this.#reference, where),
       params,
     })
-    return rows.map((row) => ({
-      name: row.name,
-      totalCalls: row.total_calls,
-      successful: row.successful,
-      failed: row.failed,
-      pending: row.pending,
-      avgDurationMs: row.avg_duration_ms,
-      p50DurationMs: row.p50,
-      p95DurationMs: row.p95,
-    }))
+    return rows.map(toStats)
   }
 }
 
