@@ -156,3 +156,75 @@ test('a file damaged below the tables is a sqlite-integrity finding, and repair 
     await rm(dir, { recursive: true, force: true })
   }
 })
+
+test('the audit payload store: a missing payload or chunk is reported; what no call names is deleted', async () => {
+  const { db } = await populated()
+  const tools = createToolCalls(db)
+  const a = await tools.record({
+    name: 'a',
+    parameters: 'p'.repeat(70_000),
+    startedAt: 0,
+    completedAt: 1,
+  })
+  const b = await tools.record({
+    name: 'b',
+    result: 'r'.repeat(140_000),
+    startedAt: 0,
+    completedAt: 1,
+  })
+  expect(await fsck(db)).toEqual({ findings: [], repaired: [], ok: true })
+  // A call whose parameters changed between its start and its record: the first are named by nothing.
+  await tools.start({ name: 'c', parameters: 'c'.repeat(70_000), callToken: 'tok' })
+  await tools.record({
+    name: 'c',
+    parameters: 'other',
+    startedAt: 0,
+    completedAt: 1,
+    callToken: 'tok',
+  })
+  const sha = async (id: number) =>
+    Object.values(
+      JSON.parse(
+        (
+          await db.execute<{ payloads: string }>({
+            sql: 'SELECT payloads FROM agentfs_tool_call_meta WHERE id = ?',
+            params: [id],
+          })
+        ).rows[0]!.payloads,
+      ),
+    )[0] as string
+  const [shaA, shaB] = [await sha(a), await sha(b)]
+  await db.execute({ sql: 'DELETE FROM agentfs_payload WHERE sha256 = ?', params: [shaA] })
+  await db.execute({
+    sql: 'DELETE FROM agentfs_payload_chunk WHERE sha256 = ? AND chunk_index = 1',
+    params: [shaB],
+  })
+  const report = await fsck(db)
+  expect(report.findings.map((f) => [f.rule, f.message])).toEqual([
+    ['audit-payload-missing', `audit payload of tool call ${a}: parameters ${shaA} is missing`],
+    ['audit-payload-missing', `audit payload of tool call ${b}: result ${shaB} has 2 of 3 chunks`],
+    [
+      'audit-payload-orphan',
+      expect.stringMatching(/^audit payload [0-9a-f]{64} is named by no tool call$/),
+    ],
+    ['audit-payload-chunk', `chunks of audit payload ${shaA}, which is not in agentfs_payload`],
+  ])
+  const repaired = await fsck(db, { repair: true })
+  expect(repaired.repaired.map((f) => f.rule)).toEqual([
+    'audit-payload-orphan',
+    'audit-payload-chunk',
+  ])
+  expect(repaired.findings.map((f) => f.rule)).toEqual([
+    'audit-payload-missing',
+    'audit-payload-missing',
+  ])
+  const left = await db.execute<{ sha256: string; n: number }>({
+    sql: 'SELECT sha256, (SELECT COUNT(*) FROM agentfs_payload_chunk c WHERE c.sha256 = p.sha256) AS n FROM agentfs_payload p',
+  })
+  expect(left.rows).toEqual([{ sha256: shaB, n: 2 }])
+  expect(
+    (await db.execute<{ n: number }>({ sql: 'SELECT COUNT(*) AS n FROM agentfs_payload_chunk' }))
+      .rows[0]!.n,
+  ).toBe(2)
+  await db.close()
+})

@@ -2,6 +2,7 @@ import { placeholders } from './driver.js'
 import type { Check, FindRow } from './fsck-check.js'
 import { HISTORY_CHECKS } from './fsck-history.js'
 import { ORPHAN_CHECKS } from './fsck-orphans.js'
+import { PAYLOAD_CHECKS } from './fsck-payloads.js'
 import { type Queryable, recursiveQueries } from './guard-driver.js'
 import {
   ROOT_INO,
@@ -272,6 +273,7 @@ UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i 
     repair: 'DELETE FROM agentfs_tool_call_meta WHERE id NOT IN (SELECT id FROM tool_calls)',
   },
   ...HISTORY_CHECKS,
+  ...PAYLOAD_CHECKS,
 ]
 
 /** The rule of findings SQLite reports itself: the file is damaged below the tables. */
