@@ -13,13 +13,16 @@ async function* withRefs(
 ): AsyncGenerator<{ key: string | number; payloads: string }> {
   let after: string | number | null = null
   for (;;) {
-    const { rows } = await q.execute<{ k: string | number; payloads: string }>({
+    const page: { rows: Array<{ k: string | number; payloads: string }> } = await q.execute<{
+      k: string | number
+      payloads: string
+    }>({
       sql: `SELECT ${key} AS k, payloads FROM ${table} WHERE payloads IS NOT NULL${after === null ? '' : ` AND ${key} > ?`} ORDER BY ${key} LIMIT ${PAGE}`,
       params: after === null ? [] : [after],
     })
-    for (const row of rows) yield { key: row.k, payloads: row.payloads }
-    if (rows.length < PAGE) return
-    after = rows.at(-1)!.k
+    for (const row of page.rows) yield { key: row.k, payloads: row.payloads }
+    if (page.rows.length < PAGE) return
+    after = page.rows.at(-1)!.k
   }
 }
 
