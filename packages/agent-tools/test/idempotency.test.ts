@@ -184,6 +184,38 @@ describe('idempotency keys', () => {
     ).toBe(true)
   })
 
+  test('with an audit key, a record the key did not seal is refused, not replayed', async () => {
+    const agent = await AgentFS.open({
+      path: ':memory:',
+      audit: { key: { key: Buffer.alloc(32, 7), id: 'k1' } },
+    })
+    agents.push(agent)
+    const tools = createAgentTools({
+      fs: agent.fs,
+      kv: agent.kv,
+      audit: agent.tools,
+      tools: [appendLine],
+    })
+    const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
+    const input = { path: '/log.txt', line: 'one', idempotency_key: 'k' }
+    await run('append_line', input)
+    expect((await run('append_line', input)).replayed).toBe(true)
+    // Someone with the file, but not the key, rewrites the answer a retry would get.
+    await agent.db.execute({
+      sql: `UPDATE agentfs_idempotency SET result = '{"text":"forged"}' WHERE key = 'k'`,
+    })
+    const forged = await run('append_line', input)
+    expect(forged).toMatchObject({ isError: true, code: 'IDEMPOTENCY_UNTRUSTED' })
+    expect(forged.text).not.toContain('forged')
+    expect(await agent.fs.readFile('/log.txt', 'utf8')).toBe('one\n')
+    // The refusal is in the audit like every attempt.
+    const calls = await agent.tools.query({ limit: 10 })
+    expect(calls).toHaveLength(3)
+    expect(
+      calls.filter((c) => c.error !== null && /IDEMPOTENCY_UNTRUSTED|not sealed/.test(c.error)),
+    ).toHaveLength(1)
+  })
+
   test('a key needs stores of one database; otherwise the call is refused, not run', async () => {
     const a = await AgentFS.open({ path: ':memory:' })
     const b = await AgentFS.open({ path: ':memory:' })

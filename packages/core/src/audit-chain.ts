@@ -67,7 +67,8 @@ export function auditKeyId(key: Uint8Array): string {
   return createHmac('sha256', key).update('agentfs-audit-key-id').digest('hex').slice(0, 16)
 }
 
-function checkKey(k: AuditKey): { key: Uint8Array; id: string } {
+/** Checks a key (at least 16 bytes; an id of 1 to 64 letters, digits, '.', '_', '-') and gives its id. */
+export function checkAuditKey(k: AuditKey): { key: Uint8Array; id: string } {
   if (!(k.key instanceof Uint8Array) || k.key.byteLength < 16)
     throw new AgentFsError(
       'INVALID_ARGUMENT',
@@ -271,7 +272,7 @@ function ownSlot(q: Partial<Queryable>): number | undefined {
  * run from several processes at once: each batch reads the chain's tip under the write lock.
  */
 export async function sealAudit(q: Queryable, options: SealOptions = {}): Promise<SealResult> {
-  const key = options.key ? checkKey(options.key) : undefined
+  const key = options.key ? checkAuditKey(options.key) : undefined
   const only = options.slot ?? ownSlot(q)
   const sealed: Record<AuditStream, number> = { call: 0, change: 0 }
   for (const stream of AUDIT_STREAMS) {
@@ -422,7 +423,7 @@ export interface AuditReport {
  * whether the chain still reaches `expectHead`. Runs in one read transaction.
  */
 export async function verifyAudit(q: Queryable, options: VerifyOptions = {}): Promise<AuditReport> {
-  const keys = new Map((options.keys ?? []).map((k) => checkKey(k)).map((k) => [k.id, k]))
+  const keys = new Map((options.keys ?? []).map((k) => checkAuditKey(k)).map((k) => [k.id, k]))
   const expected = options.expectHead === undefined ? [] : parseHead(options.expectHead)
   return q.transaction(async (tx) => {
     const issues: AuditIssue[] = []
@@ -626,7 +627,7 @@ export async function anchorTrim(
   key?: AuditKey,
   nowUs = Date.now() * 1000,
 ): Promise<void> {
-  const k = key ? checkKey(key) : undefined
+  const k = key ? checkAuditKey(key) : undefined
   // A synced client seals only its own slot: another client's rows are that client's to seal.
   const own = ownSlot(tx as Queryable)
   for (const slot of await slotsOf(tx, stream)) {

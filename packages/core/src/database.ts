@@ -1,3 +1,4 @@
+import type { AuditKey } from './audit-chain.js'
 import { type Clock, type IdSource, randomIds, systemClock } from './clock.js'
 import type { Driver, QueryResult, SqlValue, Statement } from './driver.js'
 import { AgentFsError } from './errors.js'
@@ -7,6 +8,7 @@ import {
   type Queryable,
   type Transaction,
 } from './guard-driver.js'
+import { setIntegrityKeys } from './integrity-keys.js'
 import { inspectLayout } from './layout.js'
 import { checkChunkSize, type MigrationPlan, migrate, planFromReport } from './migrate.js'
 import { freeDeadOrphans } from './orphans.js'
@@ -26,6 +28,12 @@ export interface OpenDatabaseOptions {
   readonly chunkSize?: number
   /** Run migrations on open (default true). With false, an out-of-date database is refused. */
   readonly migrate?: boolean
+  /**
+   * HMAC-SHA256 keys that seal idempotency records (the first seals; all are accepted, so a key
+   * can rotate). With keys, a record none of them verifies is refused instead of replayed. Keep
+   * them outside the database; see `setIntegrityKeys`.
+   */
+  readonly integrityKeys?: readonly AuditKey[]
 }
 
 /** An open AgentFS database: the guarded driver plus what every domain package needs. */
@@ -62,6 +70,7 @@ function isGuarded(driver: Driver | GuardedDriver): driver is GuardedDriver {
  */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentDatabase> {
   const driver = isGuarded(options.driver) ? options.driver : guardDriver(options.driver)
+  if (options.integrityKeys !== undefined) setIntegrityKeys(driver, options.integrityKeys)
   const clock = options.clock ?? systemClock()
   const ids = options.ids ?? randomIds()
   if (options.chunkSize !== undefined) checkChunkSize(options.chunkSize)

@@ -311,6 +311,16 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       'CREATE INDEX agentfs_change_call ON agentfs_change(call_token) WHERE call_token IS NOT NULL',
     ],
   },
+  {
+    version: 13,
+    description:
+      'sealed idempotency records (agentfs_idempotency.mac, key_id): with integrity keys, a record is trusted only when its HMAC verifies, so a planted one is refused',
+    statements: [
+      // HMAC-SHA256 of the record under the key `key_id` names; NULL when written without keys.
+      'ALTER TABLE agentfs_idempotency ADD COLUMN mac BLOB',
+      'ALTER TABLE agentfs_idempotency ADD COLUMN key_id TEXT',
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

@@ -9,6 +9,7 @@ import type {
 } from './driver.js'
 import { arrayRowsOf } from './driver.js'
 import { AgentFsError, isAgentFsError } from './errors.js'
+import { joinRealm } from './integrity-keys.js'
 import { mapSqliteError } from './map-error.js'
 import { Mutex } from './mutex.js'
 import { beginUnit, joinUnit, unitMark } from './transaction-unit.js'
@@ -186,6 +187,7 @@ class TransactionHandle implements Transaction {
     )
     // A savepoint is part of its transaction's unit; rolled back, its changes leave the unit.
     joinUnit(this, nested)
+    joinRealm(nested, this)
     const restore = unitMark(this)
     let result: T
     try {
@@ -302,6 +304,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
           return await driver.transaction(async (tx) => {
             handle = new TransactionHandle(tx, 0, driver.name, driver.capabilities)
             beginUnit(handle)
+            joinRealm(handle, driver)
             try {
               return await fn(handle)
             } finally {

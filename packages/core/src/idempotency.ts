@@ -1,6 +1,8 @@
-import { createHash } from 'node:crypto'
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import { encodeAuditRow } from './audit-chain.js'
 import { AgentFsError } from './errors.js'
 import type { Queryable } from './guard-driver.js'
+import { type IntegrityKey, integrityKeysOf } from './integrity-keys.js'
 
 /**
  * Idempotency keys (`agentfs_idempotency`): a request carrying a key is applied once. Its record
@@ -9,6 +11,12 @@ import type { Queryable } from './guard-driver.js'
  * without changing anything; the same key with other arguments is refused
  * (`IDEMPOTENCY_MISMATCH`). Records expire after a time to live; each claim deletes at most
  * {@link EXPIRED_PER_CLAIM} expired ones through the index on `expires_us`, never a scan.
+ *
+ * With integrity keys on the connection (`openDatabase({ integrityKeys })`, the SDK's
+ * `audit.key`), each record is sealed (`mac`, `key_id`: HMAC-SHA256, see {@link sealRecord})
+ * and a claim trusts only a record one of the keys verifies: a record planted by anyone without
+ * the key (a sync peer, a hand-edited file) is refused ({@link IdempotencyUntrustedError})
+ * before anything runs, rather than replayed as the request's answer.
  */
 
 /** Records kept this long by default: 48 hours. */
@@ -32,6 +40,64 @@ export class IdempotencyMismatchError extends AgentFsError<'IDEMPOTENCY_MISMATCH
   override get name(): string {
     return 'IdempotencyMismatchError'
   }
+}
+
+/** The error of a key whose record no integrity key of the connection verifies. */
+export class IdempotencyUntrustedError extends AgentFsError<'IDEMPOTENCY_UNTRUSTED'> {
+  constructor(message: string) {
+    super('IDEMPOTENCY_UNTRUSTED', message)
+  }
+
+  override get name(): string {
+    return 'IdempotencyUntrustedError'
+  }
+}
+
+/** The columns of a record its seal covers, in order. */
+interface SealedColumns {
+  readonly scope: string
+  readonly key: string
+  readonly args_sha256: Uint8Array
+  readonly args_digests: string | null
+  readonly result: string | null
+  readonly call_id: number | null
+  readonly created_us: number
+  readonly expires_us: number
+}
+
+const SEAL_PREFIX = 'agentfs-idempotency-v1'
+
+/**
+ * A record's seal: HMAC-SHA256 under `k` of `"agentfs-idempotency-v1" 0x00 keyId 0x00` and the
+ * columns scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us
+ * encoded as the audit chain encodes a row (`encodeAuditRow`).
+ */
+export function sealRecord(k: IntegrityKey, row: SealedColumns): Uint8Array {
+  return createHmac('sha256', k.key)
+    .update(`${SEAL_PREFIX}\0${k.id}\0`)
+    .update(
+      encodeAuditRow([
+        row.scope,
+        row.key,
+        row.args_sha256,
+        row.args_digests,
+        row.result,
+        row.call_id,
+        row.created_us,
+        row.expires_us,
+      ]),
+    )
+    .digest()
+}
+
+/** Whether one of `keys` sealed `row` (`mac` under the key `key_id` names). */
+function trusted(
+  keys: readonly IntegrityKey[],
+  row: SealedColumns & { mac: unknown; key_id: unknown },
+): boolean {
+  const k = keys.find((candidate) => candidate.id === row.key_id)
+  if (k === undefined || !(row.mac instanceof Uint8Array) || row.mac.byteLength !== 32) return false
+  return timingSafeEqual(Buffer.from(row.mac), sealRecord(k, row))
 }
 
 /** What the first request with a key left: its result, and the tool call that recorded it. */
@@ -175,19 +241,20 @@ export async function claimIdempotency(
   (SELECT rowid FROM agentfs_idempotency WHERE expires_us <= ? ORDER BY expires_us LIMIT ${EXPIRED_PER_CLAIM})`,
     params: [request.nowUs],
   })
-  const { rows } = await tx.execute<{
-    args_sha256: Uint8Array
-    args_digests: string | null
-    result: string | null
-    call_id: number | null
-    created_us: number
-  }>({
-    sql: `SELECT args_sha256, args_digests, result, call_id, created_us
+  const { rows } = await tx.execute<
+    SealedColumns & { mac: Uint8Array | null; key_id: string | null }
+  >({
+    sql: `SELECT scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us, mac, key_id
 FROM agentfs_idempotency WHERE scope = ? AND key = ? AND expires_us > ?`,
     params: [request.scope, key, request.nowUs],
   })
   const row = rows[0]
   if (!row) return undefined
+  const keys = integrityKeysOf(tx)
+  if (keys.length > 0 && !trusted(keys, row))
+    throw new IdempotencyUntrustedError(
+      `the record of idempotency key '${key}' (${request.scope}) is ${row.mac === null ? 'not sealed' : `not sealed by a key given to this database (key id ${JSON.stringify(row.key_id)})`}, so it was not written here and is not replayed; nothing was applied: retry with a new key, and run \`agentfs verify\` to see what else was altered`,
+    )
   const stored = row.args_sha256 instanceof Uint8Array ? row.args_sha256 : new Uint8Array(0)
   const digest = request.digest ?? digestArguments(request.args)
   if (!sameBytes(stored, digest.sha256)) {
@@ -228,18 +295,31 @@ export async function recordIdempotency(tx: Queryable, record: IdempotencyRecord
   if (!Number.isFinite(ttl) || ttl <= 0)
     throw new AgentFsError('INVALID_ARGUMENT', `an idempotency TTL must be positive, got ${ttl} ms`)
   const digest = record.digest ?? digestArguments(record.args)
+  const row: SealedColumns = {
+    scope: record.scope,
+    key: checkIdempotencyKey(record.key),
+    args_sha256: digest.sha256,
+    args_digests: digest.members,
+    result: canonicalJson(record.result ?? null),
+    call_id: record.callId ?? null,
+    created_us: record.nowUs,
+    expires_us: record.nowUs + Math.round(ttl * 1000),
+  }
+  const sealer = integrityKeysOf(tx)[0]
   await tx.execute({
-    sql: `INSERT INTO agentfs_idempotency (scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    sql: `INSERT INTO agentfs_idempotency (scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us, mac, key_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     params: [
-      record.scope,
-      checkIdempotencyKey(record.key),
-      digest.sha256,
-      digest.members,
-      canonicalJson(record.result ?? null),
-      record.callId ?? null,
-      record.nowUs,
-      record.nowUs + Math.round(ttl * 1000),
+      row.scope,
+      row.key,
+      row.args_sha256,
+      row.args_digests,
+      row.result,
+      row.call_id,
+      row.created_us,
+      row.expires_us,
+      sealer ? sealRecord(sealer, row) : null,
+      sealer?.id ?? null,
     ],
   })
 }

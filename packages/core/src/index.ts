@@ -13,6 +13,7 @@ export {
   auditDigest,
   auditHead,
   auditKeyId,
+  checkAuditKey,
   encodeAuditRow,
   sealAudit,
   verifyAudit,
@@ -87,9 +88,13 @@ export {
   digestArguments,
   EXPIRED_PER_CLAIM,
   IdempotencyMismatchError,
+  IdempotencyUntrustedError,
   MAX_DIGESTED_MEMBERS,
   recordIdempotency,
+  sealRecord,
 } from './idempotency.js'
+export type { IntegrityKey } from './integrity-keys.js'
+export { integrityKeysOf, setIntegrityKeys } from './integrity-keys.js'
 export type { FoundObject, LayoutReport, SpecLayout } from './layout.js'
 export { inspectLayout } from './layout.js'
 export { classifySqliteCode, mapSqliteError } from './map-error.js'

@@ -103,9 +103,15 @@ export interface AgentFSOptions {
    * The audit chain over tool calls and changes (`agent.seal()`, `agent.verify()`): `key` seals
    * it with HMAC-SHA256 (keep the key outside the database; with none, plain SHA-256, which
    * proves only against a head kept elsewhere); `sealOnClose` (default true) seals what is new
-   * when the agent closes.
+   * when the agent closes. The same keys seal idempotency records: with `key`, a record it (or
+   * one of `previousKeys`, kept while a key rotates) did not seal is refused rather than
+   * replayed (`IDEMPOTENCY_UNTRUSTED`); `verify()` accepts rows sealed with any of them.
    */
-  readonly audit?: { readonly key?: AuditKey; readonly sealOnClose?: boolean }
+  readonly audit?: {
+    readonly key?: AuditKey
+    readonly previousKeys?: readonly AuditKey[]
+    readonly sealOnClose?: boolean
+  }
 }
 
 /** Options of `agent.transaction`. */
@@ -143,6 +149,11 @@ const ID = /^[a-zA-Z0-9_-]+$/
  * await agent.tools.track('search', { q: 'x' }, () => search('x'))
  * await agent.close()
  */
+/** The audit keys given at open: the current one first, then those it replaced. */
+function auditKeys(audit: NonNullable<AgentFSOptions['audit']>): AuditKey[] {
+  return audit.key === undefined ? [] : [audit.key, ...(audit.previousKeys ?? [])]
+}
+
 export class AgentFS implements AgentScope {
   readonly db: AgentDatabase
   readonly fs: SqlFileSystem
@@ -191,6 +202,11 @@ export class AgentFS implements AgentScope {
   static async open(options: AgentFSOptions = {}): Promise<AgentFS> {
     let driver: Driver | GuardedDriver
     let path: string | undefined
+    if (options.audit?.previousKeys !== undefined && options.audit.key === undefined)
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        'audit.previousKeys needs audit.key: pass the current key as key and the replaced ones as previousKeys',
+      )
     const owned = options.driver === undefined
     if (options.driver !== undefined) {
       driver = options.driver
@@ -230,6 +246,7 @@ export class AgentFS implements AgentScope {
         ...(options.ids === undefined ? {} : { ids: options.ids }),
         ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
         ...(options.migrate === undefined ? {} : { migrate: options.migrate }),
+        ...(options.audit?.key === undefined ? {} : { integrityKeys: auditKeys(options.audit) }),
       })
     } catch (error) {
       // A driver we created is ours to close; a caller's driver stays theirs.
@@ -364,9 +381,9 @@ export class AgentFS implements AgentScope {
    */
   async verify(options: VerifyOptions = {}): Promise<AuditReport> {
     await this.flush()
-    const key = this.#options.audit?.key
+    const audit = this.#options.audit
     return verifyAudit(this.db, {
-      ...(key === undefined ? {} : { keys: [key] }),
+      ...(audit?.key === undefined ? {} : { keys: auditKeys(audit) }),
       ...options,
     })
   }

@@ -130,3 +130,104 @@ describe('the SDK’s mutating calls take { idempotencyKey }', () => {
     expect(await feedOf(first, 'k')).toEqual(['kv-set'])
   })
 })
+
+describe('sealed idempotency records (audit.key)', () => {
+  const keyA = { key: Buffer.alloc(32, 1), id: 'a' }
+  const keyB = { key: Buffer.alloc(32, 2), id: 'b' }
+
+  async function openKeyed(
+    path: string,
+    audit: { key: typeof keyA; previousKeys?: (typeof keyA)[] },
+  ): Promise<AgentFS> {
+    const agent = await AgentFS.open({ path, audit })
+    agents.push(agent)
+    return agent
+  }
+
+  async function recordOf(agent: AgentFS, scope: string, key: string) {
+    const { rows } = await agent.db.execute<{ mac: Uint8Array | null; key_id: string | null }>({
+      sql: 'SELECT mac, key_id FROM agentfs_idempotency WHERE scope = ? AND key = ?',
+      params: [scope, key],
+    })
+    return rows[0]
+  }
+
+  test('records are sealed; an altered or planted record is refused before anything runs', async () => {
+    const agent = await openKeyed(tempPath(), { key: keyA })
+    await agent.fs.writeFile('/a.txt', 'one', { idempotencyKey: 'w1' })
+    const sealed = await recordOf(agent, 'fs:writeFile', 'w1')
+    expect(sealed?.key_id).toBe('a')
+    expect(sealed?.mac).toBeInstanceOf(Uint8Array)
+    // An untouched record replays: nothing is written twice.
+    await agent.fs.writeFile('/a.txt', 'one', { idempotencyKey: 'w1' })
+    expect(await feedOf(agent, '/a.txt')).toHaveLength(1)
+
+    // A changed record (its expiry pushed out) no longer verifies.
+    await agent.db.execute({
+      sql: "UPDATE agentfs_idempotency SET expires_us = expires_us + 1 WHERE key = 'w1'",
+    })
+    await expect(
+      agent.fs.writeFile('/a.txt', 'one', { idempotencyKey: 'w1' }),
+    ).rejects.toMatchObject({
+      code: 'IDEMPOTENCY_UNTRUSTED',
+      message: expect.stringMatching(/'w1'.*retry with a new key/),
+    })
+
+    // A record planted for a key not used yet (unsealed, or with a made-up seal) is refused,
+    // and what the request would have changed stays as it was.
+    const planted = {
+      sql: `INSERT INTO agentfs_idempotency (scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us, mac, key_id)
+SELECT 'kv:set', ?, args_sha256, NULL, '7', NULL, created_us, expires_us, ?, ? FROM agentfs_idempotency WHERE key = 'w1'`,
+    }
+    await agent.db.execute({ ...planted, params: ['p1', null, null] })
+    await agent.db.execute({ ...planted, params: ['p2', Buffer.alloc(32, 9), 'a'] })
+    for (const key of ['p1', 'p2'])
+      await expect(agent.kv.set('k', 1, { idempotencyKey: key })).rejects.toMatchObject({
+        code: 'IDEMPOTENCY_UNTRUSTED',
+      })
+    expect(await agent.kv.get('k')).toBeUndefined()
+
+    // Transactions are sealed the same way.
+    const run = () =>
+      agent.transaction(async (tx) => tx.kv.set('t', 1), {
+        idempotencyKey: 't1',
+        arguments: { n: 1 },
+      })
+    expect(await run()).toBe(1)
+    expect(await run()).toBe(1)
+    expect((await recordOf(agent, 'sdk:transaction', 't1'))?.key_id).toBe('a')
+  })
+
+  test('a rotated key: records of the previous key replay while it is given, and only then', async () => {
+    const path = tempPath()
+    const first = await openKeyed(path, { key: keyA })
+    expect(await first.kv.set('n', 1, { idempotencyKey: 'r1' })).toBe(1)
+    await first.close()
+
+    const rotated = await openKeyed(path, { key: keyB, previousKeys: [keyA] })
+    expect(await rotated.kv.set('n', 1, { idempotencyKey: 'r1' })).toBe(1)
+    expect(await rotated.kv.set('n', 2, { idempotencyKey: 'r2' })).toBe(2)
+    expect((await recordOf(rotated, 'kv:set', 'r2'))?.key_id).toBe('b')
+    expect((await rotated.verify()).ok).toBe(true)
+    await rotated.close()
+
+    const only = await openKeyed(path, { key: keyB })
+    await expect(only.kv.set('n', 1, { idempotencyKey: 'r1' })).rejects.toMatchObject({
+      code: 'IDEMPOTENCY_UNTRUSTED',
+      message: expect.stringMatching(/key id "a"/),
+    })
+    expect(await only.kv.set('n', 2, { idempotencyKey: 'r2' })).toBe(2)
+    expect(await only.kv.get('n')).toBe(2)
+
+    await expect(
+      AgentFS.open({ path, audit: { previousKeys: [keyA] } as never }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+  })
+
+  test('without keys, records are unsealed and trusted as they are', async () => {
+    const agent = await open()
+    await agent.kv.set('n', 1, { idempotencyKey: 'u1' })
+    expect(await recordOf(agent, 'kv:set', 'u1')).toEqual({ mac: null, key_id: null })
+    expect(await agent.kv.set('n', 1, { idempotencyKey: 'u1' })).toBe(1)
+  })
+})

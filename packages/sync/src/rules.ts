@@ -200,6 +200,7 @@ export function conflictRules(current: () => PushRecord) {
         return type === 'insert' ? null : SKIP
       // An idempotency key applied on two clients before either pulled: the first to push
       // keeps its record (both applied the request; every later retry anywhere is recognised).
+      // Its seal travels with it: a client with integrity keys replays only records they verify.
       // An expired record is deleted only while it is still the one this client saw expire.
       case 'agentfs_idempotency': {
         if (type === 'update') return SKIP
@@ -210,7 +211,7 @@ export function conflictRules(current: () => PushRecord) {
             [row.scope, row.key, row.expires_us],
           )
         return rewrite(
-          'INSERT INTO agentfs_idempotency (scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(scope, key) DO NOTHING',
+          'INSERT INTO agentfs_idempotency (scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us, mac, key_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(scope, key) DO NOTHING',
           [
             row.scope,
             row.key,
@@ -220,6 +221,8 @@ export function conflictRules(current: () => PushRecord) {
             row.call_id,
             row.created_us,
             row.expires_us,
+            row.mac ?? null,
+            row.key_id ?? null,
           ],
         )
       }

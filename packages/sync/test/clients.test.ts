@@ -421,3 +421,34 @@ test('an idempotency key recorded on one client is recognised on another after a
   expect(JSON.parse(records[0]![1]!.result)).toEqual({ by: '/k2-a' })
   expect(await apply(a, 'k2', { n: 1 }, '/k2-a')).toEqual(JSON.parse(records[0]![1]!.result))
 })
+
+test('sealed idempotency records: clients with the key replay each other’s; a record from a peer without it is refused', async () => {
+  const { client } = await world()
+  const audit = { key: { key: new Uint8Array(32).fill(5), id: 'team' } }
+  const [a, b, stranger] = await Promise.all([
+    client('a', { audit }),
+    client('b', { audit }),
+    client('stranger'),
+  ])
+  expect(await a.kv.set('n', 1, { idempotencyKey: 's1' })).toBe(1)
+  await a.fs.appendFile('/log', 'once\n', { idempotencyKey: 's1' })
+  await converge(a, b, stranger)
+  // The retry reaches b: the record's seal travelled with it and verifies there.
+  expect(await b.kv.set('n', 1, { idempotencyKey: 's1' })).toBe(1)
+  await b.fs.appendFile('/log', 'once\n', { idempotencyKey: 's1' })
+  expect(await b.fs.readFile('/log', 'utf8')).toBe('once\n')
+  // A peer without the key records a key first (say, to make a retry answer what it chose):
+  // its record reaches b unsealed, and b refuses it rather than replay it.
+  await stranger.kv.set('n', 99, { idempotencyKey: 's2' })
+  await converge(stranger, a, b)
+  await expect(b.kv.set('n', 2, { idempotencyKey: 's2' })).rejects.toMatchObject({
+    code: 'IDEMPOTENCY_UNTRUSTED',
+  })
+  const { rows } = await b.db.execute<{ key: string; key_id: string | null }>({
+    sql: "SELECT key, key_id FROM agentfs_idempotency WHERE scope = 'kv:set' ORDER BY key",
+  })
+  expect(rows).toEqual([
+    { key: 's1', key_id: 'team' },
+    { key: 's2', key_id: null },
+  ])
+})

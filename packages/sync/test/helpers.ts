@@ -1,10 +1,15 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type Clock, fsck } from '@agentfs/core'
+import { fsck } from '@agentfs/core'
 import { type SyncServer, startSyncServer } from '@agentfs/turso-sync-server'
 import { afterEach, expect } from 'vitest'
-import { openSynced, type SyncConflict, type SyncedAgentFS } from '../src/index.js'
+import {
+  type OpenSyncedOptions,
+  openSynced,
+  type SyncConflict,
+  type SyncedAgentFS,
+} from '../src/index.js'
 
 const cleanup: Array<() => Promise<void>> = []
 afterEach(async () => {
@@ -23,7 +28,7 @@ export async function world() {
   let n = 0
   const client = async (
     name = `c${n++}`,
-    options: { clock?: Clock } = {},
+    options: Pick<OpenSyncedOptions, 'clock' | 'audit'> = {},
   ): Promise<SyncedAgentFS> => {
     const agent = await openSynced({
       ...options,
