@@ -36,6 +36,7 @@ export const README_PACKAGES = [
   'kv',
   'mastra',
   'mcp',
+  'memory',
   'openai-agents',
   'overlay',
   'sdk',

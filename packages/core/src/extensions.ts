@@ -321,6 +321,47 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       'ALTER TABLE agentfs_idempotency ADD COLUMN key_id TEXT',
     ],
   },
+  {
+    version: 14,
+    description:
+      'memory events (agentfs_memory_event): every write of the memory toolbelt (@agentfs/memory), with its hashes, lint, correlation ids, saga status and integrity HMAC',
+    statements: [
+      // One row per write of the memory toolbelt, inserted in the write's transaction.
+      // `status`: pending → committed | failed (seed 003's saga); hashes are `sha256:` + hex of
+      // the canonical text; `line_hash` the HMAC of the canonical content written,
+      // `integrity_hmac` the HMAC of the row (see SPEC-EXTENSIONS.md), under the key named by
+      // `integrity_salt_version`.
+      `CREATE TABLE agentfs_memory_event (
+  id TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  op TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  file_path TEXT,
+  section_anchor TEXT,
+  rationale TEXT,
+  override_rationale TEXT,
+  evidence_refs TEXT,
+  before_hash TEXT,
+  after_hash TEXT,
+  intended_hash TEXT,
+  lint TEXT,
+  tool_call_id TEXT,
+  transaction_id INTEGER,
+  agent_action_id TEXT,
+  idempotency_key TEXT,
+  status TEXT NOT NULL,
+  error TEXT,
+  line_hash BLOB,
+  integrity_hmac BLOB,
+  integrity_salt_version TEXT,
+  created_us INTEGER NOT NULL,
+  updated_us INTEGER NOT NULL
+)`,
+      'CREATE INDEX agentfs_memory_event_user ON agentfs_memory_event(user_id, created_us)',
+      "CREATE INDEX agentfs_memory_event_pending ON agentfs_memory_event(status) WHERE status = 'pending'",
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

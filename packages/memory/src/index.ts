@@ -1,0 +1,36 @@
+export type { MemoryErrorCode } from './errors.js'
+export { MemoryError } from './errors.js'
+export type { EventFilters, EventReport } from './events/agentfs-store.js'
+export { AgentFsEventStore } from './events/agentfs-store.js'
+export type { EventInput, EventStatus, MemoryEvent, StoredEvent } from './events/event.js'
+export {
+  canonicalHash,
+  eventHmac,
+  eventVerifies,
+  lineHash,
+  SEALED_COLUMNS,
+} from './events/event.js'
+export type { Garden, GardenOptions, GardenPath } from './garden/garden.js'
+export { checkId, createGarden, DEFAULT_TEMPLATES, HISTORY_DIR } from './garden/garden.js'
+export type {
+  AnchorMark,
+  Frontmatter,
+  GardenDocument,
+  Section,
+} from './markdown/document.js'
+export {
+  ANCHOR_COMMENT,
+  IDENTITY_KEYS,
+  identityOf,
+  parseGardenDocument,
+  sectionOf,
+} from './markdown/document.js'
+export type { BlockReport } from './markdown/guard.js'
+export { checkEdit } from './markdown/guard.js'
+export type { LintCode, LintDiagnostic, LintOptions, LintResult } from './markdown/lint.js'
+export { DEFAULT_EVIDENCE_CAP, DEFAULT_WORD_BUDGET, lintDocument } from './markdown/lint.js'
+export type { SectionChange } from './markdown/patch-section.js'
+export { patchSection, sectionBody } from './markdown/patch-section.js'
+export type { MemoryToolbeltOptions } from './tools/context.js'
+export { scopeKey } from './tools/context.js'
+export { memoryTools } from './tools/toolbelt.js'
