@@ -12,6 +12,8 @@ export {
 } from './events/event.js'
 export type { Garden, GardenOptions, GardenPath } from './garden/garden.js'
 export { checkId, createGarden, DEFAULT_TEMPLATES, HISTORY_DIR } from './garden/garden.js'
+export type { CurateOp } from './markdown/curate.js'
+export { curateList, MAX_CURATE_OPS } from './markdown/curate.js'
 export type {
   AnchorMark,
   Frontmatter,
@@ -31,6 +33,7 @@ export type { LintCode, LintDiagnostic, LintOptions, LintResult } from './markdo
 export { DEFAULT_EVIDENCE_CAP, DEFAULT_WORD_BUDGET, lintDocument } from './markdown/lint.js'
 export type { SectionChange } from './markdown/patch-section.js'
 export { patchSection, sectionBody } from './markdown/patch-section.js'
+export { applyUnifiedDiff, MAX_DIFF_CHARS, MAX_HUNKS } from './markdown/unified-patch.js'
 export type { MemoryToolbeltOptions } from './tools/context.js'
 export { scopeKey } from './tools/context.js'
 export { memoryTools } from './tools/toolbelt.js'

@@ -1,6 +1,7 @@
 import type { AnyAgentToolDefinition } from '@agentfs/agent-tools'
 import { createContext, type MemoryToolbeltOptions } from './context.js'
 import { eventTools } from './event-tools.js'
+import { gardenTools } from './garden-tools.js'
 import { readTools } from './read-tools.js'
 import { writeTools } from './write-tools.js'
 
@@ -13,5 +14,5 @@ import { writeTools } from './write-tools.js'
  */
 export function memoryTools(options: MemoryToolbeltOptions): AnyAgentToolDefinition[] {
   const ctx = createContext(options)
-  return [...readTools(ctx), ...writeTools(ctx), ...eventTools(ctx)]
+  return [...readTools(ctx), ...writeTools(ctx), ...gardenTools(ctx), ...eventTools(ctx)]
 }

@@ -2,6 +2,7 @@ import type {
   AgentToolDefinition,
   AnyAgentToolDefinition,
   ToolEnvironment,
+  ToolOutput,
 } from '@agentfs/agent-tools'
 import { z } from 'zod'
 import { MemoryError } from '../errors.js'
@@ -19,7 +20,7 @@ import {
 } from './context.js'
 
 /** The fields every write takes besides its own. */
-const meta = {
+export const writeMetaSchema = {
   rationale: z.string().optional().describe('One line: why this change (recorded in the event).'),
   override_rationale: z
     .string()
@@ -53,7 +54,8 @@ const meta = {
     ),
 }
 
-type Meta = {
+/** What {@link writeMetaSchema} parses to. */
+export type GardenWrite = {
   rationale?: string | undefined
   override_rationale?: string | undefined
   evidence_refs?: string[] | undefined
@@ -62,7 +64,7 @@ type Meta = {
   type?: string | undefined
 }
 
-function writeMeta(input: Meta): WriteMeta {
+function writeMeta(input: GardenWrite): WriteMeta {
   const rationale = oneLine('rationale', input.rationale)
   const override = oneLine('override_rationale', input.override_rationale)
   return {
@@ -99,55 +101,64 @@ function answer(
   }
 }
 
-export function writeTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
-  const run = async (
-    env: ToolEnvironment,
-    tool: string,
-    input: Meta & { path: string } & Record<string, unknown>,
-    op: string,
-    anchor: string | undefined,
-    compute: (before: string | null) => { after: string; append?: boolean; material?: boolean },
-  ) => {
-    const file = await gardenFile(ctx, env, input.path)
-    const m = writeMeta(input)
-    const out = await sagaWrite(
-      ctx,
-      env,
-      {
-        type: input.type ?? eventType(file),
+/**
+ * Runs a write of a garden file under the saga (see `sagaWrite`): `compute` turns the file's
+ * text (null: absent) into the new text inside the transaction; `commitText` checks and writes.
+ */
+export async function runWrite(
+  ctx: MemoryContext,
+  env: ToolEnvironment,
+  tool: string,
+  input: GardenWrite & { path: string } & Record<string, unknown>,
+  op: string,
+  anchor: string | undefined,
+  compute: (before: string | null) => { after: string; append?: boolean; material?: boolean },
+): Promise<ToolOutput> {
+  const file = await gardenFile(ctx, env, input.path)
+  const m = writeMeta(input)
+  const out = await sagaWrite(
+    ctx,
+    env,
+    {
+      type: input.type ?? eventType(file),
+      op,
+      tool,
+      file_path: file.path,
+      section_anchor: anchor ?? null,
+      rationale: m.rationale ?? null,
+      override_rationale: m.override_rationale ?? null,
+      evidence_refs: m.evidence_refs ?? null,
+      agent_action_id: m.agent_action_id ?? null,
+    },
+    m,
+    payloadOf(input),
+    async (fs, keys) => {
+      await stillHere(fs, file.path)
+      const before = await readText(fs, file.path)
+      const { after, append, material } = compute(before)
+      return commitText(ctx, fs, keys, {
+        file,
+        before,
+        after,
         op,
-        tool,
-        file_path: file.path,
-        section_anchor: anchor ?? null,
-        rationale: m.rationale ?? null,
-        override_rationale: m.override_rationale ?? null,
-        evidence_refs: m.evidence_refs ?? null,
-        agent_action_id: m.agent_action_id ?? null,
-      },
-      m,
-      payloadOf(input),
-      async (fs, keys) => {
-        await stillHere(fs, file.path)
-        const before = await readText(fs, file.path)
-        const { after, append, material } = compute(before)
-        return commitText(ctx, fs, keys, {
-          file,
-          before,
-          after,
-          op,
-          anchor,
-          ...(m.rationale ? { rationale: m.rationale } : {}),
-          ...(m.override_rationale ? { override_rationale: m.override_rationale } : {}),
-          ...(append ? { append } : {}),
-          ...(material === undefined ? {} : { material }),
-        })
-      },
-    )
-    return answer(tool, env.paths.display(file.path), out)
-  }
+        anchor,
+        ...(m.rationale ? { rationale: m.rationale } : {}),
+        ...(m.override_rationale ? { override_rationale: m.override_rationale } : {}),
+        ...(append ? { append } : {}),
+        ...(material === undefined ? {} : { material }),
+      })
+    },
+  )
+  return answer(tool, env.paths.display(file.path), out)
+}
+
+export function writeTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
+  const run = (
+    ...args: Parameters<typeof runWrite> extends [MemoryContext, ...infer R] ? R : never
+  ) => runWrite(ctx, ...args)
 
   const patchSectionTool: AgentToolDefinition<
-    Meta & {
+    GardenWrite & {
       path: string
       section_anchor: string
       replace?: string | undefined
@@ -165,7 +176,7 @@ export function writeTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
         .optional()
         .describe("The section's new text (without its heading or anchor)."),
       append: z.string().optional().describe('Lines to add at the end of the section.'),
-      ...meta,
+      ...writeMetaSchema,
     }),
     mutates: true,
     idempotent: false,
@@ -192,7 +203,7 @@ export function writeTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
   }
 
   const write: AgentToolDefinition<
-    Meta & { path: string; content: string; if_match?: string | undefined }
+    GardenWrite & { path: string; content: string; if_match?: string | undefined }
   > = {
     name: 'fs_write',
     description:
@@ -201,7 +212,7 @@ export function writeTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
       path: z.string(),
       content: z.string(),
       if_match: z.string().optional().describe("The file's hash you last saw, or 'absent'."),
-      ...meta,
+      ...writeMetaSchema,
     }),
     mutates: true,
     idempotent: false,
@@ -220,11 +231,11 @@ export function writeTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
       }),
   }
 
-  const append: AgentToolDefinition<Meta & { path: string; text: string }> = {
+  const append: AgentToolDefinition<GardenWrite & { path: string; text: string }> = {
     name: 'fs_append',
     description:
       'Appends text to the end of a garden file (e.g. a note to notes.md), creating it if needed. Returns new_size in bytes.',
-    inputSchema: z.object({ path: z.string(), text: z.string().min(1), ...meta }),
+    inputSchema: z.object({ path: z.string(), text: z.string().min(1), ...writeMetaSchema }),
     mutates: true,
     idempotent: false,
     needs: 'fs',
