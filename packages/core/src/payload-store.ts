@@ -56,6 +56,12 @@ export function payloadStub(text: string, sha256: string, bytes: number): string
   })
 }
 
+/** The stub of `text` as the store would name it, without storing it (a refused call's input). */
+export function digestStub(text: string): string {
+  const bytes = Buffer.from(text, 'utf8')
+  return payloadStub(text, sha256Hex(bytes), bytes.byteLength)
+}
+
 /** Stores `text` (once per content) and returns its SHA-256 and size. */
 export async function storePayload(
   q: Executor,
@@ -242,10 +248,24 @@ export async function setPayloadBudget(q: Executor, bytes: number | null): Promi
   await writeMeta(q, META_PAYLOAD_BUDGET, bytes === null ? 'unlimited' : String(bytes))
 }
 
-/** The current budget as stored (for readers that need only it). */
-export async function payloadBudget(q: Executor): Promise<number | null> {
-  return parseBudget(await readMeta(q, META_PAYLOAD_BUDGET))
-}
+/**
+ * SQL true when the payload store has room for a call needing no bytes — the condition of
+ * {@link budgetRefusal} in one expression, for a statement that checks and writes at once: no
+ * budget, or the store's size under it (the `agentfs_meta` row as a whole number, or the
+ * default without the row; anything else is false here, and the checked path reads it). Bind
+ * {@link PAYLOAD_ROOM_PARAMS} after the statement's own parameters.
+ */
+export const PAYLOAD_ROOM_SQL = `(SELECT CASE WHEN b.value = 'unlimited' THEN 1
+  WHEN b.value IS NULL OR CAST(CAST(b.value AS INTEGER) AS TEXT) = b.value
+  THEN (SELECT COALESCE(SUM(size), 0) FROM agentfs_payload) < COALESCE(CAST(b.value AS INTEGER), ?)
+  ELSE 0 END
+FROM (SELECT (SELECT value FROM agentfs_meta WHERE key = ?) AS value) b)`
+
+/** The parameters of {@link PAYLOAD_ROOM_SQL}: the default budget, the budget's key. */
+export const PAYLOAD_ROOM_PARAMS: readonly [number, string] = [
+  DEFAULT_PAYLOAD_BUDGET,
+  META_PAYLOAD_BUDGET,
+]
 
 /**
  * Why a call needing `bytes` more in the store must be refused now, or undefined when it may

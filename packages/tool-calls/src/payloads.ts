@@ -55,15 +55,3 @@ export class AuditFullError extends AgentFsError<'AUDIT_FULL'> {
     this.callId = callId
   }
 }
-
-/**
- * Whether the payload store has room for a call (the condition of `budgetRefusal` for a call
- * needing no bytes): no budget, or its size under the budget (the `agentfs_meta` row written as
- * a whole number, or the default without the row; anything else fails here, and the checked
- * path reads it). Parameters: the default budget, the budget's key.
- */
-export const ROOM = `(SELECT CASE WHEN b.value = 'unlimited' THEN 1
-  WHEN b.value IS NULL OR CAST(CAST(b.value AS INTEGER) AS TEXT) = b.value
-  THEN (SELECT COALESCE(SUM(size), 0) FROM agentfs_payload) < COALESCE(CAST(b.value AS INTEGER), ?)
-  ELSE 0 END
-FROM (SELECT (SELECT value FROM agentfs_meta WHERE key = ?) AS value) b)`

@@ -1,19 +1,19 @@
-import { createHash, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import {
   type AgentDatabase,
   AgentFsError,
   budgetRefusal,
   type Clock,
-  DEFAULT_PAYLOAD_BUDGET,
+  digestStub,
   exceedsInline,
   executeDeferred,
   explicitId,
   externalize,
   type IdSource,
   insertedRowid,
-  META_PAYLOAD_BUDGET,
+  PAYLOAD_ROOM_PARAMS,
+  PAYLOAD_ROOM_SQL,
   type PayloadUsage,
-  payloadStub,
   payloadUsage,
   placeholders,
   type Queryable,
@@ -34,7 +34,7 @@ import {
   toCall,
   toNs,
 } from './model.js'
-import { AuditFullError, checkMode, type PayloadMode, ROOM, resolvePayloads } from './payloads.js'
+import { AuditFullError, checkMode, type PayloadMode, resolvePayloads } from './payloads.js'
 import {
   checkAge,
   checkLimit,
@@ -221,8 +221,8 @@ export class ToolCalls {
     if (need === 0) {
       const fast = await this.#q.execute({
         sql: `INSERT INTO agentfs_tool_call_pending (token, name, parameters, session_id, parent_id, started_at_ns, owner)
-SELECT ?, ?, ?, ?, ?, ?, ? WHERE ${ROOM}`,
-        params: [...row, DEFAULT_PAYLOAD_BUDGET, META_PAYLOAD_BUDGET],
+SELECT ?, ?, ?, ?, ?, ?, ? WHERE ${PAYLOAD_ROOM_SQL}`,
+        params: [...row, ...PAYLOAD_ROOM_PARAMS],
       })
       if (fast.changes === 1) return token
     }
@@ -235,9 +235,7 @@ SELECT ?, ?, ?, ?, ?, ?, ? WHERE ${ROOM}`,
         // Recorded as refused; an input that would have gone to the store is kept as its digest.
         let kept: unknown = input.parameters
         if (need > 0) {
-          const bytes = Buffer.from(parameters!, 'utf8')
-          const sha256 = createHash('sha256').update(bytes).digest('hex')
-          kept = JSON.parse(payloadStub(parameters!, sha256, bytes.byteLength))
+          kept = JSON.parse(digestStub(parameters!))
         }
         const id = await this.bind(tx).#insert(
           {

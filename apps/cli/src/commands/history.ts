@@ -12,7 +12,15 @@ import {
 import { AgentFS, type Change } from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { databasePath, openBranchBase } from '../open.js'
-import { colorDiff, json, positiveInteger, print, useColor, withAgent } from './shared.js'
+import {
+  changeTarget,
+  colorDiff,
+  json,
+  positiveInteger,
+  print,
+  useColor,
+  withAgent,
+} from './shared.js'
 
 const when = (us: number) => new Date(Math.floor(us / 1000)).toISOString()
 
@@ -28,11 +36,9 @@ function describe(c: Change, grouped: ReadonlySet<number> = new Set()): string {
   ]
     .filter(Boolean)
     .join(', ')
-  const paths = c.path2 === null ? (c.path ?? '') : `${c.path} -> ${c.path2}`
-  const size = c.size === null || c.op.startsWith('kv') ? '' : ` (${c.size} B)`
   // The first 16 hex digits of the content after the change (`--json` has the whole hash).
   const hash = c.hash === null ? '' : ` ${c.hash.slice(0, 23)}`
-  return `${when(c.atUs)} #${c.seq} ${c.op} ${paths}${size}${hash}${who ? ` [${who}]` : ''}`
+  return `${when(c.atUs)} #${c.seq} ${changeTarget(c)}${hash}${who ? ` [${who}]` : ''}`
 }
 
 /** The newest automatic snapshot taken before a run or a commit: what `undo` restores. */

@@ -7,7 +7,15 @@ import {
 } from '@agentfs/core'
 import type { Change } from '@agentfs/sdk'
 import type { Command } from 'commander'
-import { byteSize, json, nonNegativeNumber, positiveInteger, print, withAgent } from './shared.js'
+import {
+  byteSize,
+  changeTarget,
+  json,
+  nonNegativeNumber,
+  positiveInteger,
+  print,
+  withAgent,
+} from './shared.js'
 
 /** Changes listed under one call by `timeline --changes`, at most. */
 const CALL_CHANGES = 1000
@@ -29,9 +37,7 @@ export function transactionLines(changes: readonly Change[]): string[] {
       txid = c.txid
       parts = []
     }
-    const paths = c.path2 === null ? (c.path ?? '') : `${c.path} -> ${c.path2}`
-    const size = c.size === null || c.op.startsWith('kv') ? '' : ` (${c.size} B)`
-    parts.push(`${c.op} ${paths}${size}`)
+    parts.push(changeTarget(c))
   }
   flush()
   return lines

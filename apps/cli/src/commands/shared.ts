@@ -1,4 +1,4 @@
-import type { AgentFS } from '@agentfs/sdk'
+import type { AgentFS, Change } from '@agentfs/sdk'
 import { databasePath, explainDatabaseError, openExisting } from '../open.js'
 
 export type Out = (text: string) => void
@@ -7,6 +7,13 @@ export const json = (value: unknown) =>
   print(JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2))
 
 /** Colour on a terminal unless NO_COLOR is set (https://no-color.org), or FORCE_COLOR asks. */
+/** What a change touched, as `log` and `timeline --changes` print it: `write /a.md (5 B)`. */
+export function changeTarget(c: Change): string {
+  const paths = c.path2 === null ? (c.path ?? '') : `${c.path} -> ${c.path2}`
+  const size = c.size === null || c.op.startsWith('kv') ? '' : ` (${c.size} B)`
+  return `${c.op} ${paths}${size}`
+}
+
 export function useColor(stream: NodeJS.WriteStream = process.stdout): boolean {
   if (process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '') return false
   if (process.env.FORCE_COLOR !== undefined && process.env.FORCE_COLOR !== '0') return true
