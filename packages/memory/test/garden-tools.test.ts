@@ -1,32 +1,15 @@
-import { createAgentTools } from '@agentfs/agent-tools'
-import { AgentFS } from '@agentfs/sdk'
+import type { AgentFS } from '@agentfs/sdk'
 import { afterEach, describe, expect, test } from 'vitest'
-import { applyUnifiedDiff, curateList, memoryTools } from '../src/index.js'
-import { PROFILE } from './fixtures.js'
+import { applyUnifiedDiff, curateList } from '../src/index.js'
+import { PROFILE, PROFILE_PATH, setupToolbelt } from './fixtures.js'
 
 const agents: AgentFS[] = []
 afterEach(async () => {
   for (const a of agents.splice(0)) await a.close()
 })
 
-const PATH = '/users/u1/parts/p1/profile.md'
-
-async function setup(options: { allowMove?: boolean } = {}) {
-  const agent = await AgentFS.open({
-    path: ':memory:',
-    audit: { key: { key: Buffer.alloc(32, 4), id: 's1' } },
-  })
-  agents.push(agent)
-  await agent.fs.mkdir('/users/u1/parts/p1', { recursive: true })
-  await agent.fs.writeFile(PATH, PROFILE)
-  const tools = createAgentTools({
-    fs: agent.fs,
-    audit: agent.tools,
-    tools: memoryTools({ userId: 'u1', ...options }),
-  })
-  const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
-  return { agent, tools, run }
-}
+const PATH = PROFILE_PATH
+const setup = (options: { allowMove?: boolean } = {}) => setupToolbelt(agents, { tools: options })
 
 describe('unified diffs, applied exactly', () => {
   const diff = `--- a/profile.md
@@ -139,6 +122,9 @@ describe('the rest of the toolbelt', () => {
       { path: PATH, line: 12, match: 'Worries about deadlines.' },
     ])
     expect((await run('fs_search', { root: '/users', pattern: 'x' })).code).toBe('BLOCKED')
+    // A link in the user's folder to another user's file shows nothing of it.
+    await agent.fs.symlink('/users/u2/notes.md', '/users/u1/notes.md')
+    expect((await run('fs_search', { pattern: 'deadlines too' })).data?.matches).toEqual([])
     expect((await run('fs_search', { pattern: '(a)\\1' })).isError).toBe(true)
     expect((await run('fs_ensure_dir', { path: '/users/u1/relationships/r9' })).isError).toBeFalsy()
     expect(await agent.fs.exists('/users/u1/relationships/r9')).toBe(true)

@@ -1,32 +1,18 @@
-import { createAgentTools } from '@agentfs/agent-tools'
 import { checkAuditKey } from '@agentfs/core'
-import { AgentFS } from '@agentfs/sdk'
+import type { AgentFS } from '@agentfs/sdk'
 import { afterEach, describe, expect, test } from 'vitest'
-import { AgentFsEventStore, canonicalHash, memoryTools } from '../src/index.js'
-import { PROFILE } from './fixtures.js'
+import { AgentFsEventStore, canonicalHash } from '../src/index.js'
+import { KEY, PROFILE, PROFILE_PATH, setupToolbelt } from './fixtures.js'
 
 const agents: AgentFS[] = []
 afterEach(async () => {
   for (const a of agents.splice(0)) await a.close()
 })
 
-const KEY = { key: Buffer.alloc(32, 3), id: 'salt-1' }
-const PATH = '/users/u1/parts/p1/profile.md'
+const PATH = PROFILE_PATH
 
 async function setup(options: { key?: typeof KEY | null } = {}) {
-  const agent = await AgentFS.open({
-    path: ':memory:',
-    ...(options.key === null ? {} : { audit: { key: options.key ?? KEY } }),
-  })
-  agents.push(agent)
-  await agent.fs.mkdir('/users/u1/parts/p1', { recursive: true })
-  await agent.fs.writeFile(PATH, PROFILE)
-  const tools = createAgentTools({
-    fs: agent.fs,
-    audit: agent.tools,
-    tools: memoryTools({ userId: 'u1' }),
-  })
-  const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
+  const { agent, tools, run } = await setupToolbelt(agents, options)
   const events = () =>
     agent.db.execute<{ status: string; op: string; tool: string; error: string | null }>({
       sql: 'SELECT status, op, tool, error FROM agentfs_memory_event ORDER BY created_us, rowid',

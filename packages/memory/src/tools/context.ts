@@ -121,6 +121,35 @@ export async function gardenFile(
 }
 
 /**
+ * A path of the user's folder (`/users/{userId}`, history copies included) for the tools that
+ * read, list or search: inside the tools' allowed roots, and inside the folder both as given and
+ * where it lands through symbolic links.
+ */
+export async function userPath(
+  ctx: MemoryContext,
+  env: ToolEnvironment,
+  path: unknown,
+): Promise<string> {
+  if (typeof path !== 'string' || path === '')
+    throw new MemoryError('INVALID_ARGUMENT', 'path must be a non-empty string')
+  const fsPath = await env.paths.resolve(path, env.fs)
+  const real = await landing(env.fs, fsPath).catch(() => fsPath)
+  for (const p of [fsPath, real])
+    if (!inUserFolder(ctx, p))
+      throw new MemoryError(
+        'BLOCKED',
+        `${path} is outside ${ctx.garden.userDir}; the memory tools reach only the user's garden`,
+      )
+  return fsPath
+}
+
+/** Whether a filesystem path is the user's folder or inside it. */
+function inUserFolder(ctx: MemoryContext, fsPath: string): boolean {
+  const dir = ctx.garden.userDir
+  return fsPath === dir || fsPath.startsWith(`${dir}/`)
+}
+
+/**
  * The check of {@link gardenFile} again, inside the write's transaction: a link swapped in
  * since is refused before anything is written.
  */

@@ -1,10 +1,5 @@
 import { posix } from 'node:path'
-import {
-  type AgentToolDefinition,
-  type AnyAgentToolDefinition,
-  landing,
-  type ToolEnvironment,
-} from '@agentfs/agent-tools'
+import type { AgentToolDefinition, AnyAgentToolDefinition } from '@agentfs/agent-tools'
 import { FsError, unifiedDiff } from '@agentfs/core'
 import { z } from 'zod'
 import { MemoryError } from '../errors.js'
@@ -21,6 +16,7 @@ import {
   readText,
   sagaWrite,
   stillHere,
+  userPath,
 } from './context.js'
 import { type GardenWrite, runWrite, writeMetaSchema } from './write-tools.js'
 
@@ -28,25 +24,6 @@ import { type GardenWrite, runWrite, writeMetaSchema } from './write-tools.js'
 const MAX_SEARCH_MATCHES = 200
 /** Entries `fs_list` returns at most. */
 const MAX_LIST = 1000
-
-/** A folder of the user's (for listing and searching). */
-async function userFolder(
-  ctx: MemoryContext,
-  env: ToolEnvironment,
-  path: unknown,
-): Promise<string> {
-  const given = typeof path === 'string' && path !== '' ? path : ctx.garden.userDir
-  const fsPath = await env.paths.resolve(given, env.fs)
-  const real = await landing(env.fs, fsPath).catch(() => fsPath)
-  const dir = ctx.garden.userDir
-  for (const p of [fsPath, real])
-    if (p !== dir && !p.startsWith(`${dir}/`))
-      throw new MemoryError(
-        'BLOCKED',
-        `${given} is outside ${dir}; the memory tools reach only the user's garden`,
-      )
-  return fsPath
-}
 
 export function gardenTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
   const list: AgentToolDefinition<{ path?: string | undefined; glob?: string | undefined }> = {
@@ -57,7 +34,7 @@ export function gardenTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
     mutates: false,
     needs: 'fs',
     async handler(input, env) {
-      const root = await userFolder(ctx, env, input.path)
+      const root = await userPath(ctx, env, input.path || ctx.garden.userDir)
       const found = await env.fs.glob(input.glob ?? '**', { cwd: root, onlyFiles: true })
       const files = found
         .slice(0, MAX_LIST)
@@ -94,7 +71,7 @@ export function gardenTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
     mutates: false,
     needs: 'fs',
     async handler(input, env) {
-      const root = await userFolder(ctx, env, input.root)
+      const root = await userPath(ctx, env, input.root || ctx.garden.userDir)
       const max = input.max_matches ?? 100
       const matches = await env.fs.grep(input.pattern, {
         path: root,
@@ -105,19 +82,13 @@ export function gardenTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
         ...(input.ignore_case ? { ignoreCase: true } : {}),
         ...(input.fixed_strings ? { fixedStrings: true } : {}),
       })
-      // A file reached through a link that leads out of the garden is not shown.
-      const shown = new Map<string, boolean>()
-      const rows: { path: string; line: number; match: string }[] = []
-      for (const m of matches.slice(0, max)) {
-        let ok = shown.get(m.path)
-        if (ok === undefined) {
-          const real = await landing(env.fs, m.path).catch(() => '')
-          ok = real === ctx.garden.userDir || real.startsWith(`${ctx.garden.userDir}/`)
-          shown.set(m.path, ok)
-        }
-        if (ok)
-          rows.push({ path: env.paths.display(m.path), line: m.line, match: m.text.slice(0, 500) })
-      }
+      // grep reads only regular files of the tree below `root` and follows no link, so every
+      // match is a file of the user's folder.
+      const rows = matches.slice(0, max).map((m) => ({
+        path: env.paths.display(m.path),
+        line: m.line,
+        match: m.text.slice(0, 500),
+      }))
       return {
         text:
           rows.length === 0
@@ -137,7 +108,7 @@ export function gardenTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
     idempotent: false,
     needs: 'fs',
     async handler(input, env) {
-      const dir = await userFolder(ctx, env, input.path)
+      const dir = await userPath(ctx, env, input.path || ctx.garden.userDir)
       // Only folders a garden file can sit in: a prefix of an allowed template's folder.
       const probe = ctx.garden.templates.some((t) => {
         const parts = posix

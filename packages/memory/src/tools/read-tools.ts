@@ -1,9 +1,8 @@
 import { posix } from 'node:path'
-import {
-  type AgentToolDefinition,
-  type AnyAgentToolDefinition,
-  landing,
-  type ToolEnvironment,
+import type {
+  AgentToolDefinition,
+  AnyAgentToolDefinition,
+  ToolEnvironment,
 } from '@agentfs/agent-tools'
 import { toMillis } from '@agentfs/core'
 import { z } from 'zod'
@@ -12,26 +11,17 @@ import { canonicalHash } from '../events/event.js'
 import { parseGardenDocument } from '../markdown/document.js'
 import { lintDocument } from '../markdown/lint.js'
 import { sectionBody } from '../markdown/patch-section.js'
-import { gardenFile, type MemoryContext, readText, sagaWrite, stillHere } from './context.js'
+import {
+  gardenFile,
+  type MemoryContext,
+  readText,
+  sagaWrite,
+  stillHere,
+  userPath,
+} from './context.js'
 
 /** Lines `fs_read` returns per range at most. */
 const MAX_RANGE_LINES = 2000
-
-/** A path the agent may read: anything in the user's folder (history copies too). */
-async function readable(ctx: MemoryContext, env: ToolEnvironment, path: unknown): Promise<string> {
-  if (typeof path !== 'string' || path === '')
-    throw new MemoryError('INVALID_ARGUMENT', 'path must be a non-empty string')
-  const fsPath = await env.paths.resolve(path, env.fs)
-  const real = await landing(env.fs, fsPath).catch(() => fsPath)
-  const dir = ctx.garden.userDir
-  for (const p of [fsPath, real])
-    if (p !== dir && !p.startsWith(`${dir}/`))
-      throw new MemoryError(
-        'BLOCKED',
-        `${path} is outside ${dir}; the memory tools read only the user's garden`,
-      )
-  return fsPath
-}
 
 async function text(env: ToolEnvironment, path: string): Promise<string> {
   const t = await readText(env.fs, path)
@@ -48,7 +38,7 @@ export function readTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
     mutates: false,
     needs: 'fs',
     async handler(input, env) {
-      const path = await readable(ctx, env, input.path)
+      const path = await userPath(ctx, env, input.path)
       const doc = parseGardenDocument(await text(env, path))
       const sections = doc.sections.map((s) => ({
         anchor: s.anchor,
@@ -84,7 +74,7 @@ export function readTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
     mutates: false,
     needs: 'fs',
     async handler(input, env) {
-      const path = await readable(ctx, env, input.path)
+      const path = await userPath(ctx, env, input.path)
       const t = await text(env, path)
       const hash = canonicalHash(t)
       if (!input.ranges) return { text: t, data: { hash } }
@@ -110,7 +100,7 @@ export function readTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
     mutates: false,
     needs: 'fs',
     async handler(input, env) {
-      const path = await readable(ctx, env, input.path)
+      const path = await userPath(ctx, env, input.path)
       const t = await text(env, path)
       const h = canonicalHash(
         input.section_anchor ? sectionBody(parseGardenDocument(t), input.section_anchor) : t,
@@ -131,7 +121,7 @@ export function readTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
     mutates: false,
     needs: 'fs',
     async handler(input, env) {
-      const path = await readable(ctx, env, input.path)
+      const path = await userPath(ctx, env, input.path)
       const current = await readText(env.fs, path)
       const subject = input.content ?? current
       if (subject === null) throw new MemoryError('NOT_FOUND', `${input.path} does not exist`)
