@@ -53,7 +53,27 @@ export class IdempotencyUntrustedError extends AgentFsError<'IDEMPOTENCY_UNTRUST
   }
 }
 
-/** The columns of a record its seal covers, in order. */
+/**
+ * The columns of an `agentfs_idempotency` record its seal covers, in the order the seal encodes
+ * them; a row is stored as these, then `mac` and `key_id`.
+ */
+export const IDEMPOTENCY_COLUMNS = [
+  'scope',
+  'key',
+  'args_sha256',
+  'args_digests',
+  'result',
+  'call_id',
+  'created_us',
+  'expires_us',
+] as const
+
+/** Every stored column of a record: {@link IDEMPOTENCY_COLUMNS}, then the seal's two. */
+export const IDEMPOTENCY_STORED_COLUMNS = [...IDEMPOTENCY_COLUMNS, 'mac', 'key_id'] as const
+
+const STORED = IDEMPOTENCY_STORED_COLUMNS.join(', ')
+
+/** The columns of a record its seal covers. */
 interface SealedColumns {
   readonly scope: string
   readonly key: string
@@ -75,18 +95,7 @@ const SEAL_PREFIX = 'agentfs-idempotency-v1'
 export function sealRecord(k: IntegrityKey, row: SealedColumns): Uint8Array {
   return createHmac('sha256', k.key)
     .update(`${SEAL_PREFIX}\0${k.id}\0`)
-    .update(
-      encodeAuditRow([
-        row.scope,
-        row.key,
-        row.args_sha256,
-        row.args_digests,
-        row.result,
-        row.call_id,
-        row.created_us,
-        row.expires_us,
-      ]),
-    )
+    .update(encodeAuditRow(IDEMPOTENCY_COLUMNS.map((c) => row[c])))
     .digest()
 }
 
@@ -244,7 +253,7 @@ export async function claimIdempotency(
   const { rows } = await tx.execute<
     SealedColumns & { mac: Uint8Array | null; key_id: string | null }
   >({
-    sql: `SELECT scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us, mac, key_id
+    sql: `SELECT ${STORED}
 FROM agentfs_idempotency WHERE scope = ? AND key = ? AND expires_us > ?`,
     params: [request.scope, key, request.nowUs],
   })
@@ -307,17 +316,9 @@ export async function recordIdempotency(tx: Queryable, record: IdempotencyRecord
   }
   const sealer = integrityKeysOf(tx)[0]
   await tx.execute({
-    sql: `INSERT INTO agentfs_idempotency (scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us, mac, key_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    sql: `INSERT INTO agentfs_idempotency (${STORED}) VALUES (${IDEMPOTENCY_STORED_COLUMNS.map(() => '?').join(', ')})`,
     params: [
-      row.scope,
-      row.key,
-      row.args_sha256,
-      row.args_digests,
-      row.result,
-      row.call_id,
-      row.created_us,
-      row.expires_us,
+      ...IDEMPOTENCY_COLUMNS.map((c) => row[c]),
       sealer ? sealRecord(sealer, row) : null,
       sealer?.id ?? null,
     ],

@@ -87,6 +87,8 @@ export {
   DEFAULT_IDEMPOTENCY_TTL_MS,
   digestArguments,
   EXPIRED_PER_CLAIM,
+  IDEMPOTENCY_COLUMNS,
+  IDEMPOTENCY_STORED_COLUMNS,
   IdempotencyMismatchError,
   IdempotencyUntrustedError,
   MAX_DIGESTED_MEMBERS,

@@ -1,4 +1,4 @@
-import { FS_INODE_COLUMNS, SLOT_SPAN } from '@agentfs/core'
+import { FS_INODE_COLUMNS, IDEMPOTENCY_STORED_COLUMNS, SLOT_SPAN } from '@agentfs/core'
 import type { DatabaseRowMutation, DatabaseRowTransformResult } from '@tursodatabase/sync'
 import type { PendingSwap, PushedKv } from './state.js'
 
@@ -200,7 +200,8 @@ export function conflictRules(current: () => PushRecord) {
         return type === 'insert' ? null : SKIP
       // An idempotency key applied on two clients before either pulled: the first to push
       // keeps its record (both applied the request; every later retry anywhere is recognised).
-      // Its seal travels with it: a client with integrity keys replays only records they verify.
+      // Its seal (mac, key_id) travels with it: a client with integrity keys replays only
+      // records they verify.
       // An expired record is deleted only while it is still the one this client saw expire.
       case 'agentfs_idempotency': {
         if (type === 'update') return SKIP
@@ -211,19 +212,8 @@ export function conflictRules(current: () => PushRecord) {
             [row.scope, row.key, row.expires_us],
           )
         return rewrite(
-          'INSERT INTO agentfs_idempotency (scope, key, args_sha256, args_digests, result, call_id, created_us, expires_us, mac, key_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(scope, key) DO NOTHING',
-          [
-            row.scope,
-            row.key,
-            row.args_sha256,
-            row.args_digests,
-            row.result,
-            row.call_id,
-            row.created_us,
-            row.expires_us,
-            row.mac ?? null,
-            row.key_id ?? null,
-          ],
+          `INSERT INTO agentfs_idempotency (${IDEMPOTENCY_STORED_COLUMNS.join(', ')}) VALUES (${IDEMPOTENCY_STORED_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT(scope, key) DO NOTHING`,
+          IDEMPOTENCY_STORED_COLUMNS.map((c) => row[c] ?? null),
         )
       }
       // Audit payloads are named by their content: two clients storing the same one agree;
