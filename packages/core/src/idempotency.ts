@@ -218,7 +218,7 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /** The top-level arguments whose digests differ between two requests' `args_digests`. */
-function differences(before: string | null, now: string | null): string[] {
+export function argumentDifferences(before: string | null, now: string | null): string[] {
   if (before === null || now === null) return []
   let a: Record<string, unknown>
   let b: Record<string, unknown>
@@ -267,7 +267,7 @@ FROM agentfs_idempotency WHERE scope = ? AND key = ? AND expires_us > ?`,
   const stored = row.args_sha256 instanceof Uint8Array ? row.args_sha256 : new Uint8Array(0)
   const digest = request.digest ?? digestArguments(request.args)
   if (!sameBytes(stored, digest.sha256)) {
-    const differs = differences(
+    const differs = argumentDifferences(
       typeof row.args_digests === 'string' ? row.args_digests : null,
       digest.members,
     )

@@ -80,6 +80,7 @@ export type {
 } from './idempotency.js'
 export {
   applyOnce,
+  argumentDifferences,
   argumentsHash,
   canonicalJson,
   checkIdempotencyKey,

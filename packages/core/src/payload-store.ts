@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { type Executor, executeDeferred } from './driver.js'
 import { AgentFsError } from './errors.js'
-import { readMeta, writeMeta } from './meta.js'
+import { writeMeta } from './meta.js'
 
 /**
  * The audit's payload store (`agentfs_payload`, `agentfs_payload_chunk`): a tool call's

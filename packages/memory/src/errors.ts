@@ -12,6 +12,10 @@ export type MemoryErrorCode =
   | 'RATIONALE_REQUIRED'
   /** A patch's hunk does not apply. */
   | 'PATCH_FAILED'
+  /** A request with the same idempotency key is under way. */
+  | 'BUSY'
+  /** The Postgres events store could not be reached or refused a statement. */
+  | 'EVENTS_UNAVAILABLE'
 
 /** An error of the memory toolbelt: one line, saying what to do. */
 export class MemoryError extends AgentFsError<MemoryErrorCode> {

@@ -1,6 +1,5 @@
 export type { MemoryErrorCode } from './errors.js'
 export { MemoryError } from './errors.js'
-export type { EventFilters, EventReport } from './events/agentfs-store.js'
 export { AgentFsEventStore } from './events/agentfs-store.js'
 export type { EventInput, EventStatus, MemoryEvent, StoredEvent } from './events/event.js'
 export {
@@ -10,6 +9,18 @@ export {
   lineHash,
   SEALED_COLUMNS,
 } from './events/event.js'
+export type { EventFilters, EventIssue, EventReport } from './events/filters.js'
+export { READER_ROLE } from './events/postgres-schema.js'
+export type {
+  PgClaim,
+  PgPool,
+  PgQueryable,
+  PgResult,
+  PostgresEventsOptions,
+  ReconcileReport,
+  SagaWitness,
+} from './events/postgres-store.js'
+export { PostgresEventStore } from './events/postgres-store.js'
 export type { Garden, GardenOptions, GardenPath } from './garden/garden.js'
 export { checkId, createGarden, DEFAULT_TEMPLATES, HISTORY_DIR } from './garden/garden.js'
 export type { CurateOp } from './markdown/curate.js'
@@ -36,4 +47,6 @@ export { patchSection, sectionBody } from './markdown/patch-section.js'
 export { applyUnifiedDiff, MAX_DIFF_CHARS, MAX_HUNKS } from './markdown/unified-patch.js'
 export type { MemoryToolbeltOptions } from './tools/context.js'
 export { scopeKey } from './tools/context.js'
-export { memoryTools } from './tools/toolbelt.js'
+export { SAGA_MARKER_SCOPE, SAGA_MARKER_TTL_MS } from './tools/saga.js'
+export type { Memory, MemoryOptions } from './tools/toolbelt.js'
+export { memoryTools, openMemory } from './tools/toolbelt.js'

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
 import { encodeAuditRow, type IntegrityKey } from '@agentfs/core'
 import { canonicalText } from '@agentfs/fs'
 
@@ -154,4 +154,71 @@ export function eventOf(row: StoredEvent): MemoryEvent {
     created_us: Number(row.created_us),
     updated_us: Number(row.updated_us),
   }
+}
+
+/** What a row records besides its input. */
+export interface EventExtra {
+  readonly after_hash?: string | null
+  readonly line_hash?: string | null
+  readonly transaction_id?: number | null
+  readonly error?: string | null
+}
+
+/** An error as an event keeps it: its code and message, at most 4 KiB. */
+export function eventError(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code
+  return `${typeof code === 'string' ? code : 'ERROR'}: ${error instanceof Error ? error.message : String(error)}`.slice(
+    0,
+    4096,
+  )
+}
+
+/** A complete row of `userId`'s event with `status` at `nowUs`, sealed with `key`. */
+export function buildEvent(
+  key: IntegrityKey,
+  userId: string,
+  nowUs: number,
+  input: EventInput,
+  status: EventStatus,
+  extra: EventExtra = {},
+  id: string = randomUUID(),
+): StoredEvent {
+  const row = {
+    id,
+    user_id: userId,
+    type: input.type,
+    op: input.op,
+    tool: input.tool,
+    file_path: input.file_path,
+    section_anchor: input.section_anchor ?? null,
+    rationale: input.rationale ?? null,
+    override_rationale: input.override_rationale ?? null,
+    evidence_refs: input.evidence_refs ? JSON.stringify(input.evidence_refs) : null,
+    before_hash: input.before_hash ?? null,
+    after_hash: extra.after_hash ?? null,
+    intended_hash: input.intended_hash ?? null,
+    lint: input.lint === undefined ? null : JSON.stringify(input.lint),
+    tool_call_id: input.tool_call_id ?? null,
+    transaction_id: extra.transaction_id ?? null,
+    agent_action_id: input.agent_action_id ?? null,
+    idempotency_key: input.idempotency_key ?? null,
+    status,
+    error: extra.error ?? null,
+    line_hash: extra.line_hash ?? null,
+    created_us: nowUs,
+    updated_us: nowUs,
+  }
+  return resealEvent(key, row)
+}
+
+/** `row` with its HMAC made again under `key` (after a status change). */
+export function resealEvent(
+  key: IntegrityKey,
+  row: Omit<StoredEvent, 'integrity_hmac' | 'integrity_salt_version'>,
+): StoredEvent {
+  const plain = Object.fromEntries(SEALED_COLUMNS.map((c) => [c, row[c] ?? null])) as Omit<
+    StoredEvent,
+    'integrity_hmac' | 'integrity_salt_version'
+  >
+  return { ...plain, integrity_hmac: eventHmac(key, plain), integrity_salt_version: key.id }
 }

@@ -8,7 +8,8 @@ import { parseGardenDocument } from '../markdown/document.js'
 import { checkEdit } from '../markdown/guard.js'
 import { type LintResult, lintDocument } from '../markdown/lint.js'
 import { patchSection, sectionBody } from '../markdown/patch-section.js'
-import type { MemoryContext, Written } from './context.js'
+import type { MemoryContext } from './context.js'
+import type { Written } from './saga.js'
 
 /** How a write of a garden file is checked and recorded. */
 export interface TextChange {

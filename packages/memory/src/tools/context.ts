@@ -5,21 +5,17 @@ import {
   type Clock,
   canonicalJson,
   checkAuditKey,
-  claimIdempotency,
-  currentActor,
   databaseOf,
   type IntegrityKey,
   integrityKeysOf,
   isAgentFsError,
-  micros,
   type Queryable,
-  recordIdempotency,
   systemClock,
 } from '@agentfs/core'
 import type { FileSystem } from '@agentfs/fs'
 import { MemoryError } from '../errors.js'
 import { AgentFsEventStore } from '../events/agentfs-store.js'
-import type { EventInput, MemoryEvent } from '../events/event.js'
+import { PostgresEventStore, type PostgresEventsOptions } from '../events/postgres-store.js'
 import { createGarden, type Garden, type GardenOptions, type GardenPath } from '../garden/garden.js'
 import type { LintOptions } from '../markdown/lint.js'
 
@@ -39,6 +35,12 @@ export interface MemoryToolbeltOptions extends Omit<GardenOptions, 'userId'> {
   /** Offer `fs_move` (maintainer-only; default false). */
   readonly allowMove?: boolean
   readonly clock?: Clock
+  /**
+   * Where events live: in the AgentFS database (default: tables written in the transaction of
+   * the change), or in Postgres — a store from `PostgresEventStore.open`, or its options (the
+   * toolbelt opens it on first use).
+   */
+  readonly events?: { readonly postgres: PostgresEventStore | PostgresEventsOptions }
 }
 
 /** What every memory tool shares. */
@@ -46,7 +48,12 @@ export interface MemoryContext {
   readonly garden: Garden
   readonly options: MemoryToolbeltOptions
   readonly clock: Clock
-  readonly events: (db: Queryable) => { store: AgentFsEventStore; keys: readonly IntegrityKey[] }
+  /** The keys of the events' HMACs for `db`: the first seals, all verify. */
+  readonly keys: (db: Queryable) => readonly IntegrityKey[]
+  /** The store of events in the AgentFS database. */
+  readonly local: (db: Queryable) => AgentFsEventStore
+  /** The Postgres store, when events live there (opened on first use). */
+  readonly postgres: () => Promise<PostgresEventStore> | undefined
 }
 
 export function createContext(options: MemoryToolbeltOptions): MemoryContext {
@@ -54,24 +61,39 @@ export function createContext(options: MemoryToolbeltOptions): MemoryContext {
   const clock = options.clock ?? systemClock()
   const own = options.integrityKey ? checkAuditKey(options.integrityKey) : undefined
   const stores = new WeakMap<object, AgentFsEventStore>()
+  const pgOption = options.events?.postgres
+  let pgStore: Promise<PostgresEventStore> | undefined
+  const keys = (db: Queryable): readonly IntegrityKey[] => {
+    const all = own ? [own, ...integrityKeysOf(db)] : integrityKeysOf(db)
+    if (all.length === 0)
+      throw new MemoryError(
+        'INVALID_ARGUMENT',
+        'memory events are sealed with an HMAC key: open the database with one (AgentFS.open({ audit: { key } })) or pass integrityKey to the toolbelt',
+      )
+    return all
+  }
   return {
     garden,
     options,
     clock,
-    events(db) {
-      const keys = own ? [own, ...integrityKeysOf(db)] : integrityKeysOf(db)
-      const key = keys[0]
-      if (!key)
-        throw new MemoryError(
-          'INVALID_ARGUMENT',
-          'memory events are sealed with an HMAC key: open the database with one (AgentFS.open({ audit: { key } })) or pass integrityKey to the toolbelt',
-        )
+    keys,
+    local(db) {
+      const key = keys(db)[0]!
       let store = stores.get(key)
       if (!store) {
         store = new AgentFsEventStore({ userId: garden.userId, key, clock })
         stores.set(key, store)
       }
-      return { store, keys }
+      return store
+    },
+    postgres() {
+      if (pgOption === undefined) return undefined
+      if (pgOption instanceof PostgresEventStore) return Promise.resolve(pgOption)
+      pgStore ??= PostgresEventStore.open({ clock, ...pgOption }).catch((error: unknown) => {
+        pgStore = undefined
+        throw error
+      })
+      return pgStore
     },
   }
 }
@@ -189,97 +211,3 @@ export function oneLine(what: string, value: unknown, max = 500): string | undef
     )
   return value.trim()
 }
-
-/** The common fields of a write's input. */
-export interface WriteMeta {
-  readonly rationale?: string | undefined
-  readonly override_rationale?: string | undefined
-  readonly evidence_refs?: readonly string[] | undefined
-  readonly agent_action_id?: string | undefined
-  readonly idempotency_key?: string | undefined
-}
-
-/** A write's event before it runs (the tool fills in what it knows). */
-export type Draft = Omit<EventInput, 'tool_call_id' | 'idempotency_key'>
-
-/** What a write's body returns: its answer, and what the event records of it. */
-export interface Written<T> {
-  readonly value: T
-  readonly event: Partial<Draft>
-  readonly after_hash: string | null
-  readonly line_hash: string | null
-}
-
-/**
- * Runs a write of the toolbelt as seed 003's saga, in one transaction of the database: the
- * idempotency key (the caller's, or the scope key) is claimed, `body` checks and writes, the
- * event is recorded `committed` with the after-hash, and the key's record keeps the answer. A
- * retry returns the first answer and changes nothing. A refused or failed write changes
- * nothing and is recorded as a `failed` event.
- */
-export async function sagaWrite<T>(
-  ctx: MemoryContext,
-  env: ToolEnvironment,
-  draft: Draft,
-  meta: WriteMeta,
-  payload: unknown,
-  body: (fs: FileSystem, keys: readonly IntegrityKey[]) => Promise<Written<T>>,
-): Promise<{ value: T; event_id: string; replayed: boolean }> {
-  if (env.readOnly) throw new MemoryError('BLOCKED', 'the filesystem is read-only here')
-  const db = databaseFor(env.fs)
-  const { store, keys } = ctx.events(db)
-  const entity = `${draft.file_path ?? ''}#${draft.section_anchor ?? ''}`
-  const key = meta.idempotency_key ?? scopeKey(ctx.garden.userId, draft.tool, entity, payload)
-  const scope = `memory:${draft.tool}`
-  const callToken = currentActor()?.callToken
-  const input: EventInput = {
-    ...draft,
-    ...(callToken ? { tool_call_id: callToken } : {}),
-    idempotency_key: key,
-  }
-  let event: EventInput = input
-  try {
-    return await db.transaction(async (tx) => {
-      const nowUs = micros(ctx.clock.now())
-      const replay = await claimIdempotency(tx, { scope, key, args: payload, nowUs })
-      if (replay) {
-        const stored = replay.result as { value: T; event_id: string }
-        return { ...stored, replayed: true }
-      }
-      const since_seq = await store.lastSeq(tx)
-      const written = await body(bindFs(env.fs, tx), keys)
-      event = { ...input, ...written.event }
-      const recorded = await store.record(tx, event, 'committed', {
-        after_hash: written.after_hash,
-        line_hash: written.line_hash,
-        since_seq,
-      })
-      const answer = { value: written.value, event_id: recorded.id }
-      await recordIdempotency(tx, {
-        scope,
-        key,
-        args: payload,
-        nowUs,
-        result: answer,
-        ...(ctx.options.idempotencyTtlMs === undefined
-          ? {}
-          : { ttlMs: ctx.options.idempotencyTtlMs }),
-      })
-      return { ...answer, replayed: false }
-    })
-  } catch (error) {
-    // Refused or failed: nothing stayed; the attempt is an event of its own.
-    if (
-      !isAgentFsError(error, 'IDEMPOTENCY_MISMATCH') &&
-      !isAgentFsError(error, 'IDEMPOTENCY_UNTRUSTED')
-    )
-      await store
-        .record(db, event, 'failed', {
-          error: `${(error as { code?: string }).code ?? 'ERROR'}: ${error instanceof Error ? error.message : String(error)}`,
-        })
-        .catch(() => undefined)
-    throw error
-  }
-}
-
-export type { MemoryEvent }

@@ -1,15 +1,9 @@
 import type { AgentToolDefinition, AnyAgentToolDefinition } from '@agentfs/agent-tools'
 import { z } from 'zod'
-import type { EventFilters } from '../events/agentfs-store.js'
 import { canonicalHash } from '../events/event.js'
-import {
-  databaseFor,
-  gardenFile,
-  type MemoryContext,
-  oneLine,
-  readText,
-  sagaWrite,
-} from './context.js'
+import type { EventFilters } from '../events/filters.js'
+import { databaseFor, gardenFile, type MemoryContext, oneLine, readText } from './context.js'
+import { sagaWrite } from './saga.js'
 
 export function eventTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
   const log: AgentToolDefinition<{
@@ -109,7 +103,10 @@ export function eventTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
       for (const k of ['type', 'op', 'status', 'section_anchor'] as const)
         if (input[k] !== undefined) filters[k] = input[k]
       if (file !== undefined) filters.file_path = file
-      const rows = await ctx.events(db).store.query(db, filters as EventFilters)
+      const pg = ctx.postgres()
+      const rows = pg
+        ? await (await pg).query(filters as EventFilters)
+        : await ctx.local(db).query(db, filters as EventFilters)
       return {
         text:
           rows.length === 0

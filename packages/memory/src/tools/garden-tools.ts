@@ -14,10 +14,10 @@ import {
   type MemoryContext,
   oneLine,
   readText,
-  sagaWrite,
   stillHere,
   userPath,
 } from './context.js'
+import { sagaWrite } from './saga.js'
 import { type GardenWrite, runWrite, writeMetaSchema } from './write-tools.js'
 
 /** Matches `fs_search` returns at most. */

@@ -11,14 +11,8 @@ import { canonicalHash } from '../events/event.js'
 import { parseGardenDocument } from '../markdown/document.js'
 import { lintDocument } from '../markdown/lint.js'
 import { sectionBody } from '../markdown/patch-section.js'
-import {
-  gardenFile,
-  type MemoryContext,
-  readText,
-  sagaWrite,
-  stillHere,
-  userPath,
-} from './context.js'
+import { gardenFile, type MemoryContext, readText, stillHere, userPath } from './context.js'
+import { sagaWrite } from './saga.js'
 
 /** Lines `fs_read` returns per range at most. */
 const MAX_RANGE_LINES = 2000

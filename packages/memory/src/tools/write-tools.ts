@@ -9,15 +9,8 @@ import { MemoryError } from '../errors.js'
 import { canonicalHash } from '../events/event.js'
 import { patchSection } from '../markdown/patch-section.js'
 import { commitText, eventType, type TextResult } from './commit-text.js'
-import {
-  gardenFile,
-  type MemoryContext,
-  oneLine,
-  readText,
-  sagaWrite,
-  stillHere,
-  type WriteMeta,
-} from './context.js'
+import { gardenFile, type MemoryContext, oneLine, readText, stillHere } from './context.js'
+import { sagaWrite, type WriteMeta } from './saga.js'
 
 /** The fields every write takes besides its own. */
 export const writeMetaSchema = {
