@@ -5,7 +5,13 @@ import { join, resolve } from 'node:path'
 import type { Command } from 'commander'
 import { positiveInteger } from './commands/shared.js'
 import { activeMounts, fuseLimitation, type MountOptions, mount } from './fuse.js'
-import { DEFAULT_COMMIT_DELAY_MS, mountSession, openExisting, viewOf } from './open.js'
+import {
+  DEFAULT_COMMIT_DELAY_MS,
+  mountSession,
+  openExisting,
+  viewOf,
+  withMemoryPolicy,
+} from './open.js'
 
 /** Resolves on the first SIGINT or SIGTERM. */
 export const untilSignal = () =>
@@ -36,6 +42,7 @@ const idArg =
 
 interface MountFlags {
   readOnly?: boolean
+  memory?: boolean
   syncInterval?: number
   allowOther?: boolean
   autoUnmount?: boolean
@@ -57,6 +64,10 @@ const mountOptions = (db: string, o: MountFlags): MountOptions => ({
 function withMountOptions(command: Command): Command {
   return command
     .option('--read-only', 'refuse every change with EROFS')
+    .option(
+      '--memory',
+      "hold every change to @agentfs/memory's policy: users' garden files keep their anchors and identity frontmatter, nothing under users/ is deleted, nothing is written outside the allowed roots (EPERM)",
+    )
     .option('--allow-other', 'let other users reach the mount (the default as root)')
     .option('--auto-unmount', 'unmount when this process dies, however it dies')
     .option('--uid <uid>', 'show every file as owned by this user id', idArg('--uid'))
@@ -116,7 +127,7 @@ Examples:
       try {
         const own = mountSession(agent, o.commitDelay)
         const view = await viewOf(agent, own.fs, own.db)
-        const mounted = await mount(view, target, {
+        const mounted = await mount(o.memory ? await withMemoryPolicy(view) : view, target, {
           ...mountOptions(db, o),
           changes: own.changes,
           flush: own.db.flush,
@@ -168,7 +179,8 @@ Examples:
       let code = 1
       try {
         const own = mountSession(agent, o.commitDelay)
-        const mounted = await mount(await viewOf(agent, own.fs, own.db), target, {
+        const view = await viewOf(agent, own.fs, own.db)
+        const mounted = await mount(o.memory ? await withMemoryPolicy(view) : view, target, {
           ...mountOptions(db, o),
           autoUnmount: true,
           changes: own.changes,

@@ -14,7 +14,12 @@ import {
   planFromReport,
 } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
-import { createFileSystem, type FileSystem, type FileSystemOptions } from '@agentfs/fs'
+import {
+  createFileSystem,
+  type FileSystem,
+  type FileSystemOptions,
+  type FsPolicy,
+} from '@agentfs/fs'
 import { snapshotBase } from '@agentfs/history'
 import {
   HostFileSystem,
@@ -235,6 +240,20 @@ export async function viewOf(
   if (await readOverlayBase(db))
     return openOverlay(db, { ...(fs ? { fs } : {}), openBase: openBranchBase })
   return fs || db !== agent.db ? createFileSystem(db, fs) : agent.fs
+}
+
+/**
+ * `fs` held to the memory policy of `@agentfs/memory` (seed 003's hard blocks on every user's
+ * garden): what `--memory` of `serve mcp`, `mount` and `exec` serves.
+ */
+export async function withMemoryPolicy(fs: FileSystem): Promise<FileSystem> {
+  const restrict = (fs as { restrict?: (policy: FsPolicy) => FileSystem }).restrict
+  if (typeof restrict !== 'function')
+    throw new Error(
+      '--memory needs a database filesystem; this database is an overlay, whose view has no policy',
+    )
+  const { memoryPolicy } = await import('@agentfs/memory')
+  return restrict.call(fs, memoryPolicy())
 }
 
 /**

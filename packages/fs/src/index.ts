@@ -10,7 +10,8 @@ export {
   SYNC_TRANSACTIONAL,
   serveSync,
 } from './node/sync-bridge.js'
-export type { FsOperation, FsPolicy } from './policy/policy.js'
+export type { ContentChange, ContentRule, FsOperation, FsPolicy } from './policy/policy.js'
+export { CONTENT_RULE_MAX_BYTES } from './policy/policy.js'
 export type { GlobMatchOptions, LineMatcher, RegexOptions } from './search/matchers.js'
 export {
   compileGlob,

@@ -365,16 +365,28 @@ export class BashFileSystem implements IFileSystem {
 const trusted = <T>(fn: () => Promise<T>): Promise<T> => DefenseInDepthBox.runTrustedAsync(fn)
 
 /** An error as just-bash's filesystems raise them: `CODE: text, syscall 'path'`, with `code`. */
-export function bashError(code: PosixCode | string, syscall: string, path: string): Error {
+export function bashError(
+  code: PosixCode | string,
+  syscall: string,
+  path: string,
+  reason?: string,
+): Error {
   const text = (POSIX_ERRORS as Record<string, readonly [number, string]>)[code]?.[1] ?? code
-  const error = new Error(`${code}: ${text}, ${syscall} '${path}'`) as Error & { code: string }
+  const error = new Error(
+    `${code}: ${text}, ${syscall} '${path}'${reason ? ` (${reason})` : ''}`,
+  ) as Error & { code: string }
   error.code = code
   return error
 }
 
 function toBashError(error: unknown, syscall: string, path: string): unknown {
   if (error instanceof Error && 'code' in error && !isAgentFsError(error)) return error
-  if (isAgentFsError(error)) return bashError((error as { code: string }).code, syscall, path)
+  if (isAgentFsError(error)) {
+    const { code, hint } = error as { code: string; hint?: unknown }
+    // A policy's refusal says why, so the script's author (a model) can do otherwise.
+    const policy = code === 'EPERM' || code === 'EACCES' || code === 'EROFS'
+    return bashError(code, syscall, path, policy && typeof hint === 'string' ? hint : undefined)
+  }
   return error
 }
 

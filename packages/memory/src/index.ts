@@ -23,6 +23,7 @@ export type {
 export { PostgresEventStore } from './events/postgres-store.js'
 export type { Garden, GardenOptions, GardenPath } from './garden/garden.js'
 export { checkId, createGarden, DEFAULT_TEMPLATES, HISTORY_DIR } from './garden/garden.js'
+export { memoryPolicy } from './garden/policy.js'
 export type { CurateOp } from './markdown/curate.js'
 export { curateList, MAX_CURATE_OPS } from './markdown/curate.js'
 export type {

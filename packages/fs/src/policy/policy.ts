@@ -13,6 +13,40 @@ export type FsOperation =
   | 'chown'
   | 'utimes'
 
+/** A change a {@link ContentRule} judges: the file's bytes before it and after it. */
+export interface ContentChange {
+  /** The file's real path (symlinks resolved). */
+  readonly path: string
+  /** Its content before the change; null when the change creates it. */
+  readonly before: Buffer | null
+  /** Its content after the change; null when the change removes it (unlink, rm, a rename away). */
+  readonly after: Buffer | null
+  /** The operation (`open`, `write`, `truncate`, `copyfile`, `rename`, `ftruncate`, …). */
+  readonly syscall: string
+}
+
+/**
+ * A check of what a change does to the content of some files, run inside the change's
+ * transaction after the change and before it commits: a refusal (a returned reason, or a thrown
+ * error) rolls it back, and the operation fails with EPERM and the reason. It sees every way
+ * content changes — `writeFile`, `appendFile`, `truncate`, `copyFile`, `cp` and `rename` onto a
+ * judged path, `open` with `w`, every handle and stream write (each on its own), and removals
+ * (`unlink`, `rm`, `rmdir`, a rename away — of the file or a directory above it: `after` is
+ * null). Hard links to or from judged files are refused: a second name would be a way around
+ * the rule.
+ */
+export interface ContentRule {
+  /** Globs of the real paths this rule judges (as `write`'s). */
+  readonly paths: readonly string[]
+  /** A reason to refuse the change, or undefined to let it be. */
+  check(change: ContentChange): string | undefined
+  /** Files larger than this (before or after) are refused unread (default 4 MiB). */
+  readonly maxBytes?: number
+}
+
+/** Content a rule reads at most by default. */
+export const CONTENT_RULE_MAX_BYTES = 4 << 20
+
 /**
  * What an agent may do with a filesystem, enforced inside it — below every tool, adapter and
  * mount, inside transactions, on handles and streams. Globs (see `compileGlob`; dotfiles included) are
@@ -48,6 +82,8 @@ export interface FsPolicy {
   readonly maxTotalBytes?: number
   /** Number of inodes (files, directories, links); creating beyond it is refused with EDQUOT. */
   readonly maxInodes?: number
+  /** Checks of what changes do to the content of some files (see {@link ContentRule}). */
+  readonly content?: readonly ContentRule[]
 }
 
 type Matcher = (path: string) => boolean
@@ -83,6 +119,7 @@ export class CompiledPolicy {
   readonly maxInodes: number | undefined
   /** A policy this one narrows: both must allow everything. */
   readonly #outer: CompiledPolicy | undefined
+  readonly #content: readonly { readonly match: Matcher; readonly rule: ContentRule }[]
 
   /** `outer`, when given, must allow everything too (see `SqlFileSystem.restrict`). */
   constructor(policy: FsPolicy, outer?: CompiledPolicy) {
@@ -103,6 +140,19 @@ export class CompiledPolicy {
     this.#readOnly = matcher(policy.readOnly)
     this.#protected = matcher(policy.protected)
     this.#deny = new Set(policy.deny ?? [])
+    const rules = policy.content ?? []
+    if (!Array.isArray(rules)) throw new TypeError('policy.content must be an array of rules')
+    this.#content = rules.map((rule, i) => {
+      if (
+        !rule ||
+        typeof rule.check !== 'function' ||
+        !Array.isArray(rule.paths) ||
+        rule.paths.some((g: unknown) => typeof g !== 'string')
+      )
+        throw new TypeError(`policy.content[${i}] must have paths (globs) and a check function`)
+      checkLimit(rule.maxBytes, `content[${i}].maxBytes`)
+      return { match: matcher(rule.paths)!, rule }
+    })
     const min = (a: number | undefined, b: number | undefined) =>
       a === undefined ? b : b === undefined ? a : Math.min(a, b)
     this.maxFileSize = min(policy.maxFileSize, outer?.maxFileSize)
@@ -152,6 +202,17 @@ export class CompiledPolicy {
       throw fsError('EPERM', syscall, path, {
         hint: `${resolved} is protected by policy: it cannot be deleted, moved or replaced`,
       })
+  }
+
+  /** Whether this policy or one it narrows has content rules. */
+  get hasContentRules(): boolean {
+    return this.#content.length > 0 || this.#outer?.hasContentRules === true
+  }
+
+  /** The content rules that judge the real path `resolved` (the narrowed policy's first). */
+  contentRules(resolved: string): ContentRule[] {
+    const own = this.#content.filter((c) => c.match(resolved)).map((c) => c.rule)
+    return [...(this.#outer?.contentRules(resolved) ?? []), ...own]
   }
 
   /** Whether the policy refuses `operation` everywhere. */

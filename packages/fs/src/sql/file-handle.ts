@@ -3,6 +3,8 @@ import { Readable } from 'node:stream'
 import type { ReadableStream } from 'node:stream/web'
 import { FsError, fsError, normalizePath, type Queryable, type Timestamp } from '@agentfs/core'
 import { fsRequiredMode } from '../node/node-args.js'
+import { applyRules, contentOfIno } from '../policy/content-judge.js'
+import type { ContentRule } from '../policy/policy.js'
 import { Stats } from '../stats.js'
 import { readAll, readAt, readRange, resize, writeRange } from '../storage/chunks.js'
 import type { Holds } from '../storage/holds.js'
@@ -56,9 +58,18 @@ export class FileHandle {
   readonly #mode: OpenMode
   #position = 0
   #closed = false
+  /** The content rules of the policy that judge this file (each write is judged on its own). */
+  readonly #content: { readonly real: string; readonly rules: readonly ContentRule[] } | undefined
 
   /** @internal Use `fs.open()`. */
-  constructor(fs: SqlFileSystem, ino: number, path: string, mode: OpenMode) {
+  constructor(
+    fs: SqlFileSystem,
+    ino: number,
+    path: string,
+    mode: OpenMode,
+    content?: { readonly real: string; readonly rules: readonly ContentRule[] },
+  ) {
+    this.#content = content
     this.#fd = nextFd++
     this.#fs = fs
     this.#ino = ino
@@ -103,6 +114,27 @@ export class FileHandle {
       throw fsError('EPERM', syscall, this.path, {
         hint: 'the policy denies delete, and this change would destroy existing content; append instead',
       })
+  }
+
+  /**
+   * A write of this handle in its own transaction; with content rules on the file, they judge
+   * its content before and after `fn` before the transaction commits.
+   */
+  #writing<T>(
+    syscall: string,
+    fn: (q: Queryable, now: Timestamp, note: NoteChange) => Promise<T>,
+  ): Promise<T> {
+    const content = this.#content
+    const ctx = contextOf(this.#fs)
+    if (!content) return write(ctx, fn)
+    return write(ctx, async (q, now, note) => {
+      const read = () =>
+        contentOfIno(q, this.#fs.chunkSize, this.#ino, content.rules, syscall, content.real)
+      const judged = { ...content, syscall, before: await read() }
+      const out = await fn(q, now, note)
+      applyRules(judged, await read())
+      return out
+    })
   }
 
   async #inode(q: Queryable, syscall: string): Promise<InodeRow> {
@@ -170,7 +202,7 @@ export class FileHandle {
     }
     if (at !== null && (!Number.isSafeInteger(at) || at < 0)) throw fsError('EINVAL', 'write')
     const ctx = contextOf(this.#fs)
-    const written = await write(ctx, async (q, now, note) => {
+    const written = await this.#writing('write', async (q, now, note) => {
       const node = await this.#inode(q, 'write')
       if (ifMatch !== undefined && versionOf(node) !== ifMatch) {
         throw new ConflictError(this.path, ifMatch, versionOf(node))
@@ -223,7 +255,7 @@ export class FileHandle {
     const opts = typeof options === 'string' ? { encoding: options } : options
     const bytes = typeof data === 'string' ? Buffer.from(data, opts.encoding ?? 'utf8') : data
     const ctx = contextOf(this.#fs)
-    await write(ctx, async (q, now, note) => {
+    await this.#writing('write', async (q, now, note) => {
       const node = await this.#inode(q, 'write')
       if (opts.ifMatch !== undefined && versionOf(node) !== opts.ifMatch) {
         throw new ConflictError(this.path, opts.ifMatch, versionOf(node))
@@ -245,7 +277,7 @@ export class FileHandle {
     this.#check('write', 'write')
     const bytes = typeof data === 'string' ? Buffer.from(data, encoding ?? 'utf8') : data
     const ctx = contextOf(this.#fs)
-    await write(ctx, async (q, now, note) =>
+    await this.#writing('write', async (q, now, note) =>
       this.#append(ctx, q, now, note, await this.#inode(q, 'write'), bytes),
     )
   }
@@ -274,7 +306,7 @@ export class FileHandle {
     this.#check('ftruncate', 'write')
     if (!Number.isSafeInteger(length) || length < 0) throw fsError('EINVAL', 'ftruncate')
     const ctx = contextOf(this.#fs)
-    await write(ctx, async (q, now, note) => {
+    await this.#writing('ftruncate', async (q, now, note) => {
       const node = await this.#inode(q, 'ftruncate')
       if (length < node.size) this.#refuseDestroying('ftruncate')
       note({
@@ -385,6 +417,8 @@ export async function openHandle(
   mode: OpenMode,
   create: (q: Queryable, now: Timestamp, note?: NoteChange) => Promise<number | undefined>,
   inTransaction = false,
+  /** After `create`: the content rules that judge the file, if any (see `SqlFileSystem.open`). */
+  judged?: () => { readonly real: string; readonly rules: readonly ContentRule[] } | undefined,
 ): Promise<FileHandle> {
   // Opening without creating or truncating only reads: no write transaction for it, unless
   // the caller's checks must share one transaction with the look-up (a policy).
@@ -395,5 +429,12 @@ export async function openHandle(
         ? await contextOf(fs).q.transaction((tx) => create(tx, contextOf(fs).clock.now()))
         : await create(contextOf(fs).q, contextOf(fs).clock.now())
   if (ino === undefined) throw new FsError({ code: 'ENOENT', syscall: 'open', path })
-  return new FileHandle(fs, ino, normalizePath(path), mode)
+  const content = mode.write ? judged?.() : undefined
+  return new FileHandle(
+    fs,
+    ino,
+    normalizePath(path),
+    mode,
+    content && { real: content.real, rules: content.rules },
+  )
 }

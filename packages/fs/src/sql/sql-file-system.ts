@@ -8,6 +8,7 @@ import {
   STORE_DATABASE,
 } from '@agentfs/core'
 import { fsMode, fsRequiredMode } from '../node/node-args.js'
+import type { Judged } from '../policy/content-judge.js'
 import { Guard } from '../policy/guard.js'
 import { CompiledPolicy, type FsPolicy } from '../policy/policy.js'
 import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from '../search/search.js'
@@ -164,6 +165,7 @@ export class SqlFileSystem implements FileSystem {
       'write',
       { create: 'create', destroys: (node) => !append && node.size > 0 },
       (ctx) => content.writeData(ctx, path, bytes, append, flag.includes('x'), opts),
+      'write',
     )
   }
 
@@ -174,18 +176,29 @@ export class SqlFileSystem implements FileSystem {
       'write',
       { destroys: (node) => length < node.size },
       (ctx) => content.truncate(ctx, path, length),
+      'write',
     )
   }
 
   async unlink(path: string): Promise<void> {
-    await this.#guard.writing(path, 'unlink', 'delete', { follow: false, replaces: true }, (ctx) =>
-      ns.unlink(ctx, path),
+    await this.#guard.writing(
+      path,
+      'unlink',
+      'delete',
+      { follow: false, replaces: true },
+      (ctx) => ns.unlink(ctx, path),
+      'remove',
     )
   }
 
   async rmdir(path: string): Promise<void> {
-    await this.#guard.writing(path, 'rmdir', 'delete', { follow: false, replaces: true }, (ctx) =>
-      ns.rmdir(ctx, path),
+    await this.#guard.writing(
+      path,
+      'rmdir',
+      'delete',
+      { follow: false, replaces: true },
+      (ctx) => ns.rmdir(ctx, path),
+      'remove',
     )
   }
 
@@ -194,8 +207,13 @@ export class SqlFileSystem implements FileSystem {
   }
 
   async rm(path: string, options: RmOptions = {}): Promise<void> {
-    await this.#guard.writing(path, 'rm', 'delete', { follow: false, replaces: true }, (ctx) =>
-      ns.rm(ctx, path, options),
+    await this.#guard.writing(
+      path,
+      'rm',
+      'delete',
+      { follow: false, replaces: true },
+      (ctx) => ns.rm(ctx, path, options),
+      'remove',
     )
   }
 
@@ -207,6 +225,10 @@ export class SqlFileSystem implements FileSystem {
         await gate.permissions?.movesDirectory(from, to)
       },
       (ctx) => ns.rename(ctx, from, to),
+      [
+        { path: from, syscall: 'rename', under: true },
+        { path: to, syscall: 'rename', follow: false },
+      ],
     )
   }
 
@@ -215,6 +237,7 @@ export class SqlFileSystem implements FileSystem {
       async (gate) => {
         await gate.link(existing, 'link')
         await gate.write(newPath, 'link', 'link', { follow: false })
+        await this.#guard.refuseJudgedLink(gate, existing, newPath)
       },
       (ctx) => ns.link(ctx, existing, newPath),
     )
@@ -325,6 +348,7 @@ export class SqlFileSystem implements FileSystem {
         })
       },
       (ctx) => content.copyFile(ctx, src, dest, mode),
+      [{ path: dest, syscall: 'copyfile' }],
     )
   }
 
@@ -350,15 +374,21 @@ export class SqlFileSystem implements FileSystem {
   async open(path: string, flags: string | number = 'r', mode: Mode = 0o666): Promise<FileHandle> {
     const want = parseFlags(flags, path)
     const bits = fsMode(mode, 'open', path) ?? 0o666
+    let judged: Judged | undefined
     return openHandle(
       this,
       path,
       want,
       async (q, now, note) => {
-        await this.#guard.checkOpen(q, path, want)
-        return openOrCreate(this.#ctx, q, now, path, want, bits, note)
+        judged = await this.#guard.checkOpen(q, path, want)
+        const ino = await openOrCreate(this.#ctx, q, now, path, want, bits, note)
+        // Created or truncated: the rules see what the open left.
+        if (judged && (want.truncate || judged.before === null))
+          await this.#guard.judgeOpen(q, judged)
+        return ino
       },
       this.#ctx.policy !== undefined,
+      () => judged,
     )
   }
 
