@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { AgentFS } from '@agentfs/sdk'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import Database from 'better-sqlite3'
 import { describe, expect, test } from 'vitest'
 import { fuseTests, runCli, useCliSandbox } from './helpers.js'
 
@@ -33,7 +34,8 @@ const PROFILE_PATH = '/users/u1/parts/p1/profile.md'
 /** A database with u1's profile, and a key file for the events. */
 async function garden(name: string): Promise<{ db: string; env: NodeJS.ProcessEnv }> {
   const db = join(cwd, name)
-  const agent = await AgentFS.open({ path: db })
+  // Sealed with the key the commands get (the file below holds it in hex).
+  const agent = await AgentFS.open({ path: db, audit: { key: { key: Buffer.alloc(32, 0xab) } } })
   await agent.fs.mkdir('/users/u1/parts/p1', { recursive: true })
   await agent.fs.writeFile(PROFILE_PATH, PROFILE)
   await agent.close()
@@ -89,6 +91,22 @@ describe('agentfs serve mcp --memory', () => {
     }
     expect(cat(db, PROFILE_PATH)).toContain('Fears missing out.')
     expect(cat(db, PROFILE_PATH)).toContain('<!-- @anchor: concerns v1 -->')
+    // agentfs verify checks the events' HMACs with the key; a changed event is named.
+    const verified = runCli(cli, ['verify', db], { cwd, env })
+    expect(verified.code, `${verified.out}${verified.err}`).toBe(0)
+    expect(verified.out).toMatch(/verified 1 memory event\(s\)/)
+    const raw = new Database(db)
+    raw.prepare("UPDATE agentfs_memory_event SET rationale = 'rewritten'").run()
+    raw.close()
+    const altered = runCli(cli, ['verify', db], { cwd, env })
+    expect(altered.code).toBe(1)
+    expect(altered.out).toMatch(/altered {2}event .* was changed after it was written/)
+    // Without the key the events are not proved, and it says so.
+    const unkeyed = runCli(cli, ['verify', db], {
+      cwd,
+      env: { ...process.env, AGENTFS_AUDIT_KEY_FILE: '' },
+    })
+    expect(unkeyed.out).toMatch(/1 memory event\(s\) not verified: their HMACs need the key/)
   })
 
   test('--memory needs --user and a key', async () => {

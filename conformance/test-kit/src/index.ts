@@ -23,5 +23,13 @@ export {
   hostilePeerRows,
   writeHostileCorpus,
 } from './hostile.js'
+export {
+  expectMemoryFlow,
+  MEMORY_FLOW,
+  MEMORY_KEY,
+  MEMORY_PROFILE,
+  MEMORY_PROFILE_PATH,
+  plantMemoryGarden,
+} from './memory-flow.js'
 export { MOCK_USAGE, mockText, mockToolCall } from './mock-model.js'
 export { expectEditedOnce, RETRIED_EDIT, RETRIED_EDIT_BEFORE } from './retried-edit.js'

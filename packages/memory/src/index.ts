@@ -1,6 +1,6 @@
 export type { MemoryErrorCode } from './errors.js'
 export { MemoryError } from './errors.js'
-export { AgentFsEventStore } from './events/agentfs-store.js'
+export { AgentFsEventStore, verifyEvents } from './events/agentfs-store.js'
 export type { EventInput, EventStatus, MemoryEvent, StoredEvent } from './events/event.js'
 export {
   canonicalHash,

@@ -1,4 +1,5 @@
 import type { AgentFS } from '@agentfs/sdk'
+import { createTwoFilesPatch } from 'diff'
 import { afterEach, describe, expect, test } from 'vitest'
 import { applyUnifiedDiff, curateList } from '../src/index.js'
 import { PROFILE, PROFILE_PATH, setupToolbelt } from './fixtures.js'
@@ -39,6 +40,23 @@ describe('unified diffs, applied exactly', () => {
     const shifted = `\n\n${PROFILE}`
     expect(() => applyUnifiedDiff(shifted, diff)).toThrow(/hunk 1 of 2/)
     expect(() => applyUnifiedDiff(PROFILE, 'not a diff')).toThrow(/no hunks/)
+  })
+
+  test('many hunks over a long file: each checked where its header puts it, applied together', () => {
+    const lines = Array.from({ length: 20_000 }, (_, i) => `line ${i}`)
+    const before = `${lines.join('\n')}\n`
+    const edited = lines.map((l, i) => (i % 40 === 7 ? `${l} (edited)` : l))
+    edited.splice(100, 0, 'inserted')
+    const after = `${edited.join('\n')}\n`
+    const diff = createTwoFilesPatch('a', 'b', before, after)
+    expect(diff.match(/^@@/gm)!.length).toBeGreaterThan(400)
+    expect(applyUnifiedDiff(before, diff)).toBe(after)
+    // Hunks out of order are refused, not applied somewhere.
+    const [head, ...hunks] = diff.split(/^(?=@@)/m)
+    const swapped = [head, hunks[1], hunks[0], ...hunks.slice(2)].join('')
+    expect(() => applyUnifiedDiff(before, swapped)).toThrow(
+      /hunk 2 of \d+ .* overlaps|comes before/,
+    )
   })
 })
 

@@ -1,4 +1,4 @@
-import type { AuditReport } from '@agentfs/core'
+import { type AuditReport, checkAuditKey } from '@agentfs/core'
 import type { Command } from 'commander'
 import { AUDIT_KEY_ENV, readAuditKey } from '../audit-key.js'
 import { json, print, withAgent } from './shared.js'
@@ -48,26 +48,40 @@ export function registerVerify(program: Command): void {
       ) => {
         const files = o.keyFile ?? (process.env[AUDIT_KEY_ENV] ? [process.env[AUDIT_KEY_ENV]] : [])
         const keys = files.map(readAuditKey)
-        const report = await withAgent(db, async (agent) => {
+        const { report, events } = await withAgent(db, async (agent) => {
           if (o.seal) await agent.seal(keys[0] === undefined ? {} : { key: keys[0] })
-          return agent.verify({
+          const report = await agent.verify({
             keys,
             ...(o.expectHead === undefined ? {} : { expectHead: o.expectHead }),
           })
+          // Memory events (@agentfs/memory) carry an HMAC each: checked with the same keys.
+          const { verifyEvents } = await import('@agentfs/memory')
+          const events = await verifyEvents(agent.db, keys.map(checkAuditKey))
+          return { report, events }
         })
-        if (o.json) json(report)
-        else if (o.head && report.ok) print(report.head)
+        const eventsOk = keys.length === 0 || events.ok
+        if (o.json) json({ ...report, ok: report.ok && eventsOk, memoryEvents: events })
+        else if (o.head && report.ok && eventsOk) print(report.head)
         else {
           for (const issue of report.issues) print(`altered  ${issue.message}`)
           if (report.issueCount > report.issues.length)
             print(`… and ${report.issueCount - report.issues.length} more`)
+          if (keys.length > 0) for (const issue of events.issues) print(`altered  ${issue.message}`)
           print(
             report.ok
               ? summary(report)
               : `${report.issueCount} problem(s): the audit was altered after it was sealed; the first is ${report.issues[0]!.stream} ${report.issues[0]!.seq}`,
           )
+          if (events.checked > 0)
+            print(
+              keys.length === 0
+                ? `${events.checked} memory event(s) not verified: their HMACs need the key (--key-file or $${AUDIT_KEY_ENV})`
+                : events.ok
+                  ? `verified ${events.checked} memory event(s)`
+                  : `${events.issues.length} memory event(s) altered or sealed with a key not given`,
+            )
         }
-        if (!report.ok) process.exitCode = 1
+        if (!report.ok || !eventsOk) process.exitCode = 1
       },
     )
 }

@@ -108,28 +108,45 @@ export class AgentFsEventStore {
     return rows.map(eventOf)
   }
 
-  /** Checks every event's HMAC with `keys` (a changed event, or one no key made, is an issue). */
-  async verify(
+  /** Checks every event's HMAC with `keys` (see {@link verifyEvents}). */
+  verify(
     q: Queryable,
     keys: readonly IntegrityKey[],
     options: { userId?: string } = {},
   ): Promise<EventReport> {
-    const issues: EventIssue[] = []
-    let checked = 0
-    let after = ''
-    for (;;) {
-      const { rows } = await q.execute<StoredEvent>({
-        sql: `SELECT ${COLUMNS} FROM agentfs_memory_event WHERE id > ?${options.userId === undefined ? '' : ' AND user_id = ?'} ORDER BY id LIMIT ${PAGE}`,
-        params: [after, ...(options.userId === undefined ? [] : [options.userId])],
-      })
-      for (const row of rows) {
-        checked++
-        const issue = eventIssue(keys, row)
-        if (issue && issues.length < MAX_ISSUES) issues.push(issue)
-      }
-      if (rows.length < PAGE) break
-      after = rows.at(-1)!.id
-    }
-    return { ok: issues.length === 0, checked, issues }
+    return verifyEvents(q, keys, options)
   }
+}
+
+/**
+ * Checks the HMAC of every event in the AgentFS database (of one user, or all) with `keys`: an
+ * event changed since it was written, or sealed with a key not given, is an issue. A database
+ * without the events table has none.
+ */
+export async function verifyEvents(
+  q: Queryable,
+  keys: readonly IntegrityKey[],
+  options: { userId?: string } = {},
+): Promise<EventReport> {
+  const { rows: tables } = await q.execute<{ n: number }>({
+    sql: "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'agentfs_memory_event'",
+  })
+  if (Number(tables[0]?.n ?? 0) === 0) return { ok: true, checked: 0, issues: [] }
+  const issues: EventIssue[] = []
+  let checked = 0
+  let after = ''
+  for (;;) {
+    const { rows } = await q.execute<StoredEvent>({
+      sql: `SELECT ${COLUMNS} FROM agentfs_memory_event WHERE id > ?${options.userId === undefined ? '' : ' AND user_id = ?'} ORDER BY id LIMIT ${PAGE}`,
+      params: [after, ...(options.userId === undefined ? [] : [options.userId])],
+    })
+    for (const row of rows) {
+      checked++
+      const issue = eventIssue(keys, row)
+      if (issue && issues.length < MAX_ISSUES) issues.push(issue)
+    }
+    if (rows.length < PAGE) break
+    after = rows.at(-1)!.id
+  }
+  return { ok: issues.length === 0, checked, issues }
 }

@@ -46,37 +46,37 @@ export function applyUnifiedDiff(text: string, diffText: string): string {
   const patch = withHunks[0]!
   if (patch.hunks.length > MAX_HUNKS)
     throw new MemoryError('INVALID_ARGUMENT', `a diff has at most ${MAX_HUNKS} hunks`)
-  let current = text
-  let shift = 0
+  // Every hunk is checked against the file as it is, where its header puts it (headers count
+  // lines of the original), in one pass; then the library applies them all at once — work in
+  // proportion to the file and the diff, not to their product.
+  const lines = text.split('\n')
+  let end = 0
   for (const [i, hunk] of patch.hunks.entries()) {
-    const lines = current.split('\n')
-    const start = hunk.oldStart + shift
     const old = hunk.lines.filter((l) => l[0] === ' ' || l[0] === '-').map((l) => bare(l.slice(1)))
-    // An insertion into an empty range (oldLines 0) goes after line `start`.
-    const from = hunk.oldLines === 0 ? start : start - 1
-    const found = lines.slice(from, from + old.length).map(bare)
-    const fits =
-      from >= 0 && from + old.length <= lines.length && old.every((l, k) => l === found[k])
-    const next = fits
-      ? applyPatch(
-          current,
-          { ...patch, hunks: [{ ...hunk, oldStart: start, newStart: hunk.newStart + shift }] },
-          { fuzzFactor: 0 },
-        )
-      : false
-    if (next === false) {
-      const k = old.findIndex((l, j) => l !== found[j])
-      const where =
-        k === -1 || found[k] === undefined
-          ? `the file ends before line ${from + old.length}`
-          : `line ${from + k + 1} is ${JSON.stringify(found[k]!.slice(0, 80))}, the hunk expects ${JSON.stringify(old[k]!.slice(0, 80))}`
-      throw new MemoryError(
+    // An insertion into an empty range (oldLines 0) goes after line `oldStart`.
+    const from = hunk.oldLines === 0 ? hunk.oldStart : hunk.oldStart - 1
+    const refuse = (where: string) =>
+      new MemoryError(
         'PATCH_FAILED',
         `hunk ${i + 1} of ${patch.hunks.length} (${header(hunk)}) does not apply: ${where}; nothing was written — read the file again and make the diff against it`,
       )
+    if (from < end) throw refuse(`it overlaps the hunk before it or comes before it`)
+    const k = old.findIndex((l, j) => from + j >= lines.length || bare(lines[from + j]!) !== l)
+    if (from < 0 || k !== -1) {
+      const found = k === -1 ? undefined : lines[from + k]
+      throw refuse(
+        found === undefined
+          ? `the file ends before line ${from + old.length}`
+          : `line ${from + k + 1} is ${JSON.stringify(bare(found).slice(0, 80))}, the hunk expects ${JSON.stringify(old[k]!.slice(0, 80))}`,
+      )
     }
-    current = next
-    shift += hunk.newLines - hunk.oldLines
+    end = from + old.length
   }
-  return current
+  const out = applyPatch(text, patch, { fuzzFactor: 0 })
+  if (out === false)
+    throw new MemoryError(
+      'PATCH_FAILED',
+      'the diff does not apply as a whole (its hunks fit one by one but not together); nothing was written — make one diff against the file as it is',
+    )
+  return out
 }
