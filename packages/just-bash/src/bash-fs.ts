@@ -382,10 +382,12 @@ export function bashError(
 function toBashError(error: unknown, syscall: string, path: string): unknown {
   if (error instanceof Error && 'code' in error && !isAgentFsError(error)) return error
   if (isAgentFsError(error)) {
-    const { code, hint } = error as { code: string; hint?: unknown }
-    // A policy's refusal says why, so the script's author (a model) can do otherwise.
+    const { code, message } = error as { code: string; message: string }
+    // A policy's refusal says why (the parenthesised end of the message), so the script's
+    // author (a model) can do otherwise.
     const policy = code === 'EPERM' || code === 'EACCES' || code === 'EROFS'
-    return bashError(code, syscall, path, policy && typeof hint === 'string' ? hint : undefined)
+    const reason = policy ? /\((.+)\)$/s.exec(message)?.[1] : undefined
+    return bashError(code, syscall, path, reason)
   }
   return error
 }

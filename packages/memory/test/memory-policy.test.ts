@@ -1,5 +1,4 @@
 import { createAgentTools } from '@agentfs/agent-tools'
-import { bashTool } from '@agentfs/just-bash'
 import type { AgentFS } from '@agentfs/sdk'
 import { afterEach, describe, expect, test } from 'vitest'
 import { memoryPolicy, memoryTools } from '../src/index.js'
@@ -10,14 +9,17 @@ afterEach(async () => {
   for (const a of agents.splice(0)) await a.close()
 })
 
-/** An agent whose every tool — generic, shell, memory — runs on the garden under the policy. */
+/**
+ * An agent whose every tool — generic and memory — runs on the garden under the policy (the
+ * shell's case is in @agentfs/just-bash's tests, the FUSE mount's in the CLI's).
+ */
 async function setup() {
   const { agent } = await setupToolbelt(agents, { key: KEY })
   const fs = agent.fs.restrict(memoryPolicy())
   const tools = createAgentTools({
     fs,
     audit: agent.tools,
-    tools: [...memoryTools({ userId: 'u1' }), bashTool()],
+    tools: memoryTools({ userId: 'u1' }),
   })
   const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
   const text = () => agent.fs.readFile(PROFILE_PATH, 'utf8')
@@ -61,25 +63,6 @@ describe('the memory policy holds every tool to the hard blocks', () => {
     })
     expect(ok.isError).toBeFalsy()
     expect(await text()).toBe(PROFILE.replace('deadlines', 'friends'))
-  })
-
-  test('a shell: redirects, sed -i, rm and mv on garden files are refused, nothing written', async () => {
-    const { run, text } = await setup()
-    for (const script of [
-      `echo gone > ${PROFILE_PATH}`,
-      `sed -i 's/<!-- @anchor: concerns v1 -->//' ${PROFILE_PATH}`,
-      `sed -i 's/user_id: u1/user_id: u9/' ${PROFILE_PATH}`,
-      `rm ${PROFILE_PATH}`,
-      `mv ${PROFILE_PATH} /tmp-profile.md`,
-    ]) {
-      const out = await run('bash', { command: script })
-      expect(out.code, `${script}: ${out.text}`).toBe('EXIT')
-      expect(await text(), script).toBe(PROFILE)
-    }
-    const ok = await run('bash', {
-      command: `echo '- more' >> /users/u1/notes.md && cat /users/u1/notes.md`,
-    })
-    expect(ok.text).toContain('- more')
   })
 
   test('the memory tools work under the policy: section edits, history copies, Change Log', async () => {
