@@ -58,9 +58,12 @@ for (const [name, make] of Object.entries(FILE_DRIVERS)) {
         }
         expect(bytes).toBe(TOTAL)
         expect(read.digest('hex')).toBe(written.digest('hex'))
-        // Whole-file buffering would need 256 MiB or more; streaming stays far below.
+        // Whole-file buffering would hold all 256 MiB at once; streaming stays well below. The
+        // samples include garbage not yet collected, whose amount is up to V8's collector (Node 24
+        // once peaked at 96.2 MiB under load), so the bound is three quarters of the file: what
+        // no whole-file buffer fits under.
         peak = Math.max(peak, used() - baseline)
-        expect(peak).toBeLessThan(96 * MIB)
+        expect(peak).toBeLessThan(TOTAL * 0.75)
       } finally {
         clearInterval(sampler)
         await db.close()
