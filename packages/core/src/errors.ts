@@ -179,6 +179,8 @@ export class FsError extends AgentFsError<PosixCode> {
   readonly syscall: string
   readonly path: string | undefined
   readonly dest: string | undefined
+  /** The advice at the end of the message, if any (not enumerable: the error serialises as before). */
+  declare readonly hint: string | undefined
 
   constructor(init: FsErrorInit) {
     const [errno, text] = POSIX_ERRORS[init.code]
@@ -191,6 +193,7 @@ export class FsError extends AgentFsError<PosixCode> {
     this.syscall = init.syscall
     this.path = init.path
     this.dest = init.dest
+    Object.defineProperty(this, 'hint', { value: init.hint, enumerable: false })
   }
 
   override get name(): string {

@@ -382,12 +382,10 @@ export function bashError(
 function toBashError(error: unknown, syscall: string, path: string): unknown {
   if (error instanceof Error && 'code' in error && !isAgentFsError(error)) return error
   if (isAgentFsError(error)) {
-    const { code, message } = error as { code: string; message: string }
-    // A policy's refusal says why (the parenthesised end of the message), so the script's
-    // author (a model) can do otherwise.
+    const { code, hint } = error as { code: string; hint?: unknown }
+    // A policy's refusal says why, so the script's author (a model) can do otherwise.
     const policy = code === 'EPERM' || code === 'EACCES' || code === 'EROFS'
-    const reason = policy ? /\((.+)\)$/s.exec(message)?.[1] : undefined
-    return bashError(code, syscall, path, reason)
+    return bashError(code, syscall, path, policy && typeof hint === 'string' ? hint : undefined)
   }
   return error
 }

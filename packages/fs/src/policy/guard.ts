@@ -11,10 +11,11 @@ import type { FsContext } from '../sql/context.js'
 import type { OpenMode } from '../sql/flags.js'
 import { listDirectory, openDirectory } from '../sql/listing-ops.js'
 import type { Dirent } from '../stats.js'
+import type { InodeRow } from '../storage/inode.js'
 import type { FileSystem, ReaddirOptions } from '../types.js'
 import { applyRules, contentOf, type Judged, limitOf } from './content-judge.js'
 import { PermissionGate } from './permissions.js'
-import type { FsOperation } from './policy.js'
+import type { ContentRule, FsOperation } from './policy.js'
 import { PolicyGate, type WriteCheck } from './policy-gate.js'
 
 /** A path a change writes or removes, for the content rules (see {@link Guard.guarded}). */
@@ -99,14 +100,7 @@ export class Guard {
     const real = await gate.real(path, follow, syscall)
     const rules = policy.contentRules(real.path)
     if (rules.length === 0) return undefined
-    const before = await contentOf(
-      gate.q,
-      this.ctx.chunkSize,
-      real.node,
-      limitOf(rules),
-      syscall,
-      path,
-    )
+    const before = await this.#content(gate, real.node, rules, syscall, path)
     return { real: real.path, rules, before, syscall }
   }
 
@@ -139,15 +133,19 @@ export class Guard {
     const now = await gate.real(judged.real, false, judged.syscall)
     applyRules(
       judged,
-      await contentOf(
-        gate.q,
-        this.ctx.chunkSize,
-        now.node,
-        limitOf(judged.rules),
-        judged.syscall,
-        judged.real,
-      ),
+      await this.#content(gate, now.node, judged.rules, judged.syscall, judged.real),
     )
+  }
+
+  /** The bytes of `node` for `rules`, read on the gate's transaction. */
+  #content(
+    gate: PolicyGate,
+    node: InodeRow | undefined,
+    rules: readonly ContentRule[],
+    syscall: string,
+    path: string,
+  ): Promise<Buffer | null> {
+    return contentOf(gate.q, this.ctx.chunkSize, node, limitOf(rules), syscall, path)
   }
 
   /** Runs `fn` with the policy's gate in one transaction (only call it when there is a policy). */
@@ -204,11 +202,8 @@ export class Guard {
   async refuseJudgedLink(gate: PolicyGate, existing: string, newPath: string): Promise<void> {
     const policy = this.ctx.policy
     if (!policy?.hasContentRules) return
-    for (const [p, follow] of [
-      [existing, false],
-      [newPath, false],
-    ] as const) {
-      const real = (await gate.real(p, follow, 'link')).path
+    for (const p of [existing, newPath]) {
+      const real = (await gate.real(p, false, 'link')).path
       if (policy.contentRules(real).length > 0)
         throw fsError('EPERM', 'link', p, {
           hint: `${real} is judged by a content rule of the policy; files under content rules have one name`,

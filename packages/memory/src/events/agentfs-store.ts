@@ -10,11 +10,10 @@ import {
 import {
   EVENT_COLUMNS,
   type EventFilters,
-  type EventIssue,
   type EventReport,
-  eventIssue,
   filterSql,
-  MAX_ISSUES,
+  VERIFY_PAGE,
+  verifyPages,
 } from './filters.js'
 
 /**
@@ -26,7 +25,6 @@ import {
 
 const COLUMNS = EVENT_COLUMNS.join(', ')
 const PLACEHOLDERS = EVENT_COLUMNS.map(() => '?').join(', ')
-const PAGE = 1000
 
 /** The feed's last seq now (0 when empty): taken when a write's transaction begins. */
 export async function lastSeq(q: Queryable): Promise<number> {
@@ -132,21 +130,12 @@ export async function verifyEvents(
     sql: "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'agentfs_memory_event'",
   })
   if (Number(tables[0]?.n ?? 0) === 0) return { ok: true, checked: 0, issues: [] }
-  const issues: EventIssue[] = []
-  let checked = 0
-  let after = ''
-  for (;;) {
+  const user = options.userId === undefined ? [] : [options.userId]
+  return verifyPages(keys, async (after) => {
     const { rows } = await q.execute<StoredEvent>({
-      sql: `SELECT ${COLUMNS} FROM agentfs_memory_event WHERE id > ?${options.userId === undefined ? '' : ' AND user_id = ?'} ORDER BY id LIMIT ${PAGE}`,
-      params: [after, ...(options.userId === undefined ? [] : [options.userId])],
+      sql: `SELECT ${COLUMNS} FROM agentfs_memory_event WHERE id > ?${user.length > 0 ? ' AND user_id = ?' : ''} ORDER BY id LIMIT ${VERIFY_PAGE}`,
+      params: [after, ...user],
     })
-    for (const row of rows) {
-      checked++
-      const issue = eventIssue(keys, row)
-      if (issue && issues.length < MAX_ISSUES) issues.push(issue)
-    }
-    if (rows.length < PAGE) break
-    after = rows.at(-1)!.id
-  }
-  return { ok: issues.length === 0, checked, issues }
+    return rows
+  })
 }

@@ -112,3 +112,31 @@ export function eventIssue(
         message: `event ${row.id} is sealed with key ${JSON.stringify(row.integrity_salt_version)}, which was not given`,
       }
 }
+
+/** Events a verification reads per page. */
+export const VERIFY_PAGE = 1000
+
+/**
+ * Checks every event `page` yields with `keys`: `page(after)` returns the next
+ * {@link VERIFY_PAGE} events in id order after id `after` (`start` first).
+ */
+export async function verifyPages(
+  keys: readonly IntegrityKey[],
+  page: (after: string) => Promise<StoredEvent[]>,
+  start = '',
+): Promise<EventReport> {
+  const issues: EventIssue[] = []
+  let checked = 0
+  let after = start
+  for (;;) {
+    const rows = await page(after)
+    for (const row of rows) {
+      checked++
+      const issue = eventIssue(keys, row)
+      if (issue && issues.length < MAX_ISSUES) issues.push(issue)
+    }
+    if (rows.length < VERIFY_PAGE) break
+    after = String(rows.at(-1)!.id)
+  }
+  return { ok: issues.length === 0, checked, issues }
+}

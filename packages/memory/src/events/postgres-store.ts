@@ -1,4 +1,4 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import {
   argumentDifferences,
   type Clock,
@@ -6,7 +6,6 @@ import {
   checkIdempotencyKey,
   DEFAULT_IDEMPOTENCY_TTL_MS,
   digestArguments,
-  encodeAuditRow,
   IdempotencyMismatchError,
   IdempotencyUntrustedError,
   type IntegrityKey,
@@ -28,13 +27,34 @@ import {
 import {
   EVENT_COLUMNS,
   type EventFilters,
-  type EventIssue,
   type EventReport,
-  eventIssue,
   filterSql,
-  MAX_ISSUES,
+  VERIFY_PAGE,
+  verifyPages,
 } from './filters.js'
-import { ident, migrations, READER_ROLE } from './postgres-schema.js'
+import {
+  deleteExpired,
+  insertRecord,
+  lockRecord,
+  lockRecordOf,
+  type RecordRow,
+  recordTrusted,
+  sealed,
+  updateRecord,
+} from './postgres-records.js'
+import {
+  ident,
+  migrateTables,
+  type PgPool,
+  type PgQueryable,
+  pgTransaction,
+  poolOf,
+  READER_ROLE,
+  SQL_NAME,
+  unavailable,
+} from './postgres-schema.js'
+
+export type { PgPool, PgQueryable, PgResult } from './postgres-schema.js'
 
 /**
  * Memory events in Postgres (seed 003's "Postgres-first logs"): the `events` and
@@ -50,23 +70,6 @@ import { ident, migrations, READER_ROLE } from './postgres-schema.js'
  * when the marker is there (or, once it has expired, when the file's hash is the intended
  * one), failed otherwise.
  */
-
-/** What a query returns: rows. */
-export interface PgResult {
-  readonly rows: Record<string, unknown>[]
-  readonly rowCount: number | null
-}
-
-/** What the store needs of a connection: `query` (the `pg` client's shape). */
-export interface PgQueryable {
-  query(text: string, values?: unknown[]): Promise<PgResult>
-}
-
-/** What the store needs of a pool (`pg.Pool`'s shape). */
-export interface PgPool extends PgQueryable {
-  connect(): Promise<PgQueryable & { release(error?: Error | boolean): void }>
-  end(): Promise<void>
-}
 
 /** Options of {@link PostgresEventStore.open}. */
 export interface PostgresEventsOptions {
@@ -127,50 +130,7 @@ export type SagaWitness = (event: {
 }) => Promise<{ committed: boolean | undefined; hash: string | null }>
 
 const COLUMNS = EVENT_COLUMNS.join(', ')
-const RECORD_COLUMNS = [
-  'user_id',
-  'scope',
-  'key',
-  'args_sha256',
-  'args_digests',
-  'result',
-  'event_id',
-  'status',
-  'created_us',
-  'expires_us',
-] as const
-type RecordRow = {
-  [K in (typeof RECORD_COLUMNS)[number]]: K extends 'created_us' | 'expires_us'
-    ? number
-    : string | null
-} & {
-  mac: string
-  key_id: string
-}
-const RECORD_PREFIX = 'agentfs-memory-idempotency-v1'
-const EXPIRED_PER_CLAIM = 100
-const PAGE = 1000
 const MAX_RECONCILE = 1000
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
-const MIGRATE_LOCK = 7_312_001
-
-/** An idempotency record's seal: HMAC-SHA256 of its columns, as the audit chain encodes rows. */
-function sealOf(k: IntegrityKey, row: Omit<RecordRow, 'mac' | 'key_id'>): string {
-  return createHmac('sha256', k.key)
-    .update(`${RECORD_PREFIX}\0${k.id}\0`)
-    .update(encodeAuditRow(RECORD_COLUMNS.map((c) => row[c])))
-    .digest('hex')
-}
-
-function sealed(k: IntegrityKey, row: Omit<RecordRow, 'mac' | 'key_id'>): RecordRow {
-  return { ...row, mac: sealOf(k, row), key_id: k.id }
-}
-
-function recordTrusted(keys: readonly IntegrityKey[], row: RecordRow): boolean {
-  const k = keys.find((c) => c.id === row.key_id)
-  if (!k || typeof row.mac !== 'string' || !/^[0-9a-f]{64}$/.test(row.mac)) return false
-  return timingSafeEqual(Buffer.from(row.mac, 'hex'), Buffer.from(sealOf(k, row), 'hex'))
-}
 
 /** A row as read: bigints (strings from `pg`) as numbers. */
 function eventRow(raw: Record<string, unknown>): StoredEvent {
@@ -183,42 +143,11 @@ function eventRow(raw: Record<string, unknown>): StoredEvent {
   }
 }
 
-function recordRow(raw: Record<string, unknown>): RecordRow {
-  return {
-    ...(raw as unknown as RecordRow),
-    created_us: Number(raw.created_us),
-    expires_us: Number(raw.expires_us),
-  }
-}
-
 function sealer(keys: readonly IntegrityKey[]): IntegrityKey {
   const k = keys[0]
   if (!k)
     throw new MemoryError('INVALID_ARGUMENT', 'memory events are sealed with an HMAC key; give one')
   return k
-}
-
-/** A pool of `connectionString` (the optional peer dependency `pg`). */
-async function poolOf(connectionString: string): Promise<PgPool> {
-  let Pool: typeof import('pg').Pool
-  try {
-    const mod = (await import('pg')) as { default?: { Pool: typeof Pool }; Pool?: typeof Pool }
-    Pool = (mod.default?.Pool ?? mod.Pool)!
-  } catch {
-    throw new MemoryError(
-      'INVALID_ARGUMENT',
-      'Postgres events need the pg package: npm install pg (or pass a pool)',
-    )
-  }
-  return new Pool({ connectionString, max: 4, allowExitOnIdle: true }) as unknown as PgPool
-}
-
-/** A Postgres error as one line of a memory error. */
-function unavailable(error: unknown, what: string): MemoryError {
-  return new MemoryError(
-    'EVENTS_UNAVAILABLE',
-    `${what} failed in Postgres (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); nothing was written to the garden — check the events database and retry`,
-  )
 }
 
 export class PostgresEventStore {
@@ -230,7 +159,7 @@ export class PostgresEventStore {
 
   private constructor(options: PostgresEventsOptions, pool: PgPool, own: boolean) {
     const schema = options.schema ?? 'public'
-    if (!SCHEMA_NAME.test(schema))
+    if (!SQL_NAME.test(schema))
       throw new MemoryError(
         'INVALID_ARGUMENT',
         `schema must be a lowercase SQL name (letters, digits, _), got ${JSON.stringify(schema)}`,
@@ -268,58 +197,13 @@ export class PostgresEventStore {
   }
 
   /** Runs `fn` in a transaction of one connection. */
-  async #tx<T>(what: string, fn: (c: PgQueryable) => Promise<T>): Promise<T> {
-    let client: Awaited<ReturnType<PgPool['connect']>>
-    try {
-      client = await this.#pool.connect()
-    } catch (error) {
-      throw unavailable(error, what)
-    }
-    let broken = false
-    try {
-      await client.query('BEGIN')
-      const out = await fn(client)
-      await client.query('COMMIT')
-      return out
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {
-        broken = true
-      })
-      if (
-        error instanceof MemoryError ||
-        (error as { code?: string }).code?.startsWith?.('IDEMPOTENCY')
-      )
-        throw error
-      throw unavailable(error, what)
-    } finally {
-      client.release(broken)
-    }
+  #tx<T>(what: string, fn: (c: PgQueryable) => Promise<T>): Promise<T> {
+    return pgTransaction(this.#pool, what, fn)
   }
 
   /** Creates or updates the tables (numbered migrations, each once, under an advisory lock). */
-  async migrate(): Promise<void> {
-    const s = this.#s
-    await this.#tx('migrating the events tables', async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK])
-      await c.query(`CREATE SCHEMA IF NOT EXISTS ${s}`)
-      await c.query(
-        `CREATE TABLE IF NOT EXISTS ${s}.agentfs_memory_schema (version integer NOT NULL)`,
-      )
-      const { rows } = await c.query(
-        `SELECT COALESCE(MAX(version), 0) AS v FROM ${s}.agentfs_memory_schema`,
-      )
-      const at = Number(rows[0]?.v ?? 0)
-      const all = migrations(s)
-      if (at > all.length)
-        throw new MemoryError(
-          'INVALID_ARGUMENT',
-          `the events tables are at version ${at}, newer than this @agentfs/memory knows (${all.length}); upgrade it`,
-        )
-      for (let v = at; v < all.length; v++) {
-        await c.query(all[v]!)
-        await c.query(`INSERT INTO ${s}.agentfs_memory_schema (version) VALUES ($1)`, [v + 1])
-      }
-    })
+  migrate(): Promise<void> {
+    return migrateTables(this.#pool, this.#s)
   }
 
   /**
@@ -327,7 +211,7 @@ export class PostgresEventStore {
    * `agentfs_memory_reader` and maps it to the user. The role must exist.
    */
   async grantRead(userId: string, role: string): Promise<void> {
-    if (typeof role !== 'string' || !/^[a-z_][a-z0-9_]{0,62}$/.test(role))
+    if (typeof role !== 'string' || !SQL_NAME.test(role))
       throw new MemoryError('INVALID_ARGUMENT', `role must be a lowercase SQL name, got ${role}`)
     await this.#tx('granting a reader', async (c) => {
       await c.query(`GRANT ${READER_ROLE} TO ${ident(role)}`)
@@ -360,15 +244,8 @@ ON CONFLICT (role_name) DO UPDATE SET user_id = EXCLUDED.user_id`,
     const s = this.#s
     return this.#tx('claiming the idempotency key', async (c) => {
       const now = this.#now()
-      await c.query(
-        `DELETE FROM ${s}.idempotency_records WHERE ctid IN
-  (SELECT ctid FROM ${s}.idempotency_records WHERE expires_us <= $1 ORDER BY expires_us LIMIT ${EXPIRED_PER_CLAIM})`,
-        [now],
-      )
-      const { rows } = await c.query(
-        `SELECT * FROM ${s}.idempotency_records WHERE user_id = $1 AND scope = $2 AND key = $3 FOR UPDATE`,
-        [request.userId, request.scope, key],
-      )
+      await deleteExpired(c, s, now)
+      const row = await lockRecord(c, s, request.userId, request.scope, key)
       const fresh = (): RecordRow =>
         sealed(k, {
           user_id: request.userId,
@@ -382,19 +259,11 @@ ON CONFLICT (role_name) DO UPDATE SET user_id = EXCLUDED.user_id`,
           created_us: now,
           expires_us: now + Math.round(ttl * 1000),
         })
-      const raw = rows[0]
-      if (!raw) {
-        const row = fresh()
-        const inserted = await c.query(
-          `INSERT INTO ${s}.idempotency_records (${RECORD_COLUMNS.join(', ')}, mac, key_id)
-VALUES (${[...RECORD_COLUMNS, 'mac', 'key_id'].map((_, i) => `$${i + 1}`).join(', ')})
-ON CONFLICT DO NOTHING`,
-          [...RECORD_COLUMNS.map((col) => row[col]), row.mac, row.key_id],
-        )
-        if (inserted.rowCount === 0) throw this.#busy(key)
-        return { kind: 'claimed', eventId: row.event_id! }
+      if (!row) {
+        const first = fresh()
+        if (!(await insertRecord(c, s, first))) throw this.#busy(key)
+        return { kind: 'claimed', eventId: first.event_id! }
       }
-      const row = recordRow(raw)
       if (!recordTrusted(request.keys, row))
         throw new IdempotencyUntrustedError(
           `the record of idempotency key '${key}' (${request.scope}) is not sealed by a key given here (key id ${JSON.stringify(row.key_id)}), so it was not written by this service and is not replayed; nothing was applied: retry with a new key`,
@@ -423,7 +292,7 @@ ON CONFLICT DO NOTHING`,
       }
       // Failed, or a claimant that died before its event: the key is free again.
       const again = fresh()
-      await this.#updateRecord(c, again)
+      await updateRecord(c, s, again)
       return { kind: 'claimed', eventId: again.event_id! }
     })
   }
@@ -432,15 +301,6 @@ ON CONFLICT DO NOTHING`,
     return new MemoryError(
       'BUSY',
       `a request with idempotency key '${key}' is under way; retry in a moment with the same key`,
-    )
-  }
-
-  async #updateRecord(c: PgQueryable, row: RecordRow): Promise<void> {
-    await c.query(
-      `UPDATE ${this.#s}.idempotency_records SET args_sha256 = $4, args_digests = $5, result = $6,
-  event_id = $7, status = $8, created_us = $9, expires_us = $10, mac = $11, key_id = $12
-WHERE user_id = $1 AND scope = $2 AND key = $3`,
-      [...RECORD_COLUMNS.map((col) => row[col]), row.mac, row.key_id],
     )
   }
 
@@ -475,24 +335,10 @@ WHERE user_id = $1 AND scope = $2 AND key = $3`,
     userId: string,
     eventId: string,
     status: 'committed' | 'failed',
-    result?: unknown,
   ): Promise<void> {
-    const { rows } = await c.query(
-      `SELECT * FROM ${this.#s}.idempotency_records WHERE user_id = $1 AND event_id = $2 FOR UPDATE`,
-      [userId, eventId],
-    )
-    const raw = rows[0]
-    if (!raw) return
-    const row = recordRow(raw)
-    if (!recordTrusted(keys, row)) return
-    await this.#updateRecord(
-      c,
-      sealed(sealer(keys), {
-        ...row,
-        status,
-        ...(result === undefined ? {} : { result: canonicalJson(result) }),
-      }),
-    )
+    const row = await lockRecordOf(c, this.#s, userId, eventId)
+    if (!row || !recordTrusted(keys, row)) return
+    await updateRecord(c, this.#s, sealed(sealer(keys), { ...row, status }))
   }
 
   /**
@@ -514,19 +360,14 @@ WHERE user_id = $1 AND scope = $2 AND key = $3`,
     const k = sealer(request.keys)
     const row = buildEvent(k, request.userId, this.#now(), input, 'pending', extra, request.eventId)
     await this.#tx('recording the pending event', async (c) => {
-      const { rows } = await c.query(
-        `SELECT * FROM ${this.#s}.idempotency_records WHERE user_id = $1 AND scope = $2 AND key = $3 FOR UPDATE`,
-        [request.userId, request.scope, request.key],
-      )
-      const raw = rows[0]
-      const record = raw ? recordRow(raw) : undefined
+      const record = await lockRecord(c, this.#s, request.userId, request.scope, request.key)
       if (!record || record.event_id !== request.eventId || record.status !== 'pending')
         throw new MemoryError(
           'BUSY',
           `idempotency key '${request.key}' was taken over by another request while this one ran; nothing was written — retry with the same key`,
         )
       await this.#insertEvent(c, row)
-      await this.#updateRecord(c, sealed(k, { ...record, result: canonicalJson(answer) }))
+      await updateRecord(c, this.#s, sealed(k, { ...record, result: canonicalJson(answer) }))
     })
     return row
   }
@@ -666,23 +507,22 @@ WHERE user_id = $1 AND scope = $2 AND key = $3`,
     keys: readonly IntegrityKey[],
     options: { userId?: string } = {},
   ): Promise<EventReport> {
-    const issues: EventIssue[] = []
-    let checked = 0
-    let after = '00000000-0000-0000-0000-000000000000'
-    for (;;) {
-      const { rows } = await this.#pool.query(
-        `SELECT ${COLUMNS} FROM ${this.#s}.events WHERE id > $1${options.userId === undefined ? '' : ' AND user_id = $2'} ORDER BY id LIMIT ${PAGE}`,
-        [after, ...(options.userId === undefined ? [] : [options.userId])],
-      )
-      for (const raw of rows) {
-        checked++
-        const issue = eventIssue(keys, eventRow(raw))
-        if (issue && issues.length < MAX_ISSUES) issues.push(issue)
-      }
-      if (rows.length < PAGE) break
-      after = String(rows.at(-1)!.id)
-    }
-    return { ok: issues.length === 0, checked, issues }
+    const user = options.userId === undefined ? [] : [options.userId]
+    return verifyPages(
+      keys,
+      async (after) => {
+        const { rows } = await this.#pool
+          .query(
+            `SELECT ${COLUMNS} FROM ${this.#s}.events WHERE id > $1${user.length > 0 ? ' AND user_id = $2' : ''} ORDER BY id LIMIT ${VERIFY_PAGE}`,
+            [after, ...user],
+          )
+          .catch((error: unknown) => {
+            throw unavailable(error, 'verifying events')
+          })
+        return rows.map(eventRow)
+      },
+      '00000000-0000-0000-0000-000000000000',
+    )
   }
 
   /** Ends the pool the store made (one it was given is the caller's to end). */

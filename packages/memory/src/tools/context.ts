@@ -15,6 +15,8 @@ import {
 import type { FileSystem } from '@agentfs/fs'
 import { MemoryError } from '../errors.js'
 import { AgentFsEventStore } from '../events/agentfs-store.js'
+import type { MemoryEvent } from '../events/event.js'
+import type { EventFilters } from '../events/filters.js'
 import { PostgresEventStore, type PostgresEventsOptions } from '../events/postgres-store.js'
 import { createGarden, type Garden, type GardenOptions, type GardenPath } from '../garden/garden.js'
 import type { LintOptions } from '../markdown/lint.js'
@@ -54,6 +56,8 @@ export interface MemoryContext {
   readonly local: (db: Queryable) => AgentFsEventStore
   /** The Postgres store, when events live there (opened on first use). */
   readonly postgres: () => Promise<PostgresEventStore> | undefined
+  /** Events matching `filters`, newest first, from wherever they live. */
+  readonly query: (db: Queryable, filters: EventFilters) => Promise<MemoryEvent[]>
 }
 
 export function createContext(options: MemoryToolbeltOptions): MemoryContext {
@@ -85,6 +89,10 @@ export function createContext(options: MemoryToolbeltOptions): MemoryContext {
         stores.set(key, store)
       }
       return store
+    },
+    async query(db, filters) {
+      const pg = this.postgres()
+      return pg ? (await pg).query(filters) : this.local(db).query(db, filters)
     },
     postgres() {
       if (pgOption === undefined) return undefined

@@ -103,10 +103,7 @@ export function eventTools(ctx: MemoryContext): AnyAgentToolDefinition[] {
       for (const k of ['type', 'op', 'status', 'section_anchor'] as const)
         if (input[k] !== undefined) filters[k] = input[k]
       if (file !== undefined) filters.file_path = file
-      const pg = ctx.postgres()
-      const rows = pg
-        ? await (await pg).query(filters as EventFilters)
-        : await ctx.local(db).query(db, filters as EventFilters)
+      const rows = await ctx.query(db, filters as EventFilters)
       return {
         text:
           rows.length === 0

@@ -74,10 +74,7 @@ export async function openMemory(options: MemoryOptions): Promise<Memory> {
     tools: toolsOf(ctx),
     reconciled,
     reconcile,
-    query: (filters = {}) =>
-      pg
-        ? pg.query({ ...filters, user_id: userId })
-        : ctx.local(db).query(db, { ...filters, user_id: userId }),
+    query: (filters = {}) => ctx.query(db, { ...filters, user_id: userId }),
     verify: () => (pg ? pg.verify(keys, { userId }) : ctx.local(db).verify(db, keys, { userId })),
     close: async () => {
       if (pg && !(options.events?.postgres instanceof PostgresEventStore)) await pg.close()
