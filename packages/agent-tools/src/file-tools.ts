@@ -2,9 +2,11 @@ import { createHash } from 'node:crypto'
 import { isAgentFsError } from '@agentfs/core'
 import { hashFile } from '@agentfs/fs'
 import { z } from 'zod'
+import { nearMissText } from './edit/near-miss.js'
+import { describeTolerance, findMatches, lineOf, replacementFor } from './edit/tolerant-edit.js'
 import { ToolFailure } from './failure.js'
 import { dirnameOf } from './posix.js'
-import { cap, isText, matchLines, numbered, shortDiff, splitLines } from './text.js'
+import { cap, isText, numbered, shortDiff, splitLines } from './text.js'
 import type { AgentToolDefinition, ToolEnvironment } from './types.js'
 
 const staleText = (expected: string, current: string, diff: string) =>
@@ -177,13 +179,18 @@ interface PlannedEdit {
   readonly all: boolean
 }
 
-/** Applies edits to text, checking each the way the contract says; throws ToolFailure. */
-function applyEdits(
+/**
+ * Applies edits to text, each found exactly or else by the tolerance ladder of `findMatches`
+ * (a unique match only, unless replace_all); throws ToolFailure with near-miss diagnostics.
+ */
+export function applyEdits(
   text: string,
   edits: readonly PlannedEdit[],
   display: string,
-): { text: string; firstLine: number } {
+  maxLineLength = 2000,
+): { text: string; firstLine: number; tolerances: string[] } {
   let firstLine = Number.POSITIVE_INFINITY
+  const tolerances: string[] = []
   for (const edit of edits) {
     if (edit.old === edit.replacement) {
       throw new ToolFailure(
@@ -191,25 +198,38 @@ function applyEdits(
         'No changes to make: old_string and new_string are exactly the same.',
       )
     }
-    const lines = matchLines(text, edit.old)
-    if (edit.old.length === 0 || lines.length === 0) {
+    if (edit.old.length === 0)
+      throw new ToolFailure(
+        'EINVAL',
+        'old_string is empty. To create a file use create_file or write_file; to add to one, include the neighbouring text in old_string.',
+      )
+    const found = findMatches(text, edit.old, edit.replacement)
+    if (found.matches.length === 0) {
       throw new ToolFailure(
         'NOT_FOUND',
-        `String to replace not found in file.\nString: ${edit.old}`,
+        `String to replace not found in file.\nString: ${edit.old.length > 500 ? `${edit.old.slice(0, 500)}…` : edit.old}\n(Not even with line endings, trailing whitespace, tabs vs spaces or look-alike characters tolerated.)\n${nearMissText(text, edit.old, display, maxLineLength)}`,
       )
     }
-    if (lines.length > 1 && !edit.all) {
+    const lines = found.matches.map((m) => lineOf(text, m.start))
+    if (found.matches.length > 1 && !edit.all) {
+      const how = describeTolerance(found)
       throw new ToolFailure(
         'AMBIGUOUS',
-        `Found ${lines.length} matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: ${edit.old}\nMatches at lines: ${lines.join(', ')} of ${display}`,
+        `Found ${found.matches.length} matches of the string to replace${how ? ` (with ${how} tolerated)` : ''}, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: ${edit.old}\nMatches at lines: ${lines.slice(0, 50).join(', ')} of ${display}`,
       )
     }
+    const how = describeTolerance(found)
+    if (how !== undefined && !tolerances.includes(how)) tolerances.push(how)
     firstLine = Math.min(firstLine, lines[0]!)
-    text = edit.all
-      ? text.split(edit.old).join(edit.replacement)
-      : text.replace(edit.old, () => edit.replacement)
+    // Right to left, so earlier spans stay where they were found.
+    for (const match of [...found.matches].reverse()) {
+      text =
+        text.slice(0, match.start) +
+        replacementFor(text, match, found.old, found.replacement) +
+        text.slice(match.end)
+    }
   }
-  return { text, firstLine }
+  return { text, firstLine, tolerances }
 }
 
 const editFile: AgentToolDefinition<EditInput> = {
@@ -228,7 +248,7 @@ const editFile: AgentToolDefinition<EditInput> = {
       replacement: (input.new_string ?? input.new_str)!,
       all: input.replace_all ?? false,
     }
-    const result = applyEdits(text, [edit], display)
+    const result = applyEdits(text, [edit], display, limits.maxLineLength)
     await checkExpected(env, fsPath, display, input.expected_version, result.text)
     try {
       await env.fs.writeFile(fsPath, result.text, { ifMatch: version })
@@ -240,9 +260,13 @@ const editFile: AgentToolDefinition<EditInput> = {
     const stats = await env.fs.stat(fsPath)
     const span = edit.replacement.split('\n').length
     const sha256 = sha256Of(result.text)
+    const tolerated =
+      result.tolerances.length > 0
+        ? `\nThe exact text was not in the file; it matched once with ${result.tolerances.join('; ')} tolerated, and your new text was written in the file's style.`
+        : ''
     return {
-      text: `Edited ${display}:\n${context(result.text, result.firstLine, span, limits.maxLineLength)}\n[version: ${stats.version}] [${sha256}]`,
-      data: { version: stats.version, sha256 },
+      text: `Edited ${display}:\n${context(result.text, result.firstLine, span, limits.maxLineLength)}${tolerated}\n[version: ${stats.version}] [${sha256}]`,
+      data: { version: stats.version, sha256, tolerances: result.tolerances },
     }
   },
 }
@@ -274,7 +298,7 @@ const multiEdit: AgentToolDefinition<z.infer<typeof multiSchema>> = {
   inputSchema: multiSchema,
   mutates: true,
   needs: 'fs',
-  async handler(input, env) {
+  async handler(input, env, limits) {
     const byPath = new Map<string, PlannedEdit[]>()
     for (const edit of input.edits) {
       const path = edit.path ?? input.path
@@ -293,10 +317,12 @@ const multiEdit: AgentToolDefinition<z.infer<typeof multiSchema>> = {
       ])
     }
     const planned: Array<{ fsPath: string; text: string; version: string }> = []
+    const tolerated = new Set<string>()
     for (const [fsPath, edits] of byPath) {
       const display = env.paths.display(fsPath)
       const { text, version } = await readText(env, fsPath, display)
-      const result = applyEdits(text, edits, display)
+      const result = applyEdits(text, edits, display, limits.maxLineLength)
+      for (const t of result.tolerances) tolerated.add(`${display}: ${t}`)
       if (input.path !== undefined && fsPath === (await env.paths.resolve(input.path, env.fs))) {
         await checkExpected(env, fsPath, display, input.expected_version, result.text)
       }
@@ -320,8 +346,10 @@ const multiEdit: AgentToolDefinition<z.infer<typeof multiSchema>> = {
         versions,
       )
         .map(([p, v]) => `  ${p} [version: ${v}]`)
-        .join('\n')}`,
-      data: { versions },
+        .join(
+          '\n',
+        )}${tolerated.size > 0 ? `\nNot found exactly, matched once with tolerance (new text written in the file's style): ${[...tolerated].join('; ')}` : ''}`,
+      data: { versions, tolerances: [...tolerated] },
     }
   },
 }

@@ -70,7 +70,8 @@ describe('edit_file and write_file', () => {
     expect(ok.isError).toBeUndefined()
     expect(ok.text).toContain('     2\tconst b = 3')
     const missing = await run('edit_file', { path: '/f.ts', old_string: 'nope', new_string: 'x' })
-    expect(missing.text).toBe('String to replace not found in file.\nString: nope')
+    expect(missing.text).toMatch(/^String to replace not found in file\.\nString: nope\n/)
+    expect(missing.text).toContain('No similar text was found in the file either.')
     const ambiguous = await run('edit_file', {
       path: '/f.ts',
       old_string: '= 1',

@@ -1,0 +1,249 @@
+import { type ChangeObject, diffChars, diffLines } from 'diff'
+import {
+  type Normalized,
+  normalize,
+  normalizedIndex,
+  TOLERANCES,
+  type Tolerance,
+} from './normalize.js'
+
+/** Where an edit's old text was found: a span of the original text and how it was found. */
+export interface EditMatch {
+  readonly start: number
+  readonly end: number
+  readonly tolerances: readonly Tolerance[]
+  readonly tabWidth: number
+  /** The normalised old text and the file's normalisation, to map kept text back. */
+  readonly normalizedOld: Normalized
+  readonly normalizedFile: Normalized
+  readonly normalizedStart: number
+}
+
+export interface FoundMatches {
+  readonly matches: readonly EditMatch[]
+  /** The tolerances of the rung that found them (empty: exact). */
+  readonly tolerances: readonly Tolerance[]
+  /** `old_string` lost a `read_file` line-number prefix on every line. */
+  readonly strippedLineNumbers: boolean
+  readonly old: string
+  readonly replacement: string
+}
+
+const TAB_WIDTHS = [4, 2, 8] as const
+/** Most matches collected at one rung (replace_all beyond this is refused as too broad). */
+export const MAX_MATCHES = 10_000
+
+function occurrences(haystack: string, needle: string): number[] {
+  const at: number[] = []
+  if (needle.length === 0) return at
+  for (let from = 0; at.length <= MAX_MATCHES; ) {
+    const i = haystack.indexOf(needle, from)
+    if (i === -1) break
+    at.push(i)
+    from = i + needle.length
+  }
+  return at
+}
+
+function rung(text: string, old: string, tolerances: readonly Tolerance[]): EditMatch[] {
+  const byStart = new Map<string, EditMatch>()
+  const widths = tolerances.includes('indentation') ? TAB_WIDTHS : ([4] as const)
+  for (const tabWidth of widths) {
+    const nf = normalize(text, tolerances, tabWidth)
+    const no = normalize(old, tolerances, tabWidth)
+    for (const s of occurrences(nf.text, no.text)) {
+      const start = nf.origin[s]!
+      // The span ends after its last character: whitespace a tolerance dropped after it (at
+      // the end of a line) stays the file's.
+      let end = nf.origin[s + no.text.length]!
+      const last = nf.origin[s + no.text.length - 1]!
+      while (end > last + 1 && (text[end - 1] === ' ' || text[end - 1] === '\t')) end--
+      const key = `${start}:${end}`
+      if (!byStart.has(key))
+        byStart.set(key, {
+          start,
+          end,
+          tolerances,
+          tabWidth,
+          normalizedOld: no,
+          normalizedFile: nf,
+          normalizedStart: s,
+        })
+    }
+  }
+  // Spans found at two tab widths that overlap without being equal are different readings of
+  // the same text: both count, and the edit is then ambiguous.
+  return [...byStart.values()].sort((a, b) => a.start - b.start)
+}
+
+const sameSpans = (a: readonly EditMatch[], b: readonly EditMatch[]) =>
+  a.length === b.length && a.every((m, i) => m.start === b[i]!.start && m.end === b[i]!.end)
+
+/** `read_file`'s `cat -n` prefix (number right-aligned, then a tab), as models copy it. */
+const LINE_NUMBER = /^ *\d+\t/
+
+function stripLineNumbers(text: string): string | undefined {
+  const lines = text.split('\n')
+  if (!lines.every((l) => LINE_NUMBER.test(l))) return undefined
+  return lines.map((l) => l.replace(LINE_NUMBER, '')).join('\n')
+}
+
+/**
+ * The ladder: the exact text, then each tolerance added in turn ({@link TOLERANCES}); the first
+ * rung where the text occurs decides. Last, if every line of `old` starts with a `read_file`
+ * line-number prefix, the ladder again without the prefixes (in `replacement` too when every
+ * line of it has one). Tolerances touch only line ends, whitespace at line ends and starts, and
+ * look-alike characters, so a real content difference never matches.
+ */
+export function findMatches(text: string, old: string, replacement: string): FoundMatches {
+  const climb = (o: string): { matches: EditMatch[]; tolerances: Tolerance[] } => {
+    for (let k = 0; k <= TOLERANCES.length; k++) {
+      const tolerances = TOLERANCES.slice(0, k)
+      let matches = rung(text, o, tolerances)
+      if (matches.length === 0) continue
+      // Name only the tolerances this match needs: drop each earlier one that finds the same.
+      let needed = tolerances
+      for (const t of tolerances.slice(0, -1)) {
+        const without = needed.filter((u) => u !== t)
+        const again = rung(text, o, without)
+        if (sameSpans(again, matches)) {
+          needed = without
+          matches = again
+        }
+      }
+      return { matches, tolerances: needed }
+    }
+    return { matches: [], tolerances: [] }
+  }
+  const first = climb(old)
+  if (first.matches.length > 0 || old.length === 0)
+    return { ...first, strippedLineNumbers: false, old, replacement }
+  const stripped = stripLineNumbers(old)
+  if (stripped !== undefined && stripped.trim() !== '') {
+    const again = climb(stripped)
+    if (again.matches.length > 0)
+      return {
+        ...again,
+        strippedLineNumbers: true,
+        old: stripped,
+        replacement: stripLineNumbers(replacement) ?? replacement,
+      }
+  }
+  return { matches: [], tolerances: [], strippedLineNumbers: false, old, replacement }
+}
+
+/** The line ending a text uses throughout: CRLF only when every line ending is one. */
+export function lineEndingOf(text: string): '\r\n' | '\n' {
+  const crlf = text.split('\r\n').length - 1
+  if (crlf === 0) return '\n'
+  const lf = text.split('\n').length - 1
+  return lf === crlf ? '\r\n' : '\n'
+}
+
+/** Tabs or spaces: what the lines of `region` (else of the file) are indented with. */
+function indentStyle(region: string, file: string): 'tabs' | 'spaces' | undefined {
+  for (const text of [region, file]) {
+    const tabs = (text.match(/^\t/gm) ?? []).length
+    const spaces = (text.match(/^ {2,}/gm) ?? []).length
+    if (tabs > spaces) return 'tabs'
+    if (spaces > tabs) return 'spaces'
+  }
+  return undefined
+}
+
+interface Style {
+  readonly eol: '\r\n' | '\n'
+  readonly indent: 'tabs' | 'spaces' | undefined
+  readonly tabWidth: number
+}
+
+/** Text the model added, in the file's style: its line ends and, when tolerated, its indentation. */
+function styled(added: string, atLineStart: boolean, style: Style): string {
+  let out = added.replace(/\r?\n/g, '\n')
+  if (style.indent !== undefined) {
+    const w = style.tabWidth
+    const reindent = (lead: string) => {
+      if (style.indent === 'spaces') return lead.replace(/\t/g, ' '.repeat(w))
+      const columns = [...lead].reduce((c, ch) => (ch === '\t' ? c + w - (c % w) : c + 1), 0)
+      return '\t'.repeat(Math.floor(columns / w)) + ' '.repeat(columns % w)
+    }
+    out = out.replace(/(^|\n)([ \t]+)/g, (m, nl: string, lead: string, at: number) =>
+      nl === '' && !(at === 0 && atLineStart) ? m : nl + reindent(lead),
+    )
+  }
+  return style.eol === '\r\n' ? out.replace(/\n/g, '\r\n') : out
+}
+
+/** Largest old+new text diffed character by character (beyond it, by lines). */
+const CHAR_DIFF_LIMIT = 20_000
+
+function changes(old: string, replacement: string): ChangeObject<string>[] | undefined {
+  if (old.length + replacement.length <= CHAR_DIFF_LIMIT) {
+    const chars = diffChars(old, replacement, { maxEditLength: 4_000 })
+    if (chars !== undefined) return chars
+  }
+  return diffLines(old, replacement, { maxEditLength: 2_000 })
+}
+
+/**
+ * The text that replaces a match: what the model kept of its old text is the file's own text
+ * (byte for byte: its line ends, indentation, quotes), what it added takes the file's line ends
+ * and, when indentation was tolerated, its tabs or spaces.
+ */
+export function replacementFor(
+  text: string,
+  match: EditMatch,
+  old: string,
+  replacement: string,
+): string {
+  const region = text.slice(match.start, match.end)
+  const tolerant = match.tolerances.length > 0
+  const eol = lineEndingOf(region.includes('\n') ? region : text)
+  const style: Style = {
+    eol,
+    indent: match.tolerances.includes('indentation') ? indentStyle(region, text) : undefined,
+    tabWidth: match.tabWidth,
+  }
+  const lineStart = match.start === 0 || text[match.start - 1] === '\n'
+  if (!tolerant) return eol === '\r\n' ? styled(replacement, lineStart, style) : replacement
+  const parts = changes(old, replacement)
+  if (parts === undefined) return styled(replacement, lineStart, style)
+  const no = match.normalizedOld
+  const nf = match.normalizedFile
+  const fileAt = (n: number) =>
+    n <= 0 ? match.start : n >= no.text.length ? match.end : nf.origin[match.normalizedStart + n]!
+  let out = ''
+  let oldAt = 0
+  for (const part of parts) {
+    if (part.added) {
+      const atLineStart = out === '' ? lineStart : out.endsWith('\n')
+      out += styled(part.value, atLineStart, style)
+      continue
+    }
+    const next = oldAt + part.value.length
+    if (!part.removed)
+      out += text.slice(fileAt(normalizedIndex(no, oldAt)), fileAt(normalizedIndex(no, next)))
+    oldAt = next
+  }
+  return out
+}
+
+/** 1-based line of a character index. */
+export function lineOf(text: string, at: number): number {
+  let line = 1
+  for (let i = text.indexOf('\n'); i !== -1 && i < at; i = text.indexOf('\n', i + 1)) line++
+  return line
+}
+
+/** How a tolerant match is described to the model. */
+export function describeTolerance(found: FoundMatches): string | undefined {
+  const names: Record<Tolerance, string> = {
+    'line-endings': 'line endings',
+    'trailing-whitespace': 'trailing whitespace',
+    indentation: 'tabs vs spaces in indentation',
+    unicode: 'look-alike characters (curly quotes, dashes, non-breaking spaces)',
+  }
+  const used = found.tolerances.map((t) => names[t])
+  if (found.strippedLineNumbers) used.push('read_file line-number prefixes')
+  return used.length === 0 ? undefined : used.join(', ')
+}
