@@ -10,7 +10,9 @@ import {
   withIdempotencyKey,
 } from './idempotent.js'
 import { KV_TOOLS } from './kv-tools.js'
+import { PATCH_TOOLS } from './patch-tools.js'
 import { createPathPolicy } from './paths.js'
+import { STREAM_TOOLS } from './stream-tools.js'
 import { TREE_TOOLS } from './tree-tools.js'
 import type {
   AgentTool,
@@ -24,6 +26,8 @@ import type {
 /** Every tool definition, in the order tools are listed. */
 export const TOOL_DEFINITIONS: readonly AgentToolDefinition<never>[] = [
   ...FILE_TOOLS,
+  ...PATCH_TOOLS,
+  ...STREAM_TOOLS,
   ...TREE_TOOLS,
   ...KV_TOOLS,
   ...HISTORY_TOOLS,

@@ -24,7 +24,7 @@ async function fileStats(env: ToolEnvironment, fsPath: string, display: string) 
   return stats
 }
 
-async function readText(
+export async function readText(
   env: ToolEnvironment,
   fsPath: string,
   display: string,
@@ -332,12 +332,7 @@ const multiEdit: AgentToolDefinition<z.infer<typeof multiSchema>> = {
       for (const plan of planned)
         await fs.writeFile(plan.fsPath, plan.text, { ifMatch: plan.version })
     }
-    const transactional = env.fs as ToolEnvironment['fs'] & {
-      transaction?: <T>(fn: (fs: never) => Promise<T>) => Promise<T>
-    }
-    if (typeof transactional.transaction === 'function')
-      await transactional.transaction((fs) => apply(fs))
-    else await apply(env.fs)
+    await inTransaction(env.fs, apply)
     const versions: Record<string, string> = {}
     for (const plan of planned)
       versions[env.paths.display(plan.fsPath)] = (await env.fs.stat(plan.fsPath)).version
@@ -354,8 +349,24 @@ const multiEdit: AgentToolDefinition<z.infer<typeof multiSchema>> = {
   },
 }
 
+/**
+ * Runs `fn` in one transaction of `fs` when it has them (a database filesystem): all its changes
+ * commit together or none does. Other filesystems run it as is.
+ */
+export async function inTransaction<T>(
+  fs: ToolEnvironment['fs'],
+  fn: (fs: ToolEnvironment['fs']) => Promise<T>,
+): Promise<T> {
+  const transactional = fs as ToolEnvironment['fs'] & {
+    transaction?: <R>(fn: (fs: never) => Promise<R>) => Promise<R>
+  }
+  if (typeof transactional.transaction === 'function')
+    return transactional.transaction((tx) => fn(tx))
+  return fn(fs)
+}
+
 /** The hash a write's answer carries: of the bytes written, as `hash` would report them. */
-const sha256Of = (text: string) =>
+export const sha256Of = (text: string) =>
   `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`
 
 const hash: AgentToolDefinition<{ path: string; canonical?: boolean | undefined }> = {

@@ -302,6 +302,7 @@ describe('options and audit', () => {
     expect([...readOnly.keys()]).toEqual([
       'read_file',
       'hash',
+      'exists',
       'list_directory',
       'glob',
       'grep',

@@ -63,9 +63,14 @@ test('every advertised tool works over MCP, and files are resources', async () =
   const { tools } = await client.listTools()
   expect(tools.map((t) => t.name).sort()).toEqual(
     [
+      'append_file',
+      'apply_patch',
       'copy',
+      'create_file',
       'delete',
+      'delete_file',
       'edit_file',
+      'exists',
       'file_history',
       'glob',
       'grep',
@@ -81,6 +86,7 @@ test('every advertised tool works over MCP, and files are resources', async () =
       'multi_edit',
       'read_file',
       'restore_version',
+      'rmdir',
       'stat',
       'write_file',
     ].sort(),
@@ -100,6 +106,19 @@ test('every advertised tool works over MCP, and files are resources', async () =
     ['copy', { from: '/src', to: '/copy' }],
     ['move', { from: '/copy/a.ts', to: '/copy/b.ts' }],
     ['delete', { path: '/copy', recursive: true }],
+    ['create_file', { path: '/tmp/new.txt', content: 'one\n' }],
+    ['exists', { path: '/tmp/new.txt' }],
+    ['append_file', { path: '/tmp/new.txt', content: 'two\n' }],
+    [
+      'apply_patch',
+      {
+        patch:
+          '*** Begin Patch\n*** Update File: /tmp/new.txt\n one\n-two\n+2\n*** Add File: /tmp/more.txt\n+x\n*** End Patch\n',
+      },
+    ],
+    ['delete_file', { path: '/tmp/new.txt' }],
+    ['delete_file', { path: '/tmp/more.txt' }],
+    ['rmdir', { path: '/tmp' }],
     ['kv_set', { key: 'k', value: { n: 1 } }],
     ['kv_get', { key: 'k' }],
     ['kv_list', {}],

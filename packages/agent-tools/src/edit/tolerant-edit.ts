@@ -141,7 +141,7 @@ export function lineEndingOf(text: string): '\r\n' | '\n' {
 }
 
 /** Tabs or spaces: what the lines of `region` (else of the file) are indented with. */
-function indentStyle(region: string, file: string): 'tabs' | 'spaces' | undefined {
+export function indentStyle(region: string, file: string): 'tabs' | 'spaces' | undefined {
   for (const text of [region, file]) {
     const tabs = (text.match(/^\t/gm) ?? []).length
     const spaces = (text.match(/^ {2,}/gm) ?? []).length
@@ -151,14 +151,14 @@ function indentStyle(region: string, file: string): 'tabs' | 'spaces' | undefine
   return undefined
 }
 
-interface Style {
+export interface Style {
   readonly eol: '\r\n' | '\n'
   readonly indent: 'tabs' | 'spaces' | undefined
   readonly tabWidth: number
 }
 
 /** Text the model added, in the file's style: its line ends and, when tolerated, its indentation. */
-function styled(added: string, atLineStart: boolean, style: Style): string {
+export function styled(added: string, atLineStart: boolean, style: Style): string {
   let out = added.replace(/\r?\n/g, '\n')
   if (style.indent !== undefined) {
     const w = style.tabWidth

@@ -1,0 +1,88 @@
+import { fixedClock } from '@agentfs/core'
+import { AgentFS } from '@agentfs/sdk'
+import { afterEach, expect, test } from 'vitest'
+import { createAgentTools } from '../src/index.js'
+
+const agents: AgentFS[] = []
+afterEach(async () => {
+  for (const a of agents.splice(0)) await a.close()
+})
+
+async function setup() {
+  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
+  agents.push(agent)
+  const tools = createAgentTools({ fs: agent.fs, audit: agent.tools })
+  const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
+  return { agent, run }
+}
+
+test('create_file creates (parents by default), refuses an existing path, and parents: false is honoured', async () => {
+  const { agent, run } = await setup()
+  const made = await run('create_file', { path: '/a/b/c.txt', content: 'hi\n' })
+  expect(made.isError, made.text).toBeFalsy()
+  expect(made.text).toMatch(/^Created \/a\/b\/c\.txt \(3 bytes\)\. \[version: \d+\] \[sha256:/)
+  expect(await agent.fs.readFile('/a/b/c.txt', 'utf8')).toBe('hi\n')
+  const again = await run('create_file', { path: '/a/b/c.txt', content: 'other' })
+  expect(again).toMatchObject({ isError: true, code: 'EEXIST' })
+  expect(await agent.fs.readFile('/a/b/c.txt', 'utf8')).toBe('hi\n')
+  expect(await run('create_file', { path: '/a/b' })).toMatchObject({ code: 'EEXIST' })
+  const orphan = await run('create_file', { path: '/x/y.txt', parents: false })
+  expect(orphan).toMatchObject({ isError: true, code: 'ENOENT' })
+  expect(await agent.fs.exists('/x')).toBe(false)
+  await run('create_file', { path: '/empty.txt' })
+  expect(await agent.fs.readFile('/empty.txt', 'utf8')).toBe('')
+})
+
+test('exists answers with the type and never fails for a missing path', async () => {
+  const { agent, run } = await setup()
+  await agent.fs.mkdir('/d')
+  await agent.fs.writeFile('/d/f', 'x')
+  await agent.fs.symlink('/d/f', '/l')
+  expect((await run('exists', { path: '/d' })).text).toBe('true (directory)')
+  expect((await run('exists', { path: '/d/f' })).text).toBe('true (file)')
+  expect((await run('exists', { path: '/l' })).text).toBe('true (symlink)')
+  const missing = await run('exists', { path: '/d/f/under-a-file' })
+  expect(missing).toMatchObject({ text: 'false', data: { exists: false } })
+  expect(missing.isError).toBeFalsy()
+})
+
+test('append_file appends, creates a missing file, and refuses a directory', async () => {
+  const { agent, run } = await setup()
+  await run('append_file', { path: '/log/a.txt', content: 'one\n' })
+  const second = await run('append_file', { path: '/log/a.txt', content: 'two\n' })
+  expect(second.text).toMatch(/^Appended 4 bytes to \/log\/a\.txt \(now 8 bytes\)/)
+  expect(await agent.fs.readFile('/log/a.txt', 'utf8')).toBe('one\ntwo\n')
+  expect(await run('append_file', { path: '/log', content: 'x' })).toMatchObject({
+    isError: true,
+    code: 'EISDIR',
+  })
+})
+
+test('rmdir removes only an empty directory; delete_file only files and links', async () => {
+  const { agent, run } = await setup()
+  await agent.fs.mkdir('/full/sub', { recursive: true })
+  await agent.fs.writeFile('/full/f.txt', 'x')
+  const full = await run('rmdir', { path: '/full' })
+  expect(full).toMatchObject({ isError: true, code: 'ENOTEMPTY' })
+  expect(full.text).toContain('2 entries')
+  expect(await run('rmdir', { path: '/full/f.txt' })).toMatchObject({ code: 'ENOTDIR' })
+  expect(await run('rmdir', { path: '/' })).toMatchObject({ code: 'EPERM' })
+  expect((await run('rmdir', { path: '/full/sub' })).text).toBe('Removed the directory /full/sub.')
+  expect(await agent.fs.exists('/full/sub')).toBe(false)
+  expect(await run('delete_file', { path: '/full' })).toMatchObject({ code: 'EISDIR' })
+  await agent.fs.symlink('/full/f.txt', '/link')
+  await run('delete_file', { path: '/link' })
+  expect(await agent.fs.exists('/full/f.txt')).toBe(true)
+  await run('delete_file', { path: '/full/f.txt' })
+  expect(await agent.fs.exists('/full/f.txt')).toBe(false)
+  expect(await run('delete_file', { path: '/full/f.txt' })).toMatchObject({ code: 'ENOENT' })
+})
+
+test('the new mutating tools are refused in read-only mode', async () => {
+  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
+  agents.push(agent)
+  const tools = createAgentTools({ fs: agent.fs, readOnly: true })
+  for (const name of ['create_file', 'append_file', 'rmdir', 'delete_file', 'apply_patch'])
+    expect(tools.has(name)).toBe(false)
+  expect(tools.has('exists')).toBe(true)
+})
