@@ -72,20 +72,24 @@ export function parseBeginPatch(text: string): FilePatch[] {
       ended = true
       break
     }
-    let path: string | undefined
-    if ((path = header(line, '*** Add File: ')) !== undefined) {
+    const added = header(line, '*** Add File: ')
+    const deleted = header(line, '*** Delete File: ')
+    const updated = header(line, '*** Update File: ')
+    if (added !== undefined) {
+      const path = added
       i++
       const body: string[] = []
       while (i < lines.length && lines[i]!.startsWith('+')) body.push(lines[i++]!.slice(1))
       files.push({ kind: 'add', path, content: body.length === 0 ? '' : `${body.join('\n')}\n` })
       continue
     }
-    if ((path = header(line, '*** Delete File: ')) !== undefined) {
-      files.push({ kind: 'delete', path })
+    if (deleted !== undefined) {
+      files.push({ kind: 'delete', path: deleted })
       i++
       continue
     }
-    if ((path = header(line, '*** Update File: ')) !== undefined) {
+    if (updated !== undefined) {
+      const path = updated
       i++
       const moveTo = header(lines[i] ?? '', '*** Move to: ')
       if (moveTo !== undefined) i++
