@@ -45,6 +45,8 @@ export const ErrorCode = {
   MIGRATION_FAILED: 'MIGRATION_FAILED',
   /** An optimistic-concurrency check (version token) failed. */
   CONFLICT: 'CONFLICT',
+  /** A text patch did not apply cleanly to the file; nothing was written. */
+  PATCH_FAILED: 'PATCH_FAILED',
   /** A remote server answered with an error that maps to nothing above. */
   REMOTE: 'REMOTE',
   /** Anything the driver could not classify. `cause` holds the original error. */

@@ -40,6 +40,13 @@ export { rmDirectoryError } from './sql/namespace-ops.js'
 export { SqlFileSystem } from './sql/sql-file-system.js'
 export type { ReadStreamOptions, WriteStreamOptions } from './sql/streams.js'
 export { ReadStream, WriteStream } from './sql/streams.js'
+export {
+  applyTextPatch,
+  MAX_TEXT_PATCH_CHARS,
+  MAX_TEXT_PATCHES,
+  type TextPatchOptions,
+  type TextPatchResult,
+} from './sql/text-patch.js'
 export type { FileVersion, HistoryOptions } from './sql/versions-ops.js'
 export type { WatchEvent, WatchOptions } from './sql/watch.js'
 export type { UnkeyedWriteOptions } from './sql/write-once.js'

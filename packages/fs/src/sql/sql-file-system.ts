@@ -45,6 +45,7 @@ import {
   type ReadStreamOptions,
   type WriteStreamOptions,
 } from './streams.js'
+import { applyTextPatch, type TextPatchOptions, type TextPatchResult } from './text-patch.js'
 import { type FileVersion, fileHistory, type HistoryOptions, readVersion } from './versions-ops.js'
 import { type WatchEvent, type WatchOptions, watchGuarded } from './watch.js'
 import { writeOnce } from './write-once.js'
@@ -284,6 +285,18 @@ export class SqlFileSystem implements FileSystem {
    */
   hash(path: string, options?: HashOptions): Promise<FileHash> {
     return hashFile(this, path, options, (ino, version) => knownHash(this.#ctx, ino, version))
+  }
+
+  /**
+   * Applies a diff-match-patch patch text to a text file in one transaction, every hunk or none
+   * (PATCH_FAILED); see `applyTextPatch`. `ifMatch` refuses a file changed since (CONFLICT).
+   */
+  applyTextPatch(
+    path: string,
+    patch: string,
+    options?: TextPatchOptions,
+  ): Promise<TextPatchResult> {
+    return this.transaction((fs) => applyTextPatch(fs, path, patch, options))
   }
 
   async stat(path: string): Promise<Stats> {
