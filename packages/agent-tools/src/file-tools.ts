@@ -6,7 +6,8 @@ import { nearMissText } from './edit/near-miss.js'
 import { describeTolerance, findMatches, lineOf, replacementFor } from './edit/tolerant-edit.js'
 import { ToolFailure } from './failure.js'
 import { dirnameOf } from './posix.js'
-import { cap, isText, numbered, shortDiff, splitLines } from './text.js'
+import { type ReadFileInput, readFileSchema, readTextContent } from './read-file.js'
+import { isText, numbered, shortDiff, splitLines } from './text.js'
 import type { AgentToolDefinition, ToolEnvironment } from './types.js'
 
 const staleText = (expected: string, current: string, diff: string) =>
@@ -62,19 +63,11 @@ function context(text: string, line: number, span: number, maxLineLength: number
   return numbered(lines.slice(from - 1, to), from, maxLineLength)
 }
 
-const readFile: AgentToolDefinition<{
-  path: string
-  offset?: number | undefined
-  limit?: number | undefined
-}> = {
+const readFile: AgentToolDefinition<ReadFileInput> = {
   name: 'read_file',
   description:
-    "Read a text file. Returns its lines numbered like `cat -n` (number, tab, line), at most 2000 lines from `offset` (1-based; default 1), and the file's version token. Pass that version as expected_version to write_file/edit_file so your edit is refused if the file changed meanwhile. Binary files are described, not dumped.",
-  inputSchema: z.object({
-    path: z.string().describe('Absolute path, e.g. /src/index.ts'),
-    offset: z.number().int().min(1).optional().describe('First line to read, 1-based'),
-    limit: z.number().int().min(1).optional().describe('How many lines to read (default 2000)'),
-  }),
+    "Read a text file. Returns its lines numbered like `cat -n` (number, tab, line), at most 2000 lines from `offset` (1-based; default 1), and the file's version token. `ranges` reads several line ranges in one call. A line longer than 2000 characters is cut, with a `continuation` token that reads on inside it; `byte_offset`/`byte_limit` read raw text by bytes (huge single-line files), also with a token to continue. Pass the version as expected_version to write_file/edit_file so your edit is refused if the file changed meanwhile. Binary files are described, not dumped.",
+  inputSchema: readFileSchema,
   mutates: false,
   needs: 'fs',
   async handler(input, env, limits) {
@@ -82,33 +75,12 @@ const readFile: AgentToolDefinition<{
     const display = env.paths.display(fsPath)
     const stats = await fileStats(env, fsPath, display)
     const bytes = await env.fs.readFile(fsPath)
-    const data = { version: stats.version, size: stats.size }
     if (!isText(bytes))
       return {
         text: `${display} is a binary file (${bytes.length} bytes); its contents are not shown. [version: ${stats.version}]`,
-        data,
+        data: { version: stats.version, size: stats.size },
       }
-    const lines = splitLines(bytes.toString('utf8'))
-    if (lines.length === 0)
-      return { text: `The file ${display} exists but is empty. [version: ${stats.version}]`, data }
-    const offset = input.offset ?? 1
-    if (offset > lines.length) {
-      return {
-        text: `Error: offset ${offset} is past the end of ${display}, which has ${lines.length} lines.`,
-        isError: true,
-        code: 'EINVAL',
-      }
-    }
-    const limit = input.limit ?? limits.maxLines
-    const shown = lines.slice(offset - 1, offset - 1 + limit)
-    let text = numbered(shown, offset, limits.maxLineLength)
-    const next = offset + shown.length
-    if (next <= lines.length)
-      text += `\n… [${lines.length - next + 1} more lines — continue with offset ${next}]`
-    return {
-      text: `${cap(text, limits.maxChars, `continue with a larger offset`)}\n[version: ${stats.version}]`,
-      data,
-    }
+    return readTextContent(input, env, limits, fsPath, bytes, stats.version)
   },
 }
 
