@@ -201,3 +201,28 @@ describe('edit_file tolerance ladder', () => {
     expect(findMatches('ab', 'ab', 'c').tolerances).toEqual([])
   })
 })
+
+describe('edit_file tolerance, found by the edit corpus', () => {
+  test('a match never starts inside a tab: two spaces typed for one tab of a deeper line', async () => {
+    const { agent, run, read } = await setup()
+    await agent.fs.writeFile('/x.ts', 'export {\n\ta,\n\tb,\n} from "./m"\n')
+    const out = await run('edit_file', {
+      path: '/x.ts',
+      old_string: '  b,\n} from "./m"',
+      new_string: '  b,\n  c,\n} from "./m"',
+    })
+    expect(out.isError, out.text).toBeFalsy()
+    expect(await read('/x.ts')).toBe('export {\n\ta,\n\tb,\n\tc,\n} from "./m"\n')
+  })
+
+  test('an added line is never stitched from the indentation of the lines around it', async () => {
+    const { agent, run, read } = await setup()
+    await agent.fs.writeFile('/y.ts', 'function f() {\n\tif (a)\n\t\tthrow e\n}\n')
+    await run('edit_file', {
+      path: '/y.ts',
+      old_string: '  if (a)\n    throw e',
+      new_string: '  if (a)\n  void 0 // note\n    throw e',
+    })
+    expect(await read('/y.ts')).toBe('function f() {\n\tif (a)\n\tvoid 0 // note\n\t\tthrow e\n}\n')
+  })
+})

@@ -52,6 +52,11 @@ function rung(text: string, old: string, tolerances: readonly Tolerance[]): Edit
     const nf = normalize(text, tolerances, tabWidth)
     const no = normalize(old, tolerances, tabWidth)
     for (const s of occurrences(nf.text, no.text)) {
+      // A match starting or ending inside what one original character became (two of a tab's
+      // spaces, part of an ellipsis' dots) is not a match of whole characters.
+      const e = s + no.text.length
+      if (s > 0 && nf.origin[s - 1] === nf.origin[s]) continue
+      if (e < nf.text.length && nf.origin[e - 1] === nf.origin[e]) continue
       const start = nf.origin[s]!
       // The span ends after its last character: whitespace a tolerance dropped after it (at
       // the end of a line) stays the file's.
@@ -80,7 +85,7 @@ const sameSpans = (a: readonly EditMatch[], b: readonly EditMatch[]) =>
   a.length === b.length && a.every((m, i) => m.start === b[i]!.start && m.end === b[i]!.end)
 
 /** `read_file`'s `cat -n` prefix (number right-aligned, then a tab), as models copy it. */
-const LINE_NUMBER = /^ *\d+\t/
+const LINE_NUMBER = /^(?: {5}\d| {4}\d{2}| {3}\d{3}| {2}\d{4}| \d{5}|\d{6,})\t/
 
 function stripLineNumbers(text: string): string | undefined {
   const lines = text.split('\n')
@@ -126,7 +131,11 @@ export function findMatches(text: string, old: string, replacement: string): Fou
         ...again,
         strippedLineNumbers: true,
         old: stripped,
-        replacement: stripLineNumbers(replacement) ?? replacement,
+        // Lines the model added carry no number: each line that has one loses it.
+        replacement: replacement
+          .split('\n')
+          .map((l) => l.replace(LINE_NUMBER, ''))
+          .join('\n'),
       }
   }
   return { matches: [], tolerances: [], strippedLineNumbers: false, old, replacement }
@@ -174,15 +183,46 @@ export function styled(added: string, atLineStart: boolean, style: Style): strin
   return style.eol === '\r\n' ? out.replace(/\n/g, '\r\n') : out
 }
 
-/** Largest old+new text diffed character by character (beyond it, by lines). */
-const CHAR_DIFF_LIMIT = 20_000
+/** Longest line pair diffed character by character (beyond it, a line is replaced whole). */
+const CHAR_DIFF_LINE = 2_000
 
-function changes(old: string, replacement: string): ChangeObject<string>[] | undefined {
-  if (old.length + replacement.length <= CHAR_DIFF_LIMIT) {
-    const chars = diffChars(old, replacement, { maxEditLength: 4_000 })
-    if (chars !== undefined) return chars
+type Change = Pick<ChangeObject<string>, 'value' | 'added' | 'removed'>
+
+/**
+ * What the model changed between its old and new text: by lines first (so an added line is never
+ * stitched from spaces of the lines around it), then, where a block of lines was replaced by as
+ * many lines, character by character within each pair.
+ */
+function changes(old: string, replacement: string): Change[] | undefined {
+  const blocks = diffLines(old, replacement, { maxEditLength: 2_000 })
+  if (blocks === undefined) return undefined
+  const out: Change[] = []
+  for (let i = 0; i < blocks.length; i++) {
+    const block = blocks[i]!
+    const next = blocks[i + 1]
+    if (block.removed && next?.added) {
+      const a = block.value.split(/(?<=\n)/)
+      const b = next.value.split(/(?<=\n)/)
+      if (a.length === b.length) {
+        for (const [k, line] of a.entries()) {
+          const pair =
+            line.length + b[k]!.length <= CHAR_DIFF_LINE
+              ? diffChars(line, b[k]!, { maxEditLength: 200 })
+              : undefined
+          out.push(
+            ...(pair ?? [
+              { value: line, removed: true, added: false },
+              { value: b[k]!, added: true, removed: false },
+            ]),
+          )
+        }
+        i++
+        continue
+      }
+    }
+    out.push(block)
   }
-  return diffLines(old, replacement, { maxEditLength: 2_000 })
+  return out
 }
 
 /**
@@ -221,8 +261,15 @@ export function replacementFor(
       continue
     }
     const next = oldAt + part.value.length
-    if (!part.removed)
-      out += text.slice(fileAt(normalizedIndex(no, oldAt)), fileAt(normalizedIndex(no, next)))
+    if (!part.removed) {
+      // Kept text is the file's own, when the file's span reads as the kept text does; a
+      // boundary inside a normalised run (half of a tab's spaces) keeps the model's text.
+      const kept = text.slice(fileAt(normalizedIndex(no, oldAt)), fileAt(normalizedIndex(no, next)))
+      const same =
+        normalize(kept, match.tolerances, match.tabWidth).text ===
+        normalize(part.value, match.tolerances, match.tabWidth).text
+      out += same ? kept : styled(part.value, out === '' ? lineStart : out.endsWith('\n'), style)
+    }
     oldAt = next
   }
   return out
