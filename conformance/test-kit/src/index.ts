@@ -23,6 +23,7 @@ export {
   hostilePeerRows,
   writeHostileCorpus,
 } from './hostile.js'
+export { pdf, png } from './media-fixtures.js'
 export {
   expectMemoryFlow,
   MEMORY_FLOW,

@@ -78,6 +78,8 @@ const DEFAULT_LIMITS: OutputLimits = {
   maxChars: 100_000,
   maxLines: 2000,
   maxLineLength: 2000,
+  maxImageBytes: 5 * 1024 * 1024,
+  maxPdfBytes: 50 * 1024 * 1024,
   maxResults: 100,
 }
 

@@ -5,10 +5,14 @@ import { z } from 'zod'
 import { nearMissText } from './edit/near-miss.js'
 import { describeTolerance, findMatches, lineOf, replacementFor } from './edit/tolerant-edit.js'
 import { ToolFailure } from './failure.js'
+import { pdfText, sniffMedia } from './media.js'
 import { dirnameOf } from './posix.js'
 import { type ReadFileInput, readFileSchema, readTextContent } from './read-file.js'
 import { isText, numbered, shortDiff, splitLines } from './text.js'
 import type { AgentToolDefinition, ToolEnvironment } from './types.js'
+
+/** How long and how much heap extracting a PDF's text may take. */
+const PDF_LIMITS = { timeoutMs: 20_000, maxHeapMb: 256 }
 
 const staleText = (expected: string, current: string, diff: string) =>
   `File has been modified since read (version ${expected}, now ${current}). Read it again before attempting to write it.\n` +
@@ -75,10 +79,40 @@ const readFile: AgentToolDefinition<ReadFileInput> = {
     const display = env.paths.display(fsPath)
     const stats = await fileStats(env, fsPath, display)
     const bytes = await env.fs.readFile(fsPath)
+    const media = sniffMedia(bytes)
+    const data = { version: stats.version, size: stats.size }
+    if (media?.startsWith('image/')) {
+      const sha256 = `sha256:${createHash('sha256').update(bytes).digest('hex')}`
+      if (bytes.length > limits.maxImageBytes)
+        return {
+          text: `${display} is an image (${media}, ${bytes.length} bytes), larger than the ${limits.maxImageBytes} bytes an answer may carry; it is not shown. [version: ${stats.version}] [${sha256}]`,
+          data: { ...data, mediaType: media, sha256 },
+        }
+      return {
+        text: `${display} is an image (${media}, ${bytes.length} bytes), attached for you to see. [version: ${stats.version}] [${sha256}]`,
+        data: { ...data, mediaType: media, sha256 },
+        images: [{ data: bytes.toString('base64'), mediaType: media }],
+      }
+    }
+    if (media === 'application/pdf') {
+      if (bytes.length > limits.maxPdfBytes)
+        throw new ToolFailure(
+          'EFBIG',
+          `Error: ${display} is a PDF of ${bytes.length} bytes, more than the ${limits.maxPdfBytes} bytes whose text read_file extracts.`,
+        )
+      const pdf = await pdfText(bytes, PDF_LIMITS)
+      const text = pdf.text.map((t, i) => `--- page ${i + 1} of ${pdf.pages} ---\n${t}`).join('\n')
+      const out = readTextContent(input, env, limits, fsPath, Buffer.from(text), stats.version)
+      return {
+        ...out,
+        text: `${display} is a PDF of ${pdf.pages} page(s); its text, by lines:\n${out.text}`,
+        data: { ...out.data, mediaType: media, pages: pdf.pages },
+      }
+    }
     if (!isText(bytes))
       return {
         text: `${display} is a binary file (${bytes.length} bytes); its contents are not shown. [version: ${stats.version}]`,
-        data: { version: stats.version, size: stats.size },
+        data,
       }
     return readTextContent(input, env, limits, fsPath, bytes, stats.version)
   },

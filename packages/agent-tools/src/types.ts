@@ -15,6 +15,11 @@ export interface ToolOutput {
   /** Structured extras for programs (e.g. the file's version). */
   readonly data?: Record<string, unknown>
   /**
+   * Images for the model (base64), where the front end can pass them (AI SDK, MCP, OpenAI
+   * Agents); `text` always describes them, for front ends that cannot.
+   */
+  readonly images?: ReadonlyArray<{ readonly data: string; readonly mediaType: string }>
+  /**
    * True when the call carried an `idempotency_key` already applied: this is the first call's
    * answer, and nothing was changed again.
    */
@@ -78,6 +83,10 @@ export interface OutputLimits {
   readonly maxLineLength: number
   /** Entries `glob`/`list_directory` list (default 100 / 1,000). */
   readonly maxResults: number
+  /** Largest image `read_file` returns to the model as an image (default 5 MiB). */
+  readonly maxImageBytes: number
+  /** Largest PDF `read_file` extracts text from (default 50 MiB). */
+  readonly maxPdfBytes: number
 }
 
 /** Options of {@link createAgentTools}. */

@@ -1,1 +1,1 @@
-export { aiSdkTools } from './ai-sdk-tools.js'
+export { aiSdkTools, type ImageAnswer } from './ai-sdk-tools.js'

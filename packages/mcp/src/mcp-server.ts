@@ -46,7 +46,14 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       (async (args: unknown) => {
         const output = await tool.execute(args)
         return {
-          content: [{ type: 'text' as const, text: output.text }],
+          content: [
+            { type: 'text' as const, text: output.text },
+            ...(output.images ?? []).map((image) => ({
+              type: 'image' as const,
+              data: image.data,
+              mimeType: image.mediaType,
+            })),
+          ],
           isError: output.isError ?? false,
         }
       }) as never,

@@ -1,5 +1,6 @@
 import { fixedClock } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
+import { pdf, png } from '@agentfs/test-kit'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import { afterEach, expect, test } from 'vitest'
@@ -193,4 +194,18 @@ test('an MCP client retrying a keyed call gets the first answer; the key is in t
   const other = await call('edit_file', { ...edit, new_string: 'x', idempotency_key: 'e-1' })
   expect(other.isError).toBe(true)
   expect(other.text).toMatch(/new_string differ/)
+})
+
+test('read_file of an image answers with an image content part; of a PDF, with its text', async () => {
+  const { agent, client } = await connect()
+  const image = png(2, 3)
+  await agent.fs.writeFile('/shot.png', image)
+  await agent.fs.writeFile('/doc.pdf', pdf(['Invoice total']))
+  const shot = await client.callTool({ name: 'read_file', arguments: { path: '/shot.png' } })
+  expect(shot.content).toEqual([
+    { type: 'text', text: expect.stringContaining('is an image (image/png') },
+    { type: 'image', data: image.toString('base64'), mimeType: 'image/png' },
+  ])
+  const doc = await client.callTool({ name: 'read_file', arguments: { path: '/doc.pdf' } })
+  expect((doc.content as Array<{ text: string }>)[0]!.text).toContain('Invoice total')
 })

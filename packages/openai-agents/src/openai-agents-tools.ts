@@ -24,7 +24,19 @@ export function openAiAgentsTools(options: AgentToolsOptions): FunctionTool[] {
           additionalProperties: true,
         } as never,
         strict: false,
-        execute: async (input: unknown) => (await agentTool.execute(input)).text,
+        // Text, or with images (read_file of an image) the text and the images as structured
+        // tool output the SDK sends to the model as input_image parts.
+        execute: async (input: unknown) => {
+          const output = await agentTool.execute(input)
+          if (output.images === undefined) return output.text
+          return [
+            { type: 'text' as const, text: output.text },
+            ...output.images.map((image) => ({
+              type: 'image' as const,
+              image: { data: image.data, mediaType: image.mediaType },
+            })),
+          ]
+        },
         errorFunction: (_context, error) =>
           `Error: ${error instanceof Error ? error.message : String(error)}`,
       }) as unknown as FunctionTool,
