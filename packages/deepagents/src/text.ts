@@ -1,4 +1,5 @@
 import { extname } from 'node:path'
+import { findMatches, replacementFor } from '@agentfs/agent-tools'
 
 /** Binary types by extension, as deepagents' backends decide them; everything else is text. */
 const BINARY: Record<string, string> = {
@@ -65,7 +66,21 @@ export function replaceString(
   if (content === '' && oldString === '') return [newString, 0]
   if (oldString === '') return 'Error: oldString cannot be empty when file has content'
   const occurrences = content.split(oldString).length - 1
-  if (occurrences === 0) return `Error: String not found in file: '${oldString}'`
+  if (occurrences === 0) {
+    // Not there byte for byte: the tolerance ladder of the AgentFS tools (line endings,
+    // trailing whitespace, tabs vs spaces, look-alike characters), a unique match only.
+    const found = findMatches(content, oldString, newString)
+    if (found.matches.length === 0) return `Error: String not found in file: '${oldString}'`
+    if (found.matches.length > 1 && !replaceAll)
+      return `Error: String '${oldString}' has multiple occurrences (appears ${found.matches.length} times) in file. Use replace_all=True to replace all instances, or provide a more specific string with surrounding context.`
+    let text = content
+    for (const match of [...found.matches].reverse())
+      text =
+        text.slice(0, match.start) +
+        replacementFor(text, match, found.old, found.replacement) +
+        text.slice(match.end)
+    return [text, found.matches.length]
+  }
   if (occurrences > 1 && !replaceAll)
     return `Error: String '${oldString}' has multiple occurrences (appears ${occurrences} times) in file. Use replace_all=True to replace all instances, or provide a more specific string with surrounding context.`
   return [content.split(oldString).join(newString), occurrences]

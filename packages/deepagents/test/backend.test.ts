@@ -66,6 +66,18 @@ describe('the backend protocol', () => {
     expect(raw.data?.content).toBe('\u0001\u0002\u0003')
   })
 
+  test('edit: text that differs from the file only in line ends or indentation is found, in the file style', async () => {
+    const backend = new AgentFSBackend({ fs: agentfs.fs })
+    await agentfs.fs.writeFile('/w.go', 'func f() {\r\n\treturn 1\r\n}\r\n')
+    expect(await backend.edit('/w.go', '    return 1\n}', '    return 2\n}')).toMatchObject({
+      occurrences: 1,
+    })
+    expect(await agentfs.fs.readFile('/w.go', 'utf8')).toBe('func f() {\r\n\treturn 2\r\n}\r\n')
+    expect(await backend.edit('/w.go', 'return 3', 'return 4')).toEqual({
+      error: "Error: String not found in file: 'return 3'",
+    })
+  })
+
   test('edit: exactly one match unless replaceAll, and only on the version it read', async () => {
     const backend = new AgentFSBackend({ fs: agentfs.fs })
     await agentfs.fs.writeFile('/a.md', 'x y x\n')
