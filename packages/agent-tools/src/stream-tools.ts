@@ -1,4 +1,5 @@
 import { isAgentFsError } from '@agentfs/core'
+import { checkMimeType } from '@agentfs/fs'
 import { z } from 'zod'
 import { ToolFailure } from './failure.js'
 import { sha256Of } from './file-tools.js'
@@ -15,6 +16,7 @@ const createFile: AgentToolDefinition<{
   path: string
   content?: string | undefined
   parents?: boolean | undefined
+  mime_type?: string | undefined
 }> = {
   name: 'create_file',
   description:
@@ -23,16 +25,25 @@ const createFile: AgentToolDefinition<{
     path: z.string().describe('Absolute path of the new file'),
     content: z.string().optional().describe('Its content (default empty)'),
     parents: z.boolean().optional().describe('Create missing parent directories (default true)'),
+    mime_type: z
+      .string()
+      .optional()
+      .describe('Its media type, e.g. text/markdown (default: derived from the name and content)'),
   }),
   mutates: true,
   needs: 'fs',
   async handler(input, env) {
     const fsPath = await env.paths.resolve(input.path, env.fs)
     const display = env.paths.display(fsPath)
+    // A bad media type is refused before anything (parents included) is made.
+    const mimeType = input.mime_type === undefined ? undefined : checkMimeType(input.mime_type)
     if (input.parents !== false) await env.fs.mkdir(dirnameOf(fsPath), { recursive: true })
     const content = input.content ?? ''
     try {
-      await env.fs.writeFile(fsPath, content, { flag: 'wx' })
+      await env.fs.writeFile(fsPath, content, {
+        flag: 'wx',
+        ...(mimeType === undefined ? {} : { mimeType }),
+      })
     } catch (error) {
       if (isAgentFsError(error, 'EEXIST'))
         throw new ToolFailure(

@@ -1,5 +1,5 @@
 import { joinPath } from '@agentfs/core'
-import { compileRegex, type Dirent, type FileSystem } from '@agentfs/fs'
+import { compileRegex, type Dirent, type FileSystem, type MimeInfo } from '@agentfs/fs'
 import { z } from 'zod'
 import { ToolFailure } from './failure.js'
 import { dirnameOf } from './posix.js'
@@ -272,12 +272,22 @@ const stat: AgentToolDefinition<{ path: string }> = {
   async handler(input, env) {
     const fsPath = await env.paths.resolve(input.path, env.fs)
     const s = await env.fs.lstat(fsPath)
+    // A database filesystem knows a file's media type (stored, or derived from name and content).
+    const typed = env.fs as typeof env.fs & { mimeType?: (path: string) => Promise<MimeInfo> }
+    const media =
+      s.isFile() && typeof typed.mimeType === 'function' ? await typed.mimeType(fsPath) : undefined
     const data = {
       type: typeName(s),
       size: s.size,
       mode: (s.mode & 0o7777).toString(8),
       mtime: s.mtime.toISOString(),
       version: s.version,
+      ...(media === undefined
+        ? {}
+        : {
+            mime_type: `${media.mimeType}${media.stored ? '' : ' (derived)'}`,
+            content_type: media.contentType,
+          }),
     }
     return {
       text: Object.entries({ path: env.paths.display(fsPath), ...data })

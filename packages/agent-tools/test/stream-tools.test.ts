@@ -33,6 +33,21 @@ test('create_file creates (parents by default), refuses an existing path, and pa
   expect(await agent.fs.readFile('/empty.txt', 'utf8')).toBe('')
 })
 
+test('create_file stores a media type that stat shows; stat derives one otherwise; a bad one is refused first', async () => {
+  const { agent, run } = await setup()
+  await run('create_file', { path: '/p/plan', content: 'x', mime_type: 'text/markdown' })
+  const typed = await run('stat', { path: '/p/plan' })
+  expect(typed.text).toContain('mime_type: text/markdown\n')
+  expect(typed.data).toMatchObject({ mime_type: 'text/markdown', content_type: 'text' })
+  await agent.fs.writeFile('/data.json', '{}')
+  expect((await run('stat', { path: '/data.json' })).data).toMatchObject({
+    mime_type: 'application/json (derived)',
+  })
+  const bad = await run('create_file', { path: '/q/r.txt', mime_type: 'not a type' })
+  expect(bad).toMatchObject({ isError: true, code: 'INVALID_ARGUMENT' })
+  expect(await agent.fs.exists('/q')).toBe(false)
+})
+
 test('exists answers with the type and never fails for a missing path', async () => {
   const { agent, run } = await setup()
   await agent.fs.mkdir('/d')

@@ -362,6 +362,19 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       "CREATE INDEX agentfs_memory_event_pending ON agentfs_memory_event(status) WHERE status = 'pending'",
     ],
   },
+  {
+    version: 15,
+    description:
+      "stored MIME types (agentfs_mime): a file's media type when it was set (on create, or later), Stream-FS's mimeType; files without one have it derived from their name and content",
+    statements: [
+      // One row per regular file whose type was set; freed with its inode, copied by cp and
+      // copyFile, moved with the file when a synced database's rewrite gives it a new inode.
+      `CREATE TABLE agentfs_mime (
+  ino INTEGER PRIMARY KEY,
+  mime_type TEXT NOT NULL
+)`,
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

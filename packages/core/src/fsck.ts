@@ -240,6 +240,14 @@ UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i 
     repair: 'DELETE FROM fs_origin WHERE delta_ino NOT IN (SELECT ino FROM fs_inode)',
   },
   {
+    rule: 'mime',
+    repairable: true,
+    find: `SELECT m.ino AS ino, m.mime_type AS detail FROM agentfs_mime m LEFT JOIN fs_inode i ON i.ino = m.ino WHERE i.ino IS NULL OR (i.mode & ${S_IFMT}) != ${S_IFREG}`,
+    message: (r) =>
+      `a stored MIME type '${r.detail}' belongs to inode ${r.ino}, which is missing or not a regular file`,
+    repair: `DELETE FROM agentfs_mime WHERE ino NOT IN (SELECT ino FROM fs_inode WHERE (mode & ${S_IFMT}) = ${S_IFREG})`,
+  },
+  {
     rule: 'kv-json',
     repairable: false,
     find: 'SELECT NULL AS ino, key AS detail FROM kv_store WHERE NOT json_valid(value)',

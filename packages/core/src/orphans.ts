@@ -17,14 +17,15 @@ export const META_ORPHAN = 'orphan.'
 /**
  * What goes with an inode that lost its last link, in this order: the inode row first (a synced
  * database replays these deletes in this order, and drops the chunks only where the inode's
- * deletion took effect), its chunks, its link target, and an overlay's origin mapping of it
- * (spec v0.3 table).
+ * deletion took effect), its chunks, its link target, an overlay's origin mapping of it
+ * (spec v0.3 table) and its stored MIME type.
  */
 export const FREED_WITH_INODE = [
   ['fs_inode', 'ino'],
   ['fs_data', 'ino'],
   ['fs_symlink', 'ino'],
   ['fs_origin', 'delta_ino'],
+  ['agentfs_mime', 'ino'],
 ] as const
 
 /** This machine's name, asked once (each `hostname()` is a system call). */

@@ -36,6 +36,14 @@ export { FileHandle } from './sql/file-handle.js'
 export type { FileHash, HashOptions } from './sql/hash.js'
 export { canonicalText, hashFile, MAX_CANONICAL_BYTES } from './sql/hash.js'
 export type { InodeReads } from './sql/inode-reads.js'
+export {
+  checkMimeType,
+  contentTypeOf,
+  deriveMimeType,
+  isMimeType,
+  type MimeInfo,
+  sniffMimeType,
+} from './sql/mime.js'
 export { rmDirectoryError } from './sql/namespace-ops.js'
 export { SqlFileSystem } from './sql/sql-file-system.js'
 export type { ReadStreamOptions, WriteStreamOptions } from './sql/streams.js'

@@ -33,6 +33,12 @@ export interface WriteFileOptions {
   readonly idempotencyKey?: string
   /** How long the key is remembered (default 48 hours). */
   readonly idempotencyTtlMs?: number
+  /**
+   * The file's media type (`text/markdown`), stored with the file in the write's transaction and
+   * answered by `mimeType(path)`; without it, the type is derived from the name and content.
+   * Database filesystems only.
+   */
+  readonly mimeType?: string
 }
 
 /** Options of `mkdir`. */

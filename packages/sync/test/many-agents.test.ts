@@ -16,7 +16,7 @@ test.each([2, 3, 5, 10])(
     const { client, conflicts } = await world()
     const first = await client('agent-0')
     await first.fs.mkdir('/shared')
-    await first.fs.writeFile('/shared/plan.md', 'v0\n')
+    await first.fs.writeFile('/shared/plan.md', 'v0\n', { mimeType: 'text/x-plan' })
     await first.sync.push()
     // With three or more, the last one joins late; two both work from the start.
     const earlyCount = agents >= 3 ? agents - 1 : agents
@@ -54,6 +54,12 @@ test.each([2, 3, 5, 10])(
       early.map((_, i) => `plan by agent ${i}\n`).sort(),
     )
     expect(tree['/shared/plan.md']).toMatch(/^plan by agent \d+\n$/)
+    // Its stored media type went with every rewrite (each a new inode on a synced database).
+    for (const a of all)
+      expect(await a.fs.mimeType('/shared/plan.md')).toMatchObject({
+        mimeType: 'text/x-plan',
+        stored: true,
+      })
     const writeConflicts = conflicts.filter((c) => c.kind === 'write')
     expect(writeConflicts).toHaveLength(early.length - 1)
     // A loser that writes again from the version it read is refused, not merged over the winner.

@@ -17,6 +17,7 @@ import type { WriteFileOptions } from '../types.js'
 import { ConflictError } from './conflict.js'
 import { hashBefore, hashContent, knownHash } from './content-hash.js'
 import { COPYFILE_EXCL, checkLength, existing, type FsContext, write } from './context.js'
+import { copyMimeType, storeMimeType } from './mime.js'
 
 // Operations that change file contents.
 
@@ -53,6 +54,7 @@ export async function writeData(
         now,
       })
       if (bytes.byteLength > 0) await writeRange(q, ino, 0, ctx.chunkSize, 0, bytes)
+      if (opts.mimeType !== undefined) await storeMimeType(q, ino, opts.mimeType)
       // A new inode's ctime is `now` exactly.
       const after = {
         version: versionOf({ ctime: now.sec, ctime_nsec: now.nsec }),
@@ -65,6 +67,7 @@ export async function writeData(
     if (!append && isReg(node.mode) && node.nlink === 1 && replaceOnRewrite(q)) {
       if (found.name === undefined) throw fsError('EISDIR', 'open', path)
       const ino = await replaceFile(q, found.dirIno, found.name, node, ctx.chunkSize, bytes, now)
+      if (opts.mimeType !== undefined) await storeMimeType(q, ino, opts.mimeType)
       note({ op: 'write', path: normalizePath(path), ino, dir: found.dirIno, content, before })
       return
     } else if (!append && node.size > 0) {
@@ -74,6 +77,7 @@ export async function writeData(
     const size =
       bytes.byteLength > 0 ? await writeRange(q, node.ino, base, ctx.chunkSize, base, bytes) : base
     await touchContent(q, node.ino, size, now)
+    if (opts.mimeType !== undefined) await storeMimeType(q, node.ino, opts.mimeType)
     const appended = append ? { version: versionOf(node), size: node.size, bytes } : undefined
     const after = { version: touchedVersion(node, now), size }
     note({
@@ -117,6 +121,13 @@ async function replaceFile(
   })
   await executeDeferred(q, { sql: 'DELETE FROM fs_inode WHERE ino = ?', params: [old.ino] })
   await executeDeferred(q, { sql: 'DELETE FROM fs_data WHERE ino = ?', params: [old.ino] })
+  // The file keeps its stored media type on its new inode (a new row, not a changed key: a
+  // synced database's change capture cannot carry a row whose key changed).
+  await executeDeferred(q, {
+    sql: 'INSERT INTO agentfs_mime (ino, mime_type) SELECT ?, mime_type FROM agentfs_mime WHERE ino = ?',
+    params: [ino, old.ino],
+  })
+  await executeDeferred(q, { sql: 'DELETE FROM agentfs_mime WHERE ino = ?', params: [old.ino] })
   return ino
 }
 
@@ -168,6 +179,7 @@ export async function copyFile(ctx: FsContext, src: string, dest: string, mode =
       params: [ino, source.node.ino],
     })
     await touchContent(q, ino, source.node.size, now)
+    await copyMimeType(q, source.node.ino, ino)
     // The copy's hash is the source's, when this process knows it (else it is read).
     const known = ctx.feed ? knownHash(ctx, source.node.ino, versionOf(source.node)) : undefined
     note({

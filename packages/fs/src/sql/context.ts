@@ -19,6 +19,7 @@ import type { InodeRow } from '../storage/inode.js'
 import { type Lookup, lookup } from '../storage/resolver.js'
 import type { AtimeMode, Encoding, TimeLike, WriteData, WriteFileOptions } from '../types.js'
 import { type FsChange, type Learned, learn, settleHashes } from './content-hash.js'
+import { checkMimeType } from './mime.js'
 
 /** Options of {@link createFileSystem}. */
 export interface FileSystemOptions {
@@ -79,8 +80,13 @@ export function writeFileOptions(
   options?: WriteFileOptions | Encoding,
 ): WriteFileOptions & { readonly mode?: number } {
   if (typeof options === 'string') return { encoding: options }
-  if (options?.mode === undefined) return (options ?? {}) as WriteFileOptions & { mode?: number }
-  return { ...options, mode: fsMode(options.mode, 'open')! }
+  // A media type is checked (and lower-cased) before anything is written.
+  const typed =
+    options?.mimeType === undefined
+      ? options
+      : { ...options, mimeType: checkMimeType(options.mimeType) }
+  if (typed?.mode === undefined) return (typed ?? {}) as WriteFileOptions & { mode?: number }
+  return { ...typed, mode: fsMode(typed.mode, 'open')! }
 }
 
 export function toBytes(

@@ -13,6 +13,8 @@ import { Guard } from '../policy/guard.js'
 import { CompiledPolicy, type FsPolicy } from '../policy/policy.js'
 import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from '../search/search.js'
 import type { Dirent, Stats } from '../stats.js'
+import { readRange } from '../storage/chunks.js'
+import { isDir } from '../storage/inode.js'
 import type {
   CpOptions,
   Encoding,
@@ -38,6 +40,7 @@ import { type FileHash, type HashOptions, hashFile } from './hash.js'
 import { type InodeReads, inodeReads } from './inode-reads.js'
 import { openOrCreate, statfsOf } from './listing-ops.js'
 import * as meta from './metadata-ops.js'
+import { contentTypeOf, deriveMimeType, type MimeInfo, storedMimeType } from './mime.js'
 import * as ns from './namespace-ops.js'
 import {
   createReadStream,
@@ -297,6 +300,25 @@ export class SqlFileSystem implements FileSystem {
     options?: TextPatchOptions,
   ): Promise<TextPatchResult> {
     return this.transaction((fs) => applyTextPatch(fs, path, patch, options))
+  }
+
+  /**
+   * A file's media type: the one stored with it (`writeFile`'s `mimeType`, copied by `cp` and
+   * `copyFile`), else derived from its content's magic number, then its name, then text or
+   * binary; and whether its content reads as text. Follows links; a directory is EISDIR.
+   */
+  async mimeType(path: string): Promise<MimeInfo> {
+    return this.#guard.reading(path, 'stat', async (ctx) => {
+      const { node } = await existing(ctx.q, path, 'stat')
+      if (isDir(node.mode)) throw fsError('EISDIR', 'stat', path)
+      const stored = await storedMimeType(ctx.q, node.ino)
+      const head = await readRange(ctx.q, node.ino, node.size, ctx.chunkSize, 0, 8192)
+      return {
+        mimeType: stored ?? deriveMimeType(normalizePath(path), head),
+        contentType: contentTypeOf(head),
+        stored: stored !== undefined,
+      }
+    })
   }
 
   async stat(path: string): Promise<Stats> {
