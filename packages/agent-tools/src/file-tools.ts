@@ -3,7 +3,13 @@ import { isAgentFsError } from '@agentfs/core'
 import { hashFile } from '@agentfs/fs'
 import { z } from 'zod'
 import { nearMissText } from './edit/near-miss.js'
-import { describeTolerance, findMatches, lineOf, replacementFor } from './edit/tolerant-edit.js'
+import {
+  describeTolerance,
+  findMatches,
+  linesOf,
+  MAX_MATCHES,
+  replacementFor,
+} from './edit/tolerant-edit.js'
 import { ToolFailure } from './failure.js'
 import { pdfText, sniffMedia } from './media.js'
 import { dirnameOf } from './posix.js'
@@ -209,6 +215,12 @@ export function applyEdits(
         'EINVAL',
         'old_string is empty. To create a file use create_file or write_file; to add to one, include the neighbouring text in old_string.',
       )
+    // replace_all of an exact text: every occurrence, however many.
+    if (edit.all && text.includes(edit.old)) {
+      firstLine = Math.min(firstLine, linesOf(text, [text.indexOf(edit.old)])[0]!)
+      text = text.split(edit.old).join(edit.replacement)
+      continue
+    }
     const found = findMatches(text, edit.old, edit.replacement)
     if (found.matches.length === 0) {
       throw new ToolFailure(
@@ -216,7 +228,15 @@ export function applyEdits(
         `String to replace not found in file.\nString: ${edit.old.length > 500 ? `${edit.old.slice(0, 500)}…` : edit.old}\n(Not even with line endings, trailing whitespace, tabs vs spaces or look-alike characters tolerated.)\n${nearMissText(text, edit.old, display, maxLineLength)}`,
       )
     }
-    const lines = found.matches.map((m) => lineOf(text, m.start))
+    if (found.matches.length > MAX_MATCHES)
+      throw new ToolFailure(
+        'AMBIGUOUS',
+        `The string to replace matches more than ${MAX_MATCHES} places only with ${describeTolerance(found)} tolerated; nothing was changed. Copy the text exactly as it is in the file.`,
+      )
+    const lines = linesOf(
+      text,
+      found.matches.map((m) => m.start),
+    )
     if (found.matches.length > 1 && !edit.all) {
       const how = describeTolerance(found)
       throw new ToolFailure(

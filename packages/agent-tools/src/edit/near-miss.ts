@@ -15,6 +15,8 @@ const key = (line: string) => normalize(line, TOLERANCES).text.trim()
 
 /** Lines that occur more often than this say nothing about where the text is (`}`, blank). */
 const COMMON = 200
+/** Lines of the sought text compared (the rest only widen the window). */
+const SOUGHT_LINES = 200
 /** Candidates shown. */
 const SHOWN = 2
 
@@ -44,7 +46,8 @@ function dice(a: string, b: string, aGrams = bigrams(a)): number {
  */
 export function nearMisses(text: string, sought: string): NearMiss[] {
   const fileLines = splitLines(text.replace(/\r\n?/g, '\n'))
-  const soughtLines = sought.replace(/\r\n?/g, '\n').split('\n')
+  // The first SOUGHT_LINES lines say where the text is as well as all of them would.
+  const soughtLines = sought.replace(/\r\n?/g, '\n').split('\n', SOUGHT_LINES)
   if (fileLines.length === 0 || sought.trim() === '') return []
   const span = soughtLines.length
   const at = new Map<string, number[]>()

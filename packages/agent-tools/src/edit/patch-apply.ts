@@ -27,6 +27,14 @@ function toLines(text: string): Lines {
 }
 
 const TAB_WIDTHS = [4, 2, 8] as const
+/** Line comparisons one patch may take to place its hunks (a bound on hostile patches). */
+export const MAX_COMPARISONS = 50_000_000
+
+/** The work placing one patch's hunks has done, and the lines' normalised forms so far. */
+interface Budget {
+  spent: number
+  readonly keys: Map<string, Array<string | undefined>>
+}
 
 /** Compares lines under a rung's tolerances (with one tab width). */
 function keyer(tolerances: readonly Tolerance[], tabWidth: number) {
@@ -39,6 +47,8 @@ function locate(
   file: Lines,
   old: readonly string[],
   from: number,
+  budget: Budget,
+  near: number | undefined,
 ): { at: number[]; tolerances: Tolerance[]; tabWidth: number } {
   for (let k = 0; k <= TOLERANCES.length; k++) {
     const tolerances = TOLERANCES.slice(0, k).filter((t) => t !== 'line-endings')
@@ -47,12 +57,20 @@ function locate(
     for (const tabWidth of widths) {
       const key = keyer(tolerances, tabWidth)
       const want = old.map(key)
-      const have = new Map<number, string>()
+      // Each line is normalised once per rung for the whole patch (the file does not change
+      // while hunks are placed).
+      const name = `${tolerances.join(',')}|${tabWidth}`
+      let have = budget.keys.get(name)
+      if (have === undefined) {
+        have = new Array<string | undefined>(file.text.length)
+        budget.keys.set(name, have)
+      }
+      const keys = have
       const line = (i: number) => {
-        let v = have.get(i)
+        let v = keys[i]
         if (v === undefined) {
           v = key(file.text[i]!)
-          have.set(i, v)
+          keys[i] = v
         }
         return v
       }
@@ -60,7 +78,18 @@ function locate(
       for (let i = from; i + want.length <= file.text.length; i++) {
         let j = 0
         while (j < want.length && line(i + j) === want[j]) j++
-        if (j === want.length) at.push(i)
+        budget.spent += j + 1
+        if (budget.spent > MAX_COMPARISONS)
+          throw new ToolFailure(
+            'PATCH_FAILED',
+            `Error: the patch takes more than ${MAX_COMPARISONS} line comparisons to place (a large file and many hunks); nothing was changed. Split it into smaller patches.`,
+          )
+        if (j === want.length) {
+          at.push(i)
+          // Exactly, the first place (or the nearest to the header's line) is taken: stop once
+          // no later place can be nearer. Tolerantly, every place is needed (it must be unique).
+          if (tolerances.length === 0 && (near === undefined || i >= near)) break
+        }
       }
       if (at.length > 0) return { at, tolerances, tabWidth }
     }
@@ -93,6 +122,7 @@ export function applyHunks(
   const used = new Set<Tolerance>()
   const edits: Array<{ at: number; remove: number; text: string[]; ends: string[] }> = []
   let cursor = 0
+  const budget: Budget = { spent: 0, keys: new Map() }
   hunks.forEach((hunk, n) => {
     const fail = (why: string, sought: string) =>
       new ToolFailure(
@@ -118,7 +148,13 @@ export function applyHunks(
           ? Math.min(Math.max(hunk.oldStart, cursor), file.text.length)
           : file.text.length
     } else {
-      const found = locate(file, old, cursor)
+      // Where the hunk says it is: at the end (End of File), else its header's line, if any.
+      const near = hunk.endOfFile
+        ? file.text.length - old.length
+        : hunk.oldStart === undefined
+          ? undefined
+          : hunk.oldStart - 1
+      const found = locate(file, old, cursor, budget, near)
       if (found.at.length === 0)
         throw fail(
           `its ${old.length} old line(s) were not found${cursor > 0 ? ` after line ${cursor}` : ''}, not even with whitespace or look-alike characters tolerated`,
@@ -134,11 +170,10 @@ export function applyHunks(
             .join(', ')}) only with ${tolerances.join(', ')} tolerated; add context lines`,
           old.join('\n'),
         )
-      const end = file.text.length - old.length
-      const near = hunk.oldStart !== undefined ? hunk.oldStart - 1 : undefined
-      at = hunk.endOfFile && found.at.includes(end) ? end : found.at[0]!
-      if (near !== undefined && !(hunk.endOfFile && found.at.includes(end)))
-        at = found.at.reduce((a, b) => (Math.abs(b - near) < Math.abs(a - near) ? b : a))
+      at =
+        near === undefined
+          ? found.at[0]!
+          : found.at.reduce((a, b) => (Math.abs(b - near) < Math.abs(a - near) ? b : a))
     }
     for (const t of tolerances) used.add(t)
     const region = file.text.slice(at, at + old.length).join('\n')

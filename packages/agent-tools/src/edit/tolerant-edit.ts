@@ -30,6 +30,8 @@ export interface FoundMatches {
 }
 
 const TAB_WIDTHS = [4, 2, 8] as const
+/** Largest file searched tolerantly (larger ones are matched exactly only). */
+export const MAX_TOLERANT_CHARS = 4 << 20
 /** Most matches collected at one rung (replace_all beyond this is refused as too broad). */
 export const MAX_MATCHES = 10_000
 
@@ -101,8 +103,10 @@ function stripLineNumbers(text: string): string | undefined {
  * look-alike characters, so a real content difference never matches.
  */
 export function findMatches(text: string, old: string, replacement: string): FoundMatches {
+  // A file larger than MAX_TOLERANT_CHARS is matched exactly only (each rung normalises it).
+  const top = text.length > MAX_TOLERANT_CHARS ? 0 : TOLERANCES.length
   const climb = (o: string): { matches: EditMatch[]; tolerances: Tolerance[] } => {
-    for (let k = 0; k <= TOLERANCES.length; k++) {
+    for (let k = 0; k <= top; k++) {
       const tolerances = TOLERANCES.slice(0, k)
       let matches = rung(text, o, tolerances)
       if (matches.length === 0) continue
@@ -225,6 +229,14 @@ function changes(old: string, replacement: string): Change[] | undefined {
   return out
 }
 
+/** The last diff made: every match of a replace_all shares it. */
+let lastChanges: { old: string; replacement: string; parts: Change[] | undefined } | undefined
+function cachedChanges(old: string, replacement: string): Change[] | undefined {
+  if (lastChanges?.old !== old || lastChanges.replacement !== replacement)
+    lastChanges = { old, replacement, parts: changes(old, replacement) }
+  return lastChanges.parts
+}
+
 /**
  * The text that replaces a match: what the model kept of its old text is the file's own text
  * (byte for byte: its line ends, indentation, quotes), what it added takes the file's line ends
@@ -246,7 +258,7 @@ export function replacementFor(
   }
   const lineStart = match.start === 0 || text[match.start - 1] === '\n'
   if (!tolerant) return eol === '\r\n' ? styled(replacement, lineStart, style) : replacement
-  const parts = changes(old, replacement)
+  const parts = cachedChanges(old, replacement)
   if (parts === undefined) return styled(replacement, lineStart, style)
   const no = match.normalizedOld
   const nf = match.normalizedFile
@@ -275,11 +287,16 @@ export function replacementFor(
   return out
 }
 
-/** 1-based line of a character index. */
-export function lineOf(text: string, at: number): number {
+/** 1-based lines of ascending character indexes, in one pass over the text. */
+export function linesOf(text: string, at: readonly number[]): number[] {
+  const out: number[] = []
   let line = 1
-  for (let i = text.indexOf('\n'); i !== -1 && i < at; i = text.indexOf('\n', i + 1)) line++
-  return line
+  let i = text.indexOf('\n')
+  for (const index of at) {
+    for (; i !== -1 && i < index; i = text.indexOf('\n', i + 1)) line++
+    out.push(line)
+  }
+  return out
 }
 
 /** How a tolerant match is described to the model. */

@@ -5,7 +5,7 @@ import type { FileSystem } from '../types.js'
 /** Longest patch text accepted, in characters. */
 export const MAX_TEXT_PATCH_CHARS = 8 << 20
 /** Most patches (hunks) one patch text may carry. */
-export const MAX_TEXT_PATCHES = 10_000
+export const MAX_TEXT_PATCHES = 1_000
 
 /** Options of {@link applyTextPatch}. */
 export interface TextPatchOptions {
@@ -46,6 +46,9 @@ export async function applyTextPatch(
       `a text patch is at most ${MAX_TEXT_PATCH_CHARS} characters; split it into several patches`,
     )
   const dmp = new DiffMatchPatch()
+  // A hunk placed fuzzily is diffed against the text it landed on; each such diff is cut off
+  // after 20 ms, so a patch of MAX_TEXT_PATCHES hunks cannot hold the process for long.
+  dmp.Diff_Timeout = 0.02
   let patches: ReturnType<DiffMatchPatch['patch_fromText']>
   try {
     patches = dmp.patch_fromText(patch)
