@@ -22,3 +22,23 @@ export class ScriptedModel implements Model {
     throw new Error('not used')
   }
 }
+
+/** A scripted model turn that calls one tool. */
+export const callTool = (callId: string, name: string, input: unknown) => [
+  {
+    type: 'function_call' as const,
+    callId,
+    name,
+    arguments: JSON.stringify(input),
+    status: 'completed' as const,
+  },
+]
+/** A scripted model turn that answers with text. */
+export const say = (text: string) => [
+  {
+    type: 'message' as const,
+    role: 'assistant' as const,
+    status: 'completed' as const,
+    content: [{ type: 'output_text' as const, text }],
+  },
+]

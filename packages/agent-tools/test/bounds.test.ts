@@ -1,20 +1,7 @@
-import { fixedClock } from '@agentfs/core'
-import { AgentFS } from '@agentfs/sdk'
-import { afterEach, expect, test } from 'vitest'
-import { createAgentTools } from '../src/index.js'
+import { expect, test } from 'vitest'
+import { openTools } from './open-tools.js'
 
-const agents: AgentFS[] = []
-afterEach(async () => {
-  for (const a of agents.splice(0)) await a.close()
-})
-
-async function setup() {
-  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
-  agents.push(agent)
-  const tools = createAgentTools({ fs: agent.fs })
-  const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
-  return { agent, run }
-}
+const setup = () => openTools()
 
 test('replace_all of an exact text replaces every occurrence, past any match cap', async () => {
   const { agent, run } = await setup()

@@ -1,22 +1,9 @@
-import { fixedClock } from '@agentfs/core'
-import { AgentFS } from '@agentfs/sdk'
 import { pdf, png } from '@agentfs/test-kit'
-import { afterEach, describe, expect, test } from 'vitest'
-import { createAgentTools } from '../src/index.js'
+import { describe, expect, test } from 'vitest'
 import { sniffMedia } from '../src/media.js'
+import { openTools } from './open-tools.js'
 
-const agents: AgentFS[] = []
-afterEach(async () => {
-  for (const a of agents.splice(0)) await a.close()
-})
-
-async function setup(limits = {}) {
-  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
-  agents.push(agent)
-  const tools = createAgentTools({ fs: agent.fs, audit: agent.tools, limits })
-  const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
-  return { agent, run }
-}
+const setup = (limits = {}) => openTools({ limits })
 
 describe('read_file of images and PDFs', () => {
   test('an image comes back as an image part with its type, size and hash; too large is described', async () => {

@@ -1,20 +1,7 @@
-import { fixedClock } from '@agentfs/core'
-import { AgentFS } from '@agentfs/sdk'
-import { afterEach, describe, expect, test } from 'vitest'
-import { createAgentTools } from '../src/index.js'
+import { describe, expect, test } from 'vitest'
+import { openTools } from './open-tools.js'
 
-const agents: AgentFS[] = []
-afterEach(async () => {
-  for (const a of agents.splice(0)) await a.close()
-})
-
-async function setup(limits = {}) {
-  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
-  agents.push(agent)
-  const tools = createAgentTools({ fs: agent.fs, limits })
-  const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
-  return { agent, run }
-}
+const setup = (limits = {}) => openTools({ limits })
 
 const tokenOf = (text: string) => /continuation "([^"]+)"/.exec(text)?.[1]
 

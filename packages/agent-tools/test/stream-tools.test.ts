@@ -1,20 +1,7 @@
-import { fixedClock } from '@agentfs/core'
-import { AgentFS } from '@agentfs/sdk'
-import { afterEach, expect, test } from 'vitest'
-import { createAgentTools } from '../src/index.js'
+import { expect, test } from 'vitest'
+import { openTools } from './open-tools.js'
 
-const agents: AgentFS[] = []
-afterEach(async () => {
-  for (const a of agents.splice(0)) await a.close()
-})
-
-async function setup() {
-  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
-  agents.push(agent)
-  const tools = createAgentTools({ fs: agent.fs, audit: agent.tools })
-  const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
-  return { agent, run }
-}
+const setup = () => openTools()
 
 test('create_file creates (parents by default), refuses an existing path, and parents: false is honoured', async () => {
   const { agent, run } = await setup()
@@ -94,9 +81,7 @@ test('rmdir removes only an empty directory; delete_file only files and links', 
 })
 
 test('the new mutating tools are refused in read-only mode', async () => {
-  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
-  agents.push(agent)
-  const tools = createAgentTools({ fs: agent.fs, readOnly: true })
+  const { tools } = await openTools({ readOnly: true })
   for (const name of ['create_file', 'append_file', 'rmdir', 'delete_file', 'apply_patch'])
     expect(tools.has(name)).toBe(false)
   expect(tools.has('exists')).toBe(true)

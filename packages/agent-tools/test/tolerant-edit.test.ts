@@ -1,23 +1,9 @@
-import { fixedClock } from '@agentfs/core'
-import { AgentFS } from '@agentfs/sdk'
-import { afterEach, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { nearMisses } from '../src/edit/near-miss.js'
 import { findMatches } from '../src/edit/tolerant-edit.js'
-import { createAgentTools } from '../src/index.js'
+import { openTools } from './open-tools.js'
 
-const agents: AgentFS[] = []
-afterEach(async () => {
-  for (const a of agents.splice(0)) await a.close()
-})
-
-async function setup() {
-  const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
-  agents.push(agent)
-  const tools = createAgentTools({ fs: agent.fs, audit: agent.tools })
-  const run = (name: string, input: unknown) => tools.get(name)!.execute(input)
-  const read = async (path: string) => (await agent.fs.readFile(path)).toString('utf8')
-  return { agent, run, read }
-}
+const setup = () => openTools()
 
 describe('edit_file tolerance ladder', () => {
   test('a CRLF file edited with LF text stays CRLF, and the answer names the tolerance', async () => {

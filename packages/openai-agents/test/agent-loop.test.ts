@@ -1,30 +1,12 @@
 import { fixedClock } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
 import { expectEditedOnce, RETRIED_EDIT, RETRIED_EDIT_BEFORE } from '@agentfs/test-kit'
-import { ScriptedModel } from '@agentfs/test-kit/openai-model'
+import { callTool, ScriptedModel, say } from '@agentfs/test-kit/openai-model'
 import { Agent, run, setTracingDisabled } from '@openai/agents'
 import { expect, test } from 'vitest'
 import { openAiAgentsTools } from '../src/index.js'
 
 setTracingDisabled(true)
-
-const callTool = (callId: string, name: string, input: unknown) => [
-  {
-    type: 'function_call' as const,
-    callId,
-    name,
-    arguments: JSON.stringify(input),
-    status: 'completed' as const,
-  },
-]
-const say = (text: string) => [
-  {
-    type: 'message' as const,
-    role: 'assistant' as const,
-    status: 'completed' as const,
-    content: [{ type: 'output_text' as const, text }],
-  },
-]
 
 test('an OpenAI Agents run reads, hits an ambiguous edit, recovers; errors reach the model; calls are audited', async () => {
   const agentfs = await AgentFS.open({ path: ':memory:', clock: fixedClock() })

@@ -1,22 +1,12 @@
 import { fixedClock } from '@agentfs/core'
 import { AgentFS } from '@agentfs/sdk'
 import { pdf, png } from '@agentfs/test-kit'
-import { ScriptedModel } from '@agentfs/test-kit/openai-model'
+import { callTool, ScriptedModel, say } from '@agentfs/test-kit/openai-model'
 import { Agent, run, setTracingDisabled } from '@openai/agents'
 import { expect, test } from 'vitest'
 import { openAiAgentsTools } from '../src/index.js'
 
 setTracingDisabled(true)
-
-const callTool = (callId: string, name: string, input: unknown) => [
-  {
-    type: 'function_call' as const,
-    callId,
-    name,
-    arguments: JSON.stringify(input),
-    status: 'completed' as const,
-  },
-]
 
 test('read_file of an image reaches the model as an input image; a PDF as its text', async () => {
   const agentfs = await AgentFS.open({ path: ':memory:', clock: fixedClock() })
@@ -26,14 +16,7 @@ test('read_file of an image reaches the model as an input image; a PDF as its te
   const model = new ScriptedModel([
     callTool('c1', 'read_file', { path: '/shot.png' }),
     callTool('c2', 'read_file', { path: '/doc.pdf' }),
-    [
-      {
-        type: 'message' as const,
-        role: 'assistant' as const,
-        status: 'completed' as const,
-        content: [{ type: 'output_text' as const, text: 'Seen.' }],
-      },
-    ],
+    say('Seen.'),
   ])
   const agent = new Agent({
     name: 'viewer',
