@@ -11,7 +11,7 @@ export {
   serveSync,
 } from './node/sync-bridge.js'
 export type { ContentChange, ContentRule, FsOperation, FsPolicy } from './policy/policy.js'
-export { CONTENT_RULE_MAX_BYTES } from './policy/policy.js'
+export { CONTENT_RULE_MAX_BYTES, policyReadable } from './policy/policy.js'
 export type { GlobMatchOptions, LineMatcher, RegexOptions } from './search/matchers.js'
 export {
   compileGlob,

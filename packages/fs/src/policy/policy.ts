@@ -226,6 +226,15 @@ export class CompiledPolicy {
   }
 }
 
+/**
+ * Whether `policy` lets a path be read: for tools that show paths from elsewhere (the change
+ * feed, file histories) and must hide what the policy hides. Throws on a malformed policy.
+ */
+export function policyReadable(policy: FsPolicy): (path: string) => boolean {
+  const compiled = new CompiledPolicy(policy)
+  return (path) => compiled.readable(path)
+}
+
 export interface Usage {
   readonly bytes: number
   readonly inodes: number
