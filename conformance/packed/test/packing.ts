@@ -32,6 +32,7 @@ export const README_PACKAGES = [
   'driver-turso',
   'fs',
   'history',
+  'inspector',
   'just-bash',
   'kv',
   'mastra',
