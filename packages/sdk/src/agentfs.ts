@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import {
   type AgentDatabase,
   AgentFsError,
@@ -388,6 +389,21 @@ export class AgentFS implements AgentScope {
     })
   }
 
+  /**
+   * Serves the inspector over this database: a web app and JSON API on 127.0.0.1 (a free
+   * port), behind a random token, read-only unless `allowWrites`. Needs `@agentfs/inspector`
+   * installed next to the SDK or in the application (`npm install @agentfs/inspector`).
+   *
+   * @example
+   * const inspector = await agent.serveInspector()
+   * console.log(`open ${inspector.url}`)
+   * // … later: await inspector.close()
+   */
+  async serveInspector(options: InspectorOptions = {}): Promise<InspectorHandle> {
+    const inspector = await loadInspector()
+    return inspector.serveInspector(this, options)
+  }
+
   /** The audit chain's head now (see {@link AgentFS.seal}). */
   auditHead(): Promise<string> {
     return auditHead(this.db)
@@ -416,6 +432,51 @@ export class AgentFS implements AgentScope {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close()
   }
+}
+
+/** Options of {@link AgentFS.serveInspector} (those of `serveInspector` in `@agentfs/inspector`). */
+export interface InspectorOptions {
+  readonly host?: string
+  readonly port?: number
+  readonly token?: string
+  readonly allowWrites?: boolean
+  readonly policy?: FsPolicy
+}
+
+/** A running inspector (see `InspectorServer` of `@agentfs/inspector`). */
+export interface InspectorHandle {
+  /** The address to open; it carries the token once, then a cookie does. */
+  readonly url: string
+  readonly origin: string
+  readonly token: string
+  readonly port: number
+  close(): Promise<void>
+}
+
+interface InspectorModule {
+  serveInspector(agent: AgentFS, options: InspectorOptions): Promise<InspectorHandle>
+}
+
+/**
+ * `@agentfs/inspector`, an optional package: found next to the SDK, else among the
+ * application's own dependencies (its working directory); neither: an error saying what to
+ * install.
+ */
+async function loadInspector(): Promise<InspectorModule> {
+  const name = '@agentfs/inspector'
+  for (const from of [import.meta.url, pathToFileURL(resolve('package.json')).href]) {
+    let found: string
+    try {
+      found = createRequire(from).resolve(name)
+    } catch {
+      continue
+    }
+    return (await import(pathToFileURL(found).href)) as InspectorModule
+  }
+  throw new AgentFsError(
+    'MISUSE',
+    `agent.serveInspector() needs ${name}, which is not installed: npm install ${name}`,
+  )
 }
 
 type LocalDriver = (config: {

@@ -19,5 +19,11 @@ export type {
 export type { KvEntry, KvStore } from '@agentfs/kv'
 export { KvConflictError } from '@agentfs/kv'
 export type { ToolCall, ToolCalls, ToolStats } from '@agentfs/tool-calls'
-export type { AgentFSOptions, AgentScope, TransactionOptions } from './agentfs.js'
+export type {
+  AgentFSOptions,
+  AgentScope,
+  InspectorHandle,
+  InspectorOptions,
+  TransactionOptions,
+} from './agentfs.js'
 export { AgentFS } from './agentfs.js'
