@@ -6,7 +6,7 @@ import { registerBranch, registerHistory } from './commands/history.js'
 import { registerInspect } from './commands/inspect.js'
 import { registerKv } from './commands/kv.js'
 import { registerOverlay } from './commands/overlay.js'
-import { registerServe } from './commands/serve.js'
+import { registerServe, registerUi } from './commands/serve.js'
 import { registerSync } from './commands/sync.js'
 
 export { colorDiff, useColor } from './commands/shared.js'
@@ -24,5 +24,6 @@ export function registerCommands(program: Command): void {
   registerHistory(program)
   registerBranch(program)
   registerServe(program)
+  registerUi(program)
   registerSync(program)
 }

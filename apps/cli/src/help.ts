@@ -182,6 +182,12 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
     examples: ['agentfs sync status agent-a', 'agentfs sync status --json agent-a'],
   },
   'sync conflicts': { examples: ['agentfs sync conflicts agent-a'] },
+  ui: {
+    examples: [
+      'agentfs ui my-agent   # prints the address to open (with its token); Ctrl-C stops',
+      'agentfs ui --allow-writes my-agent   # the inspector may take snapshots',
+    ],
+  },
   'serve mcp': {
     examples: [
       'agentfs serve mcp my-agent',

@@ -158,19 +158,25 @@ function runLine(line: string, dir: string, prefix = ''): void {
   })
 }
 
-/** A mount example runs until it says "mounted"; SIGTERM unmounts it and it exits 0. */
-async function runMount(line: string, dir: string): Promise<void> {
-  // `exec` makes the mount the shell's own process, so the signal reaches it.
-  const script = hostPaths(line, dir).replace(/(^|&& )agentfs mount/, '$1exec agentfs mount')
+/** `agentfs ui` examples serve until stopped. */
+const serves = (line: string) => /agentfs ui\b/.test(line)
+
+/**
+ * A mount example runs until it says "mounted" (a ui example until it prints its address);
+ * SIGTERM stops it and it exits 0.
+ */
+async function runMount(line: string, dir: string, ready = 'mounted'): Promise<void> {
+  // `exec` makes the command the shell's own process, so the signal reaches it.
+  const script = hostPaths(line, dir).replace(/(^|&& )agentfs (mount|ui)/, '$1exec agentfs $2')
   const child = spawn('sh', ['-c', script], { cwd: dir, env: env() })
   let output = ''
   child.stdout.on('data', (chunk) => (output += chunk))
   child.stderr.on('data', (chunk) => (output += chunk))
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve))
   const deadline = Date.now() + 20_000
-  while (!output.includes('mounted') && Date.now() < deadline && child.exitCode === null)
+  while (!output.includes(ready) && Date.now() < deadline && child.exitCode === null)
     await new Promise((resolve) => setTimeout(resolve, 50))
-  expect(output, line).toContain('mounted')
+  expect(output, line).toContain(ready)
   child.kill('SIGTERM')
   expect(await exited, line).toBe(0)
 }
@@ -185,7 +191,7 @@ describe('CLI help examples', () => {
     await mkdir(world)
     sh(WORLD.replaceAll(SYNC_URL, server.url), world, { PATH: `${bin}:${process.env.PATH}` })
     groups = examples()
-    expect(groups.length).toBe(45)
+    expect(groups.length).toBe(46)
     expect(groups.flat().length).toBeGreaterThanOrEqual(50)
   }, 300_000) // some 40 CLI processes and a sync server: slow when the machine is busy
 
@@ -194,7 +200,9 @@ describe('CLI help examples', () => {
     for (const [i, lines] of groups.entries()) {
       if (lines.some(needsFuse)) continue
       const dir = await fresh(`ex-${i}`, lines)
-      for (const line of lines) runLine(line, dir)
+      for (const line of lines)
+        if (serves(line)) await runMount(line, dir, 'http://127.0.0.1:')
+        else runLine(line, dir)
       n += lines.length
       await rm(dir, { recursive: true, force: true })
     }
@@ -260,6 +268,11 @@ describe('README examples', () => {
           /run-\d{8}-\d{6}/g,
           runs.sort().at(-1)?.slice(0, -3) ?? '$&',
         )
+        if (serves(line)) {
+          await runMount(line, dir, 'http://127.0.0.1:')
+          n++
+          continue
+        }
         if (needsFuse(line) || /run-\d{8}/.test(printedLine)) {
           if (!fuse) continue
           if (/agentfs mount\s+[^\s#]/.test(line)) {

@@ -31,6 +31,8 @@ export async function bundleCli(): Promise<{ cli: string; dispose(): Promise<voi
       'just-bash',
       'fuse-native',
       '@agentfs/fuse',
+      // Serves its web app from its own build (dist/ui), found next to its module.
+      '@agentfs/inspector',
       '@tursodatabase/sync',
       '@tursodatabase/database',
     ],

@@ -94,6 +94,9 @@ try {
   console.log(
     `\nInspect it yourself (from the repository): pnpm agentfs timeline ${path}\n  and: pnpm agentfs log ${path}, pnpm agentfs snapshots ${path}`,
   )
+  console.log(
+    `\nSee it in a browser, the timeline, the files and their versions, the changes (Ctrl-C stops):\n  pnpm agentfs ui ${path}`,
+  )
 } finally {
   await agent.close()
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
 import { AUDIT_KEY_ENV } from '../audit-key.js'
-import { openExisting, viewOf, withMemoryPolicy } from '../open.js'
+import { openBranchBase, openExisting, viewOf, withMemoryPolicy } from '../open.js'
 
 /** `serve mcp`: the agent tools as an MCP server over stdio. */
 export function registerServe(program: Command): void {
@@ -54,4 +54,65 @@ export function registerServe(program: Command): void {
         })
       },
     )
+}
+
+/** `ui`: the inspector, a local web app over the database, until Ctrl-C. */
+export function registerUi(program: Command): void {
+  program
+    .command('ui')
+    .description(
+      'the inspector: a web app on 127.0.0.1 showing files and their versions, the tool-call timeline, the live change feed, snapshots, branches, kv and stats (read-only unless --allow-writes; Ctrl-C stops)',
+    )
+    .argument('<db>')
+    .option('--port <n>', 'listen on this port (default: a free one)', portNumber)
+    .option(
+      '--host <address>',
+      'listen on this address instead of 127.0.0.1 (needs --token: anyone who can reach it sees everything)',
+    )
+    .option('--token <token>', 'the access token (default: a random one, in the printed URL)')
+    .option('--allow-writes', 'let the inspector take snapshots')
+    .action(
+      async (
+        db: string,
+        o: { port?: number; host?: string; token?: string; allowWrites?: boolean },
+      ) => {
+        if (o.host !== undefined && o.token === undefined)
+          throw new Error(
+            `--host ${o.host} needs --token: anyone who can reach that address would see everything the agent did`,
+          )
+        if (o.token !== undefined && o.token.length < 16)
+          throw new Error('--token must be at least 16 characters')
+        const agent = await openExisting(db)
+        const { serveInspector } = await import('@agentfs/inspector')
+        let server: Awaited<ReturnType<typeof serveInspector>>
+        try {
+          server = await serveInspector(agent, {
+            ...(o.port === undefined ? {} : { port: o.port }),
+            ...(o.host === undefined ? {} : { host: o.host }),
+            ...(o.token === undefined ? {} : { token: o.token }),
+            ...(o.allowWrites ? { allowWrites: true } : {}),
+            openBase: openBranchBase,
+          })
+        } catch (error) {
+          await agent.close()
+          throw error
+        }
+        process.stdout.write(
+          `AgentFS inspector for ${agent.path}${o.allowWrites ? '' : ' (read-only)'}: ${server.url}\nopen it in a browser; Ctrl-C stops\n`,
+        )
+        await new Promise<void>((resolve) => {
+          process.once('SIGINT', resolve)
+          process.once('SIGTERM', resolve)
+        })
+        await server.close()
+        await agent.close()
+      },
+    )
+}
+
+function portNumber(value: string): number {
+  const n = Number(value)
+  if (!Number.isSafeInteger(n) || n < 0 || n > 65535)
+    throw new Error(`--port expects 0 … 65535, got ${JSON.stringify(value)}`)
+  return n
 }
