@@ -53,6 +53,49 @@ test('agentfs ui: prints a URL with a token, serves the inspector read-only, sto
   expect(await exited).toBe(0)
 })
 
+test("agentfs ui on a branch shows what the branch changed against its database's snapshot", async () => {
+  for (const args of [
+    ['init', 'live.db'],
+    ['fs', 'write', 'live.db', '/plan.md', 'one'],
+    ['snapshot', 'live.db', 'base'],
+    ['branch', 'live.db', 'base', 'try.db'],
+    ['fs', 'write', 'try.db', '/plan.md', 'two'],
+  ])
+    expect(runCli(cli, args, { cwd }).code, args.join(' ')).toBe(0)
+  const child = spawn(
+    process.execPath,
+    [cli, 'ui', 'try.db', '--token', 'a-token-of-sixteen-chars'],
+    {
+      cwd,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+  try {
+    const origin = await new Promise<string>((resolve) => {
+      let out = ''
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString()
+        const m = out.match(/http:\/\/127\.0\.0\.1:\d+/)
+        if (m) resolve(m[0])
+      })
+    })
+    const res = await fetch(`${origin}/api/branch`, {
+      headers: { authorization: 'Bearer a-token-of-sixteen-chars' },
+    })
+    const branch = (await res.json()) as {
+      base: { kind: string; snapshot: string }
+      changes: { path: string; kind: string; diff?: string }[]
+    }
+    expect(branch.base).toMatchObject({ kind: 'snapshot', snapshot: 'base' })
+    expect(branch.changes.map((c) => [c.kind, c.path])).toEqual([['modified', '/plan.md']])
+    expect(branch.changes[0]!.diff).toContain('+two')
+  } finally {
+    child.kill('SIGINT')
+  }
+  expect(await exited).toBe(0)
+})
+
 test('agentfs ui refuses another address without a token, and a short token', () => {
   expect(runCli(cli, ['init', 'refuse.db'], { cwd }).code).toBe(0)
   const host = runCli(cli, ['ui', 'refuse.db', '--host', '0.0.0.0'], { cwd })
