@@ -39,6 +39,16 @@ describe('stored MIME types (agentfs_mime)', () => {
       contentType: 'binary',
       stored: false,
     })
+    // A name whose extension means a binary format elsewhere (.ts is an MPEG transport
+    // stream) but whose content is text: source code, not video.
+    await fs.writeFile('/app.ts', 'export const a = 1\n')
+    expect((await fs.mimeType('/app.ts')).mimeType).toBe('text/typescript')
+    await fs.writeFile('/lib.rs', 'fn main() {}\n')
+    expect((await fs.mimeType('/lib.rs')).mimeType).toBe('text/plain')
+    await fs.writeFile('/clip.ts', new Uint8Array([0x47, 0x40, 0x00, 0x10, 0x00]))
+    expect((await fs.mimeType('/clip.ts')).mimeType).toBe('video/mp2t')
+    await fs.writeFile('/song.mp3', 'not really audio')
+    expect((await fs.mimeType('/song.mp3')).mimeType).toBe('text/plain')
     await fs.mkdir('/d')
     await expect(fs.mimeType('/d')).rejects.toMatchObject({ code: 'EISDIR' })
     await expect(fs.mimeType('/none')).rejects.toMatchObject({ code: 'ENOENT' })

@@ -56,9 +56,25 @@ export const contentTypeOf = (head: Uint8Array): 'text' | 'binary' =>
 export function deriveMimeType(path: string, head: Uint8Array): string {
   const sniffed = sniffMimeType(head)
   if (sniffed !== undefined) return sniffed
-  const byName = mime.getType(path.slice(path.lastIndexOf('/') + 1))
-  if (byName !== null) return byName
-  return contentTypeOf(head) === 'text' ? 'text/plain' : 'application/octet-stream'
+  const name = path.slice(path.lastIndexOf('/') + 1)
+  const text = contentTypeOf(head) === 'text'
+  const byName = mime.getType(name)
+  // An extension that names a binary format (.ts is an MPEG transport stream, .rs a Rust
+  // source as often as anything) says nothing about content that is text.
+  if (byName !== null && !(text && BINARY_TYPE.test(byName))) return byName
+  if (text) return SOURCE_TYPES[name.slice(name.lastIndexOf('.') + 1).toLowerCase()] ?? 'text/plain'
+  return byName ?? 'application/octet-stream'
+}
+
+/** Media types only binary content can have (SVG is text). */
+const BINARY_TYPE =
+  /^(audio|video|font|model)\/|^image\/(?!svg)|^application\/(rls-services|octet-stream)/
+
+/** Source files whose extensions the registry gives to binary formats. */
+const SOURCE_TYPES: Record<string, string> = {
+  ts: 'text/typescript',
+  mts: 'text/typescript',
+  cts: 'text/typescript',
 }
 
 /** The stored type of inode `ino`; a stored value that is not a media type is ignored. */
