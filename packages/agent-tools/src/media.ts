@@ -1,21 +1,22 @@
 import { Worker } from 'node:worker_threads'
+import { sniffMimeType } from '@agentfs/fs'
 import { ToolFailure } from './failure.js'
 
 /** Media types `read_file` recognises by their first bytes (never by the name, which may lie). */
 export type MediaType = 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp' | 'application/pdf'
 
-const startsWith = (bytes: Uint8Array, prefix: readonly (number | null)[]) =>
-  bytes.length >= prefix.length && prefix.every((b, i) => b === null || bytes[i] === b)
+const MEDIA: ReadonlySet<string> = new Set<MediaType>([
+  'image/png',
+  'image/jpeg',
+  'image/gif',
+  'image/webp',
+  'application/pdf',
+])
 
-/** The media type of `bytes` by its magic number, or undefined. */
+/** The media type of `bytes` by its magic number (fs's `sniffMimeType`), when `read_file` shows it. */
 export function sniffMedia(bytes: Uint8Array): MediaType | undefined {
-  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return 'image/png'
-  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return 'image/jpeg'
-  if (startsWith(bytes, [0x47, 0x49, 0x46, 0x38])) return 'image/gif'
-  if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46, null, null, null, null, 0x57, 0x45, 0x42, 0x50]))
-    return 'image/webp'
-  if (startsWith(bytes, [0x25, 0x50, 0x44, 0x46, 0x2d])) return 'application/pdf'
-  return undefined
+  const sniffed = sniffMimeType(bytes)
+  return sniffed !== undefined && MEDIA.has(sniffed) ? (sniffed as MediaType) : undefined
 }
 
 /** The text of a PDF, page by page. */

@@ -1,7 +1,8 @@
 import { unifiedDiff } from '@agentfs/core'
+import { contentTypeOf } from '@agentfs/fs'
 
-/** True when bytes look like text (no NUL in the first 8 KiB). */
-export const isText = (bytes: Uint8Array) => !bytes.subarray(0, 8192).includes(0)
+/** True when bytes look like text: fs's `contentTypeOf` (no NUL in the first 8 KiB). */
+export const isText = (bytes: Uint8Array) => contentTypeOf(bytes) === 'text'
 
 /** Lines of a text, without the empty string after a final newline. */
 export function splitLines(text: string): string[] {
