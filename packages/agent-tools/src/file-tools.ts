@@ -2,19 +2,13 @@ import { createHash } from 'node:crypto'
 import { isAgentFsError } from '@agentfs/core'
 import { hashFile } from '@agentfs/fs'
 import { z } from 'zod'
-import { nearMissText } from './edit/near-miss.js'
-import {
-  describeTolerance,
-  findMatches,
-  linesOf,
-  MAX_MATCHES,
-  replacementFor,
-} from './edit/tolerant-edit.js'
+import { applyEdits, type PlannedEdit } from './edit/apply-edits.js'
 import { ToolFailure } from './failure.js'
 import { pdfText, sniffMedia } from './media.js'
 import { dirnameOf } from './posix.js'
 import { type ReadFileInput, readFileSchema, readTextContent } from './read-file.js'
 import { isText, numbered, shortDiff, splitLines } from './text.js'
+import { inTransaction } from './transaction.js'
 import type { AgentToolDefinition, ToolEnvironment } from './types.js'
 
 /** How long and how much heap extracting a PDF's text may take. */
@@ -108,7 +102,7 @@ const readFile: AgentToolDefinition<ReadFileInput> = {
         )
       const pdf = await pdfText(bytes, PDF_LIMITS)
       const text = pdf.text.map((t, i) => `--- page ${i + 1} of ${pdf.pages} ---\n${t}`).join('\n')
-      const out = readTextContent(input, env, limits, fsPath, Buffer.from(text), stats.version)
+      const out = readTextContent(input, env, limits, fsPath, text, stats.version)
       return {
         ...out,
         text: `${display} is a PDF of ${pdf.pages} page(s); its text, by lines:\n${out.text}`,
@@ -142,13 +136,16 @@ const writeFile: AgentToolDefinition<{
   async handler(input, env) {
     const fsPath = await env.paths.resolve(input.path, env.fs)
     const display = env.paths.display(fsPath)
-    await env.fs.mkdir(dirnameOf(fsPath), { recursive: true })
     try {
-      await env.fs.writeFile(
-        fsPath,
-        input.content,
-        input.expected_version === undefined ? {} : { ifMatch: input.expected_version },
-      )
+      // The parents and the file in one transaction: a write the policy refuses makes nothing.
+      await inTransaction(env.fs, async (fs) => {
+        await fs.mkdir(dirnameOf(fsPath), { recursive: true })
+        await fs.writeFile(
+          fsPath,
+          input.content,
+          input.expected_version === undefined ? {} : { ifMatch: input.expected_version },
+        )
+      })
     } catch (error) {
       if (isAgentFsError(error, 'CONFLICT'))
         await checkExpected(env, fsPath, display, input.expected_version, input.content)
@@ -184,79 +181,6 @@ const editSchema = z
   )
 
 type EditInput = z.infer<typeof editSchema>
-
-interface PlannedEdit {
-  readonly old: string
-  readonly replacement: string
-  readonly all: boolean
-}
-
-/**
- * Applies edits to text, each found exactly or else by the tolerance ladder of `findMatches`
- * (a unique match only, unless replace_all); throws ToolFailure with near-miss diagnostics.
- */
-export function applyEdits(
-  text: string,
-  edits: readonly PlannedEdit[],
-  display: string,
-  maxLineLength = 2000,
-): { text: string; firstLine: number; tolerances: string[] } {
-  let firstLine = Number.POSITIVE_INFINITY
-  const tolerances: string[] = []
-  for (const edit of edits) {
-    if (edit.old === edit.replacement) {
-      throw new ToolFailure(
-        'NO_CHANGE',
-        'No changes to make: old_string and new_string are exactly the same.',
-      )
-    }
-    if (edit.old.length === 0)
-      throw new ToolFailure(
-        'EINVAL',
-        'old_string is empty. To create a file use create_file or write_file; to add to one, include the neighbouring text in old_string.',
-      )
-    // replace_all of an exact text: every occurrence, however many.
-    if (edit.all && text.includes(edit.old)) {
-      firstLine = Math.min(firstLine, linesOf(text, [text.indexOf(edit.old)])[0]!)
-      text = text.split(edit.old).join(edit.replacement)
-      continue
-    }
-    const found = findMatches(text, edit.old, edit.replacement)
-    if (found.matches.length === 0) {
-      throw new ToolFailure(
-        'NOT_FOUND',
-        `String to replace not found in file.\nString: ${edit.old.length > 500 ? `${edit.old.slice(0, 500)}…` : edit.old}\n(Not even with line endings, trailing whitespace, tabs vs spaces or look-alike characters tolerated.)\n${nearMissText(text, edit.old, display, maxLineLength)}`,
-      )
-    }
-    if (found.matches.length > MAX_MATCHES)
-      throw new ToolFailure(
-        'AMBIGUOUS',
-        `The string to replace matches more than ${MAX_MATCHES} places only with ${describeTolerance(found)} tolerated; nothing was changed. Copy the text exactly as it is in the file.`,
-      )
-    const lines = linesOf(
-      text,
-      found.matches.map((m) => m.start),
-    )
-    if (found.matches.length > 1 && !edit.all) {
-      const how = describeTolerance(found)
-      throw new ToolFailure(
-        'AMBIGUOUS',
-        `Found ${found.matches.length} matches of the string to replace${how ? ` (with ${how} tolerated)` : ''}, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: ${edit.old}\nMatches at lines: ${lines.slice(0, 50).join(', ')} of ${display}`,
-      )
-    }
-    const how = describeTolerance(found)
-    if (how !== undefined && !tolerances.includes(how)) tolerances.push(how)
-    firstLine = Math.min(firstLine, lines[0]!)
-    // Right to left, so earlier spans stay where they were found.
-    for (const match of [...found.matches].reverse()) {
-      text =
-        text.slice(0, match.start) +
-        replacementFor(text, match, found.old, found.replacement) +
-        text.slice(match.end)
-    }
-  }
-  return { text, firstLine, tolerances }
-}
 
 const editFile: AgentToolDefinition<EditInput> = {
   name: 'edit_file',
@@ -373,22 +297,6 @@ const multiEdit: AgentToolDefinition<z.infer<typeof multiSchema>> = {
       data: { versions, tolerances: [...tolerated] },
     }
   },
-}
-
-/**
- * Runs `fn` in one transaction of `fs` when it has them (a database filesystem): all its changes
- * commit together or none does. Other filesystems run it as is.
- */
-export async function inTransaction<T>(
-  fs: ToolEnvironment['fs'],
-  fn: (fs: ToolEnvironment['fs']) => Promise<T>,
-): Promise<T> {
-  const transactional = fs as ToolEnvironment['fs'] & {
-    transaction?: <R>(fn: (fs: never) => Promise<R>) => Promise<R>
-  }
-  if (typeof transactional.transaction === 'function')
-    return transactional.transaction((tx) => fn(tx))
-  return fn(fs)
 }
 
 /** The hash a write's answer carries: of the bytes written, as `hash` would report them. */

@@ -5,11 +5,13 @@ export {
   MAX_INPUT_BYTES,
   TOOL_DEFINITIONS,
 } from './create-agent-tools.js'
+export { applyEdits } from './edit/apply-edits.js'
 export { nearMisses, nearMissText } from './edit/near-miss.js'
 export { TOLERANCES, type Tolerance } from './edit/normalize.js'
 export { applyHunks } from './edit/patch-apply.js'
 export { type FilePatch, type PatchHunk, parseAnyPatch } from './edit/patch-parse.js'
 export {
+  applyMatches,
   describeTolerance,
   type EditMatch,
   type FoundMatches,
@@ -17,7 +19,6 @@ export {
   replacementFor,
 } from './edit/tolerant-edit.js'
 export { failureOutput, ToolFailure } from './failure.js'
-export { applyEdits } from './file-tools.js'
 export type { ChangeSource } from './history-tools.js'
 export { climbsAboveRoot, createPathPolicy, landing } from './paths.js'
 export { isText } from './text.js'

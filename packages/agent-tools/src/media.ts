@@ -49,6 +49,8 @@ let parserUrl: string | undefined
  */
 export async function pdfText(bytes: Uint8Array, limits: PdfLimits): Promise<PdfText> {
   parserUrl ??= import.meta.resolve('unpdf')
+  // The bytes are copied to the worker, not moved: they came from a FileSystem, which may
+  // still hold the buffer (a cache), and a moved buffer is gone from every holder.
   const worker = new Worker(WORKER, {
     eval: true,
     workerData: { url: parserUrl, bytes },

@@ -4,9 +4,9 @@ import { z } from 'zod'
 import { applyHunks } from './edit/patch-apply.js'
 import { type FilePatch, parseAnyPatch } from './edit/patch-parse.js'
 import { ToolFailure } from './failure.js'
-import { inTransaction } from './file-tools.js'
 import { dirnameOf } from './posix.js'
 import { isText } from './text.js'
+import { inTransaction } from './transaction.js'
 import type { AgentToolDefinition, ToolEnvironment } from './types.js'
 
 /** What a file is, as the patch has left it so far: its text (undefined: absent) and its version. */
@@ -124,7 +124,10 @@ const applyPatch: AgentToolDefinition<{ patch?: string | undefined; input?: stri
         for (const [fsPath, s] of plan) {
           const now = await fs.lstat(fsPath).then(
             (st) => st.version,
-            () => undefined,
+            (error: unknown) => {
+              if (isAgentFsError(error, 'ENOENT')) return undefined
+              throw error
+            },
           )
           if (now !== s.version)
             throw new ToolFailure(

@@ -172,7 +172,7 @@ export function readTextContent(
   env: ToolEnvironment,
   limits: OutputLimits,
   fsPath: string,
-  bytes: Buffer,
+  content: Buffer | string,
   version: string,
 ): ToolOutput {
   const display = env.paths.display(fsPath)
@@ -183,7 +183,8 @@ export function readTextContent(
     limits,
     token: (c) => encode(fsPath, { ...c, version }),
   }
-  const data = { version, size: bytes.length }
+  const size = typeof content === 'string' ? Buffer.byteLength(content) : content.length
+  const data = { version, size }
   const done = (text: string, extra: Record<string, unknown> = {}): ToolOutput => ({
     text: `${text}\n[version: ${version}]`,
     data: { ...data, ...extra },
@@ -199,9 +200,15 @@ export function readTextContent(
     (cursor === undefined && (input.byte_offset ?? input.byte_limit) !== undefined)
   )
     return done(
-      changed + byteSection(r, bytes, cursor?.byte ?? input.byte_offset ?? 0, input.byte_limit),
+      changed +
+        byteSection(
+          r,
+          typeof content === 'string' ? Buffer.from(content) : content,
+          cursor?.byte ?? input.byte_offset ?? 0,
+          input.byte_limit,
+        ),
     )
-  const lines = splitLines(bytes.toString('utf8'))
+  const lines = splitLines(typeof content === 'string' ? content : content.toString('utf8'))
   if (lines.length === 0) return done(`The file ${display} exists but is empty.`)
   if (cursor !== undefined && cursor.column > 0) return done(changed + lineTail(r, lines, cursor))
   const ranges =

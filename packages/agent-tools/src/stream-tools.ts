@@ -4,6 +4,7 @@ import { z } from 'zod'
 import { ToolFailure } from './failure.js'
 import { sha256Of } from './file-tools.js'
 import { dirnameOf } from './posix.js'
+import { inTransaction } from './transaction.js'
 import type { AgentToolDefinition } from './types.js'
 
 /**
@@ -37,12 +38,15 @@ const createFile: AgentToolDefinition<{
     const display = env.paths.display(fsPath)
     // A bad media type is refused before anything (parents included) is made.
     const mimeType = input.mime_type === undefined ? undefined : checkMimeType(input.mime_type)
-    if (input.parents !== false) await env.fs.mkdir(dirnameOf(fsPath), { recursive: true })
     const content = input.content ?? ''
     try {
-      await env.fs.writeFile(fsPath, content, {
-        flag: 'wx',
-        ...(mimeType === undefined ? {} : { mimeType }),
+      // The parents and the file in one transaction: a write the policy refuses makes nothing.
+      await inTransaction(env.fs, async (fs) => {
+        if (input.parents !== false) await fs.mkdir(dirnameOf(fsPath), { recursive: true })
+        await fs.writeFile(fsPath, content, {
+          flag: 'wx',
+          ...(mimeType === undefined ? {} : { mimeType }),
+        })
       })
     } catch (error) {
       if (isAgentFsError(error, 'EEXIST'))
@@ -112,8 +116,10 @@ const appendFile: AgentToolDefinition<{ path: string; content: string }> = {
     const before = await env.fs.lstat(fsPath).catch(() => undefined)
     if (before?.isDirectory())
       throw new ToolFailure('EISDIR', `Error: ${display} is a directory; append to a file.`)
-    await env.fs.mkdir(dirnameOf(fsPath), { recursive: true })
-    await env.fs.appendFile(fsPath, input.content)
+    await inTransaction(env.fs, async (fs) => {
+      await fs.mkdir(dirnameOf(fsPath), { recursive: true })
+      await fs.appendFile(fsPath, input.content)
+    })
     const stats = await env.fs.stat(fsPath)
     return {
       text: `Appended ${Buffer.byteLength(input.content)} bytes to ${display} (now ${stats.size} bytes${before === undefined ? ', created' : ''}). [version: ${stats.version}]`,

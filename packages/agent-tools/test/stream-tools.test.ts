@@ -1,4 +1,6 @@
+import type { AgentFS } from '@agentfs/sdk'
 import { expect, test } from 'vitest'
+import { type AgentToolsOptions, createAgentTools } from '../src/index.js'
 import { openTools } from './open-tools.js'
 
 const setup = () => openTools()
@@ -86,3 +88,28 @@ test('the new mutating tools are refused in read-only mode', async () => {
     expect(tools.has(name)).toBe(false)
   expect(tools.has('exists')).toBe(true)
 })
+
+test('a write the policy refuses makes nothing, not even the parent directories it would need', async () => {
+  const { agent } = await setup()
+  const { run } = openToolsOn(agent.fs.restrict({ maxFileSize: 4 }), agent.tools)
+  for (const [tool, input] of [
+    ['write_file', { path: '/w/deep/f.txt', content: 'too long for the policy' }],
+    ['create_file', { path: '/c/deep/f.txt', content: 'too long for the policy' }],
+    ['append_file', { path: '/a/deep/f.txt', content: 'too long for the policy' }],
+  ] as const) {
+    const refused = await run(tool, input)
+    expect(refused, tool).toMatchObject({ isError: true, code: 'EFBIG' })
+    expect(await agent.fs.exists(`/${input.path.split('/')[1]}`), tool).toBe(false)
+  }
+  // Allowed writes still make their parents.
+  expect((await run('write_file', { path: '/ok/deep/f', content: 'ok' })).isError).toBeFalsy()
+  expect(await agent.fs.readFile('/ok/deep/f', 'utf8')).toBe('ok')
+  expect((await run('append_file', { path: '/ap/deep/f', content: 'ok' })).isError).toBeFalsy()
+  expect((await run('create_file', { path: '/cr/deep/f', content: 'ok' })).isError).toBeFalsy()
+})
+
+/** The tools over `fs` (a restricted view of the agent's), audited in the agent's log. */
+function openToolsOn(fs: AgentToolsOptions['fs'], audit: AgentFS['tools']) {
+  const tools = createAgentTools({ fs, audit })
+  return { run: (name: string, input: unknown) => tools.get(name)!.execute(input) }
+}

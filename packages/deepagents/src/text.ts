@@ -1,5 +1,5 @@
 import { extname } from 'node:path'
-import { findMatches, replacementFor } from '@agentfs/agent-tools'
+import { applyMatches, findMatches } from '@agentfs/agent-tools'
 
 /** Binary types by extension, as deepagents' backends decide them; everything else is text. */
 const BINARY: Record<string, string> = {
@@ -73,13 +73,7 @@ export function replaceString(
     if (found.matches.length === 0) return `Error: String not found in file: '${oldString}'`
     if (found.matches.length > 1 && !replaceAll)
       return `Error: String '${oldString}' has multiple occurrences (appears ${found.matches.length} times) in file. Use replace_all=True to replace all instances, or provide a more specific string with surrounding context.`
-    let text = content
-    for (const match of [...found.matches].reverse())
-      text =
-        text.slice(0, match.start) +
-        replacementFor(text, match, found.old, found.replacement) +
-        text.slice(match.end)
-    return [text, found.matches.length]
+    return [applyMatches(content, found), found.matches.length]
   }
   if (occurrences > 1 && !replaceAll)
     return `Error: String '${oldString}' has multiple occurrences (appears ${occurrences} times) in file. Use replace_all=True to replace all instances, or provide a more specific string with surrounding context.`

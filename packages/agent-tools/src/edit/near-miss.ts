@@ -45,7 +45,11 @@ function dice(a: string, b: string, aGrams = bigrams(a)): number {
  * at least one half). Work is linear in the file's lines and the sought lines.
  */
 export function nearMisses(text: string, sought: string): NearMiss[] {
-  const fileLines = splitLines(text.replace(/\r\n?/g, '\n'))
+  return missesIn(splitLines(text.replace(/\r\n?/g, '\n')), sought)
+}
+
+/** `nearMisses` over the file's lines, their ends already made `\n`. */
+function missesIn(fileLines: string[], sought: string): NearMiss[] {
   // The first SOUGHT_LINES lines say where the text is as well as all of them would.
   const soughtLines = sought.replace(/\r\n?/g, '\n').split('\n', SOUGHT_LINES)
   if (fileLines.length === 0 || sought.trim() === '') return []
@@ -112,10 +116,10 @@ export function nearMissText(
   display: string,
   maxLineLength: number,
 ): string {
-  const misses = nearMisses(text, sought)
+  const lines = splitLines(text.replace(/\r\n?/g, '\n'))
+  const misses = missesIn(lines, sought)
   if (misses.length === 0)
     return 'No similar text was found in the file either. Read the file again (read_file) and copy the text to replace exactly.'
-  const lines = splitLines(text.replace(/\r\n?/g, '\n'))
   const parts: string[] = []
   for (const m of misses) {
     const region = lines.slice(m.from - 1, m.to)

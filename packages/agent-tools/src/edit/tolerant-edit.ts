@@ -229,12 +229,20 @@ function changes(old: string, replacement: string): Change[] | undefined {
   return out
 }
 
-/** The last diff made: every match of a replace_all shares it. */
-let lastChanges: { old: string; replacement: string; parts: Change[] | undefined } | undefined
-function cachedChanges(old: string, replacement: string): Change[] | undefined {
-  if (lastChanges?.old !== old || lastChanges.replacement !== replacement)
-    lastChanges = { old, replacement, parts: changes(old, replacement) }
-  return lastChanges.parts
+/**
+ * `text` with every match of `found` replaced (right to left, so earlier spans stay where they
+ * were found), each in the file's style; the model's change is diffed once for all of them.
+ */
+export function applyMatches(text: string, found: FoundMatches): string {
+  const tolerant = found.matches.some((m) => m.tolerances.length > 0)
+  const parts = tolerant ? changes(found.old, found.replacement) : undefined
+  let out = text
+  for (const match of [...found.matches].reverse())
+    out =
+      out.slice(0, match.start) +
+      replacementWith(out, match, found.replacement, parts) +
+      out.slice(match.end)
+  return out
 }
 
 /**
@@ -248,6 +256,17 @@ export function replacementFor(
   old: string,
   replacement: string,
 ): string {
+  const parts = match.tolerances.length > 0 ? changes(old, replacement) : undefined
+  return replacementWith(text, match, replacement, parts)
+}
+
+/** `replacementFor` with the model's change (old → replacement) already diffed. */
+function replacementWith(
+  text: string,
+  match: EditMatch,
+  replacement: string,
+  parts: Change[] | undefined,
+): string {
   const region = text.slice(match.start, match.end)
   const tolerant = match.tolerances.length > 0
   const eol = lineEndingOf(region.includes('\n') ? region : text)
@@ -258,7 +277,6 @@ export function replacementFor(
   }
   const lineStart = match.start === 0 || text[match.start - 1] === '\n'
   if (!tolerant) return eol === '\r\n' ? styled(replacement, lineStart, style) : replacement
-  const parts = cachedChanges(old, replacement)
   if (parts === undefined) return styled(replacement, lineStart, style)
   const no = match.normalizedOld
   const nf = match.normalizedFile
