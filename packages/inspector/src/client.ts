@@ -4,7 +4,7 @@ import type { SnapshotChange, SnapshotInfo } from '@agentfs/history'
 import type { OverlayChange } from '@agentfs/overlay'
 import type { ToolStats } from '@agentfs/tool-calls'
 import type { CallDetail, CallsOverTime, SessionSummary, TimelineCall } from './api/calls.js'
-import type { FeedPage, KvView } from './api/feed.js'
+import type { BoundedDiff, FeedPage, KvView } from './api/feed.js'
 import type { Blame, FileView, TreePage } from './api/files.js'
 
 /** An answer other than 2xx from the inspector's API. */
@@ -80,8 +80,8 @@ export function inspectorClient(origin: string, token: string) {
     ) => get<FeedPage>('/api/changes', p),
     snapshots: () => get<SnapshotInfo[]>('/api/snapshots'),
     snapshotDiff: (p: { from: string; to?: string }) =>
-      get<SnapshotChange[]>('/api/snapshots/diff', p),
-    branch: () => get<{ base: unknown; changes: OverlayChange[] } | null>('/api/branch'),
+      get<BoundedDiff<SnapshotChange>>('/api/snapshots/diff', p),
+    branch: () => get<({ base: unknown } & BoundedDiff<OverlayChange>) | null>('/api/branch'),
     kv: (p: { prefix?: string; cursor?: string; limit?: number } = {}) =>
       get<{ entries: KvView[]; cursor: string | null }>('/api/kv', p),
     kvEntry: (p: { key: string; limit?: number }) =>

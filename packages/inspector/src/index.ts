@@ -5,7 +5,7 @@ export type {
   SessionSummary,
   TimelineCall,
 } from './api/calls.js'
-export type { ChangeFilters, FeedPage, KvView } from './api/feed.js'
+export type { BoundedDiff, ChangeFilters, FeedPage, KvView } from './api/feed.js'
 export type { Blame, BlameLine, FileView, TreeEntry, TreePage } from './api/files.js'
 export { createInspectorApp, type InspectorApp, TOKEN_COOKIE } from './app.js'
 export { InspectorApiError, type InspectorClient, inspectorClient } from './client.js'

@@ -14,6 +14,12 @@ export const LIMITS = {
   kvValueBytes: 256 * 1024,
   sseClients: 32,
   buckets: 60,
+  /** A call's parameters, result or error larger than this is shown as its stub. */
+  payloadBytes: 1024 * 1024,
+  /** A snapshot or branch diff lists at most this many changes … */
+  diffChanges: 2000,
+  /** … and carries at most this many characters of unified diffs (then paths only). */
+  diffChars: 8 * 1024 * 1024,
 } as const
 
 /** An answer other than 200, with the one-line message the client shows. */

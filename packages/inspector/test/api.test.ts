@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { AgentFS } from '@agentfs/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { bounded } from '../src/api/feed.js'
 import {
   InspectorApiError,
   type InspectorServer,
@@ -140,11 +141,12 @@ describe('the JSON API', () => {
   it('lists snapshots and diffs two of them, or one against now', async () => {
     const snaps = await api.snapshots()
     expect(snaps.map((s) => s.name)).toEqual(['start', 'end'])
-    const diff = await api.snapshotDiff({ from: 'start', to: 'end' })
+    const { changes: diff, truncated } = await api.snapshotDiff({ from: 'start', to: 'end' })
+    expect(truncated).toBe(false)
     const app = diff.find((c) => c.path === '/src/app.ts')!
     expect(app.kind).toBe('added')
     expect(diff.find((c) => c.path === '/notes.md')?.kind).toBe('added')
-    expect(await api.snapshotDiff({ from: 'end' })).toEqual([])
+    expect(await api.snapshotDiff({ from: 'end' })).toEqual({ changes: [], truncated: false })
     await refused(api.snapshotDiff({ from: 'nope' }), 404, /no snapshot named 'nope'/)
     expect(await api.branch()).toBeNull()
   })
@@ -176,6 +178,45 @@ describe('bounds', () => {
     expect(((await res.json()) as { error: string }).error).toBe(
       "since: cannot read 'yesterday' as a time",
     )
+  })
+})
+
+describe('budgets', () => {
+  it("shows a call's payloads whole up to 1 MiB, and their stubs past it", async () => {
+    const id = async (content: string) => {
+      await agent.tools.record({
+        name: 'big_write',
+        parameters: { content },
+        result: 'ok',
+        startedAt: Date.now(),
+        completedAt: Date.now(),
+      })
+      return (await agent.tools.query({ name: 'big_write', limit: 1 }))[0]!.id
+    }
+    const mid = await api.call(await id('m'.repeat(200 * 1024)))
+    expect(mid.payloadsCut).toBe(false)
+    expect((mid.call.parameters as { content: string }).content).toHaveLength(200 * 1024)
+    const big = await api.call(await id('b'.repeat(1024 * 1024 + 1)))
+    expect(big.payloadsCut).toBe(true)
+    expect(JSON.stringify(big.call.parameters).length).toBeLessThan(64 * 1024)
+    expect(big.call.parameters).toMatchObject({ $agentfs_payload: { bytes: expect.any(Number) } })
+  })
+
+  it('cuts a snapshot diff past its budget: the changes past the count, the diffs past the size', () => {
+    const all = Array.from({ length: 5 }, (_, i) => ({ path: `/f${i}`, diff: 'x'.repeat(10) }))
+    expect(bounded(all, 10, 100)).toEqual({ changes: all, truncated: false })
+    const few = bounded(all, 3, 100)
+    expect(few).toEqual({ changes: all.slice(0, 3), truncated: true })
+    const small = bounded(all, 10, 25)
+    expect(small.truncated).toBe(true)
+    expect(small.changes.map((c) => c.diff !== undefined)).toEqual([
+      true,
+      true,
+      false,
+      false,
+      false,
+    ])
+    expect(small.changes.map((c) => c.path)).toEqual(all.map((c) => c.path))
   })
 })
 
@@ -257,7 +298,7 @@ describe('access', () => {
       const feed = await client.changes({ limit: 2000 })
       expect(feed.changes.some((c) => c.path?.startsWith('/secret'))).toBe(false)
       expect(feed.changes.some((c) => c.path === '/src/app.ts')).toBe(true)
-      const diff = await client.snapshotDiff({ from: 'start', to: 'end' })
+      const { changes: diff } = await client.snapshotDiff({ from: 'start', to: 'end' })
       expect(diff.some((c) => c.path === '/notes.md')).toBe(false)
       expect((await client.file({ path: '/src/app.ts' })).text).toContain('b = 3')
     } finally {

@@ -30,6 +30,18 @@ export interface CallDetail {
   readonly call: ToolCall
   readonly changes: Change[]
   readonly moreChanges: boolean
+  /**
+   * True when a parameter, result or error was over `LIMITS.payloadBytes`: the call then shows
+   * the stubs (`{ $agentfs_payload: { sha256, bytes, preview } }`); `agentfs timeline --full`
+   * prints them whole.
+   */
+  readonly payloadsCut: boolean
+}
+
+/** The size of a payload stub (`$agentfs_payload`), or 0 for a value kept in the row. */
+function stubBytes(value: unknown): number {
+  const stub = (value as { $agentfs_payload?: { bytes?: unknown } } | null)?.$agentfs_payload
+  return typeof stub?.bytes === 'number' ? stub.bytes : 0
 }
 
 /** One session's summary. */
@@ -89,13 +101,24 @@ export async function timeline(
 
 /** One call, whole, and its changes (those of paths the policy hides left out). */
 export async function callDetail(ins: Inspection, id: number): Promise<CallDetail> {
-  const call = await ins.agent.tools.get(id)
-  if (!call) throw new HttpError(404, `no tool call #${id}`)
+  const stubbed = await ins.agent.tools.get(id, { payloads: 'stub' })
+  if (!stubbed) throw new HttpError(404, `no tool call #${id}`)
+  // Large payloads are read whole only when they fit the answer's budget.
+  const payloadsCut =
+    stubbed.payloads !== undefined &&
+    [stubbed.parameters, stubbed.result, stubbed.error].some(
+      (v) => stubBytes(v) > LIMITS.payloadBytes,
+    )
+  const call =
+    stubbed.payloads === undefined || payloadsCut
+      ? stubbed
+      : ((await ins.agent.tools.get(id)) ?? stubbed)
   const page = await ins.agent.changes.since(0, { toolCallId: id, limit: LIMITS.callChanges })
   return {
     call,
     changes: page.changes.filter((c) => visible(ins, c)),
     moreChanges: page.changes.length === LIMITS.callChanges,
+    payloadsCut,
   }
 }
 

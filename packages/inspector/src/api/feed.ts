@@ -96,18 +96,43 @@ export async function snapshotDiff(
   ins: Inspection,
   from: string,
   to: string | undefined,
-): Promise<SnapshotChange[]> {
+): Promise<BoundedDiff<SnapshotChange>> {
   for (const name of [from, to])
     if (name !== undefined && !(await ins.agent.history.getSnapshot(name)))
       throw new HttpError(404, `no snapshot named '${name}'`)
   const changes = await ins.agent.history.diff(from, to)
-  return changes.filter((c) => c.type === 'kv' || ins.readable(c.path))
+  return bounded(changes.filter((c) => c.type === 'kv' || ins.readable(c.path)))
+}
+
+/** A diff's changes within the answer's budget: at most so many, diffs up to so many characters. */
+export interface BoundedDiff<C> {
+  readonly changes: C[]
+  /** Changes left out past `LIMITS.diffChanges`, or diffs dropped past `LIMITS.diffChars`. */
+  readonly truncated: boolean
+}
+
+export function bounded<C extends { diff?: string }>(
+  all: C[],
+  maxChanges: number = LIMITS.diffChanges,
+  maxChars: number = LIMITS.diffChars,
+): BoundedDiff<C> {
+  let chars = 0
+  let truncated = all.length > maxChanges
+  const changes = all.slice(0, maxChanges).map((c) => {
+    if (c.diff === undefined) return c
+    chars += c.diff.length
+    if (chars <= maxChars) return c
+    truncated = true
+    const { diff: _dropped, ...rest } = c
+    return rest as C
+  })
+  return { changes, truncated }
 }
 
 /** What this database (a branch or an overlay) changed relative to its base; null when it has none. */
 export async function branchDiff(
   ins: Inspection,
-): Promise<{ base: unknown; changes: OverlayChange[] } | null> {
+): Promise<({ base: unknown } & BoundedDiff<OverlayChange>) | null> {
   const base = await readOverlayBase(ins.agent.db)
   if (!base) return null
   if (!ins.options.openBase)
@@ -117,7 +142,7 @@ export async function branchDiff(
     )
   const overlay = await openOverlay(ins.agent.db, { openBase: ins.options.openBase })
   const changes = await overlay.diff()
-  return { base, changes: changes.filter((c) => ins.readable(c.path)) }
+  return { base, ...bounded(changes.filter((c) => ins.readable(c.path))) }
 }
 
 /** A kv entry as shown: the value whole up to `LIMITS.kvValueBytes` of JSON, else cut. */

@@ -115,20 +115,38 @@ export async function fileView(
     const stat = await ins.fs.stat(path)
     if (stat.isDirectory())
       throw new HttpError(400, `${path} is a directory; list it with /api/tree`)
-    const bytes = (await ins.fs.readFile(path, version === undefined ? {} : { version })) as Buffer
+    // The file now is read only as far as it is shown; a version (kept only for files up to
+    // the retention's size) whole.
+    const bytes =
+      version === undefined
+        ? await head(ins, path, LIMITS.fileBytes + 4)
+        : ((await ins.fs.readFile(path, { version })) as Buffer)
+    const size = version === undefined ? stat.size : bytes.length
     const mime = await ins.fs.mimeType(path)
     const text = mime.contentType === 'text' ? decodeText(bytes, LIMITS.fileBytes) : null
     return {
       path,
       version: version ?? stat.version ?? null,
       current: version === undefined || version === stat.version,
-      size: bytes.length,
+      size,
       mimeType: mime.mimeType,
       contentType: mime.contentType,
       text,
-      truncated: text !== null && bytes.length > LIMITS.fileBytes,
+      truncated: text !== null && size > LIMITS.fileBytes,
     }
   })
+}
+
+/** The first `max` bytes of the file at `path`, through a handle. */
+async function head(ins: Inspection, path: string, max: number): Promise<Buffer> {
+  const handle = await ins.fs.open(path, 'r')
+  try {
+    const buffer = Buffer.alloc(max)
+    const { bytesRead } = await handle.read(buffer, 0, max, 0)
+    return buffer.subarray(0, bytesRead)
+  } finally {
+    await handle.close()
+  }
 }
 
 /** UTF-8 text of at most `max` bytes (cut at a character boundary). */
@@ -146,6 +164,14 @@ export function fileHistory(ins: Inspection, path: string, limit: number): Promi
 /** A version's text for diffing, or a clear refusal. */
 async function versionText(ins: Inspection, path: string, version: string | null): Promise<string> {
   if (version === null) return ''
+  if (version === 'current') {
+    const { size } = await ins.fs.stat(path)
+    if (size > LIMITS.diffBytes)
+      throw new HttpError(
+        413,
+        `${path} is ${size} bytes; the inspector diffs files up to ${LIMITS.diffBytes} bytes (use agentfs diff)`,
+      )
+  }
   const bytes = (await ins.fs.readFile(path, version === 'current' ? {} : { version })) as Buffer
   if (bytes.length > LIMITS.diffBytes)
     throw new HttpError(

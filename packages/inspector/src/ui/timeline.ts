@@ -273,10 +273,11 @@ export async function timelineView(main: HTMLElement, params: URLSearchParams): 
 /** One call: parameters, result or error, and its changes, each linking to the file version. */
 export async function callView(main: HTMLElement, id: string): Promise<void> {
   try {
-    const { call, changes, moreChanges } = await api<{
+    const { call, changes, moreChanges, payloadsCut } = await api<{
       call: Call & { parameters: unknown; result: unknown; metadata: unknown }
       changes: Change[]
       moreChanges: boolean
+      payloadsCut: boolean
     }>(`/api/calls/${encodeURIComponent(id)}`)
     main.append(
       h(
@@ -294,6 +295,15 @@ export async function callView(main: HTMLElement, id: string): Promise<void> {
         { class: `meta status-${call.status}` },
         `${call.status} · ${time(call.startedAt)} · ${ms(call.durationMs)}${call.sessionId ? ` · session ${call.sessionId}` : ''}${call.parentId ? ` · inside #${call.parentId}` : ''}`,
       ),
+      ...(payloadsCut
+        ? [
+            h(
+              'p',
+              { class: 'hint' },
+              `Parameters, result or error over 1 MiB are shown by their hash and size; agentfs timeline --full prints them whole.`,
+            ),
+          ]
+        : []),
       h('h3', {}, 'Parameters'),
       h('pre', { class: 'json' }, JSON.stringify(call.parameters, null, 2) ?? 'null'),
       ...(call.status === 'error'

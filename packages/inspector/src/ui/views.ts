@@ -212,11 +212,24 @@ interface SnapChange {
   diff?: string
 }
 
-function changeList(changes: SnapChange[]): HTMLElement {
+function changeList({
+  changes,
+  truncated,
+}: {
+  changes: SnapChange[]
+  truncated: boolean
+}): HTMLElement {
   if (changes.length === 0) return h('p', { class: 'hint' }, 'No changes.')
   return h(
     'div',
     { class: 'snap-changes' },
+    truncated
+      ? h(
+          'p',
+          { class: 'hint' },
+          'Too many changes to show whole: the list or its diffs are cut (agentfs diff prints them all).',
+        )
+      : null,
     changes.map((c) =>
       h(
         'div',
@@ -294,7 +307,14 @@ export async function snapshotsView(main: HTMLElement, params: URLSearchParams):
   if (snaps.length > 0) main.append(form)
   if (params.get('from')) {
     try {
-      main.append(changeList(await api<SnapChange[]>('/api/snapshots/diff', { from, to })))
+      main.append(
+        changeList(
+          await api<{ changes: SnapChange[]; truncated: boolean }>('/api/snapshots/diff', {
+            from,
+            to,
+          }),
+        ),
+      )
     } catch (error) {
       main.append(errorBox(error))
     }
@@ -303,6 +323,7 @@ export async function snapshotsView(main: HTMLElement, params: URLSearchParams):
     const branch = await api<{
       base: { kind: string; path: string; snapshot?: string }
       changes: SnapChange[]
+      truncated: boolean
     } | null>('/api/branch')
     if (branch)
       main.append(
@@ -311,7 +332,7 @@ export async function snapshotsView(main: HTMLElement, params: URLSearchParams):
           {},
           `Branch: changes against its base (${branch.base.kind} ${branch.base.path}${branch.base.snapshot ? ` at ${branch.base.snapshot}` : ''})`,
         ),
-        changeList(branch.changes),
+        changeList(branch),
       )
   } catch (error) {
     main.append(h('h2', {}, 'Branch'), errorBox(error))
