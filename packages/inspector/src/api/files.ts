@@ -218,7 +218,6 @@ export async function blame(ins: Inspection, path: string): Promise<Blame> {
     const walked = content.slice(0, LIMITS.blameVersions).reverse()
     const partial =
       walked.length < content.length || all.some((v) => !v.readable && v.op === 'write')
-    type Owner = BlameLine | null
     let owners: Owner[] = []
     let previous = ''
     for (const v of walked) {
@@ -231,40 +230,14 @@ export async function blame(ins: Inspection, path: string): Promise<Blame> {
         sessionId: v.sessionId,
         toolCallId: v.toolCallId,
       }
-      const parts = diffLines(previous, text, { timeout: LIMITS.diffMs })
-      if (parts === undefined) throw new HttpError(413, `blaming ${path} took too long`)
-      const next: Owner[] = []
-      let at = 0
-      for (const part of parts) {
-        const n = part.count ?? 0
-        if (part.removed) at += n
-        else if (part.added) for (let i = 0; i < n; i++) next.push(owner)
-        else {
-          // The first version walked owns what it started with only when nothing older exists.
-          for (let i = 0; i < n; i++) next.push(owners[at + i] ?? owner)
-          at += n
-        }
-      }
-      owners = next
+      owners = carry(owners, previous, text, owner, path)
       previous = text
     }
     const current = await versionText(ins, path, 'current')
     if (current !== previous) {
       // Content changed since the newest readable version (history off, or trimmed): those
       // lines have no known change.
-      const parts = diffLines(previous, current, { timeout: LIMITS.diffMs }) ?? []
-      const next: Owner[] = []
-      let at = 0
-      for (const part of parts) {
-        const n = part.count ?? 0
-        if (part.removed) at += n
-        else if (part.added) for (let i = 0; i < n; i++) next.push(null)
-        else {
-          for (let i = 0; i < n; i++) next.push(owners[at + i] ?? null)
-          at += n
-        }
-      }
-      owners = next
+      owners = carry(owners, previous, current, null, path)
     }
     const lines = owners.map((o, i) =>
       o
@@ -273,4 +246,34 @@ export async function blame(ins: Inspection, path: string): Promise<Blame> {
     )
     return { path, lines, versions: walked.length, partial }
   })
+}
+
+type Owner = BlameLine | null
+
+/**
+ * The owners of `next`'s lines: a line kept from `previous` keeps its owner (or takes `owner`
+ * when it had none: the first version walked), a line added or changed is `owner`'s.
+ */
+function carry(
+  owners: Owner[],
+  previous: string,
+  next: string,
+  owner: Owner,
+  path: string,
+): Owner[] {
+  const parts = diffLines(previous, next, { timeout: LIMITS.diffMs })
+  if (parts === undefined)
+    throw new HttpError(413, `blaming ${path} took longer than ${LIMITS.diffMs} ms`)
+  const out: Owner[] = []
+  let at = 0
+  for (const part of parts) {
+    const n = part.count ?? 0
+    if (part.removed) at += n
+    else if (part.added) for (let i = 0; i < n; i++) out.push(owner)
+    else {
+      for (let i = 0; i < n; i++) out.push(owners[at + i] ?? owner)
+      at += n
+    }
+  }
+  return out
 }
