@@ -47,7 +47,7 @@ FROM tool_calls t LEFT JOIN agentfs_tool_call_meta m ON m.id = t.id`,
     table: 'agentfs_change',
     id: 'seq',
     column: 'c.seq',
-    select: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.dir_ino, c.dir2_ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash, c.txid
+    select: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.dir_ino, c.dir2_ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash, c.txid, c.message
 FROM agentfs_change c`,
   },
 }
@@ -154,14 +154,18 @@ export function auditDigest(
  * Columns added later are covered only where set, so rows sealed before they existed keep their
  * digests, and a row cannot gain or lose one unnoticed (encodings of 12, 14 and 15 columns never
  * equal each other). Feed: the content hashes (schema 9, columns 13–14) when either is set, the
- * transaction id (schema 11, column 15) when set, with 13–14 before it. Calls: the payload refs
- * (schema 12, column 15) when set.
+ * transaction id (schema 11, column 15) when set, with 13–14 before it, the message (schema 16,
+ * column 16) when set, with all 15 before it. Calls: the payload refs (schema 12, column 15) when
+ * set.
  */
-function coveredColumns(stream: AuditStream, row: readonly unknown[]): readonly unknown[] {
+function coveredColumns(stream: AuditStream, given: readonly unknown[]): readonly unknown[] {
   // A call's payload refs (schema 12, column 15) only where set.
-  if (stream === 'call' && row.length === 15)
-    return (row[14] ?? null) === null ? row.slice(0, 14) : row
-  if (stream !== 'change' || row.length !== 15) return row
+  if (stream === 'call' && given.length === 15)
+    return (given[14] ?? null) === null ? given.slice(0, 14) : given
+  if (stream !== 'change') return given
+  if (given.length === 16 && (given[15] ?? null) !== null) return given
+  const row = given.length === 16 ? given.slice(0, 15) : given
+  if (row.length !== 15) return row
   if ((row[14] ?? null) !== null) return row
   return (row[12] ?? null) === null && (row[13] ?? null) === null
     ? row.slice(0, 12)

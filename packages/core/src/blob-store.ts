@@ -85,6 +85,79 @@ export async function hashChunks(
   return eachChunk(q, ino, size, chunkSize)
 }
 
+/**
+ * Content-defined chunking (a gear hash, as FastCDC): a cut where the hash of the last 32 bytes
+ * has its top 13 bits clear — about every 8 KiB, at least 2 KiB and at most 64 KiB apart. A cut
+ * depends only on the bytes just before it, so an edit that shifts the rest of a file moves the
+ * cuts with it: the next version of a file shares every chunk but the edited one or two (fixed
+ * size chunks share none past a length-changing edit).
+ */
+const CDC_MIN = 2048
+const CDC_MAX = 65536
+const CDC_MASK = 0xfff80000
+const GEAR = (() => {
+  const table = new Uint32Array(256)
+  for (let i = 0; i < 256; i++)
+    table[i] = createHash('sha256').update(`agentfs-gear-${i}`).digest().readUInt32BE(0)
+  return table
+})()
+
+/** `bytes` cut at content-defined boundaries (see above); views, not copies. */
+export function contentChunks(bytes: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = []
+  let start = 0
+  while (start < bytes.length) {
+    const end = Math.min(bytes.length, start + CDC_MAX)
+    let cut = end
+    let h = 0
+    for (let i = Math.min(end, start + CDC_MIN); i < end; i++) {
+      h = ((h << 1) + GEAR[bytes[i]!]!) >>> 0
+      if ((h & CDC_MASK) === 0) {
+        cut = i + 1
+        break
+      }
+    }
+    out.push(bytes.subarray(start, cut))
+    start = cut
+  }
+  return out
+}
+
+/**
+ * Stores `bytes` in the blob store cut at content-defined boundaries ({@link contentChunks}),
+ * one reference per chunk, and returns the hashes concatenated: for file versions, where
+ * consecutive versions then share all but the chunks an edit touched.
+ */
+export async function captureContent(q: Executor, bytes: Uint8Array): Promise<Uint8Array> {
+  const chunks = contentChunks(bytes)
+  const out = new Uint8Array(chunks.length * HASH_BYTES)
+  for (const [i, chunk] of chunks.entries()) {
+    const hash = createHash('sha256').update(chunk).digest()
+    out.set(hash, i * HASH_BYTES)
+    await addRef(q, hash, chunk)
+  }
+  return out
+}
+
+/** The bytes of inode `ino` as a read returns them (holes as zeros), for files of bounded size. */
+export async function readInode(
+  q: Executor,
+  ino: number,
+  size: number,
+  chunkSize: number,
+): Promise<Uint8Array> {
+  const out = new Uint8Array(size)
+  const { rows } = await q.execute<{ chunk_index: number; data: Uint8Array }>({
+    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index < ?',
+    params: [ino, Math.ceil(size / chunkSize)],
+  })
+  for (const r of rows) {
+    const at = r.chunk_index * chunkSize
+    out.set(r.data.subarray(0, Math.max(0, Math.min(r.data.byteLength, size - at))), at)
+  }
+  return out
+}
+
 /** One more reference to a chunk, storing its bytes when it is new. */
 export async function addRef(q: Executor, hash: Uint8Array, bytes: Uint8Array): Promise<void> {
   await executeDeferred(q, {

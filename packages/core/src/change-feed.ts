@@ -29,6 +29,8 @@ export interface Change {
   /** The tool call the change ran in, once that call is recorded (it is, when it returns). */
   readonly toolCallId: number | null
   readonly callToken: string | null
+  /** Why the change was made, when it was given one (`writeFile(…, { message })`, `withMessage`). */
+  readonly message: string | null
   /**
    * The transaction the change was made in: the `seq` of its first change. Every change of one
    * transaction (a multi-file edit, a restore, a commit) has the same one.
@@ -91,6 +93,7 @@ interface ChangeRow {
   tool_call_id: number | null
   call_token: string | null
   txid: number | null
+  message: string | null
 }
 
 /** `sha256:` and the hex of a 32-byte digest stored as a blob. */
@@ -186,7 +189,7 @@ export async function readChanges(
   }
   params.push(limit + 1)
   const { rows } = await q.execute<ChangeRow>({
-    sql: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash, c.txid,
+    sql: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash, c.txid, c.message,
   (SELECT m.id FROM agentfs_tool_call_meta m WHERE m.call_token = c.call_token) AS tool_call_id
 FROM agentfs_change c WHERE ${where.join(' AND ')} ORDER BY c.seq${reverse ? ' DESC' : ''} LIMIT ?`,
     params,
@@ -208,6 +211,7 @@ FROM agentfs_change c WHERE ${where.join(' AND ')} ORDER BY c.seq${reverse ? ' D
       sessionId: r.session_id,
       toolCallId: r.tool_call_id,
       callToken: r.call_token,
+      message: r.message ?? null,
       txid: r.txid ?? r.seq,
     }),
   )

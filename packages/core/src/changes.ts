@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Timestamp } from './clock.js'
 import { type Executor, executeDeferred } from './driver.js'
+import { AgentFsError } from './errors.js'
 import { explicitId } from './guard-driver.js'
 import { unitOf } from './transaction-unit.js'
 import type { VersionRetention } from './versions.js'
@@ -32,6 +33,26 @@ export interface Actor {
   readonly sessionId?: string | undefined
   /** Token of the running tool call; its `agentfs_tool_call_meta` row carries the same token. */
   readonly callToken?: string | undefined
+  /** Why: recorded on every change made under it (`agentfs_change.message`); see {@link withMessage}. */
+  readonly message?: string | undefined
+}
+
+/** The longest message a change can carry, in characters. */
+export const MAX_MESSAGE = 4096
+
+/** Checks a change message: a string of 1 to {@link MAX_MESSAGE} characters, no NUL. */
+export function checkMessage(message: unknown): string {
+  if (
+    typeof message !== 'string' ||
+    message.length === 0 ||
+    message.length > MAX_MESSAGE ||
+    message.includes('\0')
+  )
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `a change message must be 1 to ${MAX_MESSAGE} characters without NUL; got ${typeof message === 'string' ? `${message.length} characters` : typeof message}`,
+    )
+  return message
 }
 
 /** One change as an operation reports it; the feed adds the sequence, time and actor. */
@@ -62,6 +83,21 @@ registry[KEY] = actors
 /** Runs `fn` with its changes attributed to `actor` (tool calls do this around their body). */
 export function withActor<T>(actor: Actor, fn: () => T): T {
   return actors.run(actor, fn)
+}
+
+/**
+ * Runs `fn` with every change it makes carrying `message` (shown by `log`, `history` and
+ * `blame`): one message for a group of changes. Inside a tool call the call's session and
+ * token stay.
+ *
+ * @example
+ * await withMessage('rename the config keys', async () => {
+ *   await fs.writeFile('/a.json', a)
+ *   await fs.writeFile('/b.json', b)
+ * })
+ */
+export function withMessage<T>(message: string, fn: () => T): T {
+  return actors.run({ ...actors.getStore(), message: checkMessage(message) }, fn)
 }
 
 /** The actor of the running call, if a tool call or `withActor` set one. */
@@ -119,8 +155,8 @@ export async function appendChange(
     unit.rows++
   }
   await executeDeferred(q, {
-    sql: `INSERT INTO agentfs_change (seq, at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size, session_id, call_token, hash, prev_hash, txid)
-SELECT ?, ?, ?, ?, ?, ?, ?, ?, CAST(i.ctime * 1000000000 + i.ctime_nsec AS TEXT), i.size, ?, ?, ?, ?, ${txidSql}
+    sql: `INSERT INTO agentfs_change (seq, at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size, session_id, call_token, hash, prev_hash, txid, message)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, CAST(i.ctime * 1000000000 + i.ctime_nsec AS TEXT), i.size, ?, ?, ?, ?, ${txidSql}, ?
 FROM (SELECT 1) LEFT JOIN fs_inode i ON i.ino = ?`,
     params: [
       seq ?? null,
@@ -136,6 +172,7 @@ FROM (SELECT 1) LEFT JOIN fs_inode i ON i.ino = ?`,
       change.hash ?? null,
       change.prevHash ?? null,
       ...(txidSql === '?' ? [txid] : []),
+      actor?.message ?? null,
       change.ino ?? null,
     ],
   })

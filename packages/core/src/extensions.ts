@@ -375,6 +375,15 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
 )`,
     ],
   },
+  {
+    version: 16,
+    description:
+      "messages on changes (agentfs_change.message): why a change or a group of changes was made, as `writeFile(…, { message })`, a tool's `message` argument or `agentfs fs write -m` gave it",
+    statements: [
+      // NULL when none was given; covered by the audit chain where set (SPEC-EXTENSIONS.md).
+      'ALTER TABLE agentfs_change ADD COLUMN message TEXT',
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

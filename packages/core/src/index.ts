@@ -21,6 +21,8 @@ export {
 export {
   addRef,
   captureChunks,
+  captureContent,
+  contentChunks,
   dropRefs,
   HASH_BYTES,
   hashChunks,
@@ -31,7 +33,16 @@ export {
 export type { Change, ChangePage, ChangeQuery, FollowOptions } from './change-feed.js'
 export { followChanges, lastChange, readChanges } from './change-feed.js'
 export type { Actor, ChangeOp, ChangeRecord, FeedOptions } from './changes.js'
-export { appendChange, CONTENT_OPS, currentActor, micros, withActor } from './changes.js'
+export {
+  appendChange,
+  CONTENT_OPS,
+  checkMessage,
+  currentActor,
+  MAX_MESSAGE,
+  micros,
+  withActor,
+  withMessage,
+} from './changes.js'
 export type { Clock, IdSource, Timestamp } from './clock.js'
 export { fixedClock, randomIds, seededIds, systemClock, toMillis } from './clock.js'
 export type { AgentDatabase, OpenDatabaseOptions } from './database.js'

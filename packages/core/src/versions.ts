@@ -1,4 +1,4 @@
-import { captureChunks, dropRefs } from './blob-store.js'
+import { captureContent, dropRefs, readInode } from './blob-store.js'
 import { micros } from './changes.js'
 import type { Timestamp } from './clock.js'
 import type { Executor } from './driver.js'
@@ -64,8 +64,8 @@ async function drop(q: Executor, where: string, params: (number | string)[]): Pr
 }
 
 /**
- * Keeps the content inode `ino` has now as a version (its chunks in the blob store, shared with
- * snapshots and other versions), then applies the retention limits. Runs in the transaction
+ * Keeps the content inode `ino` has now as a version (its content-defined chunks in the blob
+ * store, shared with other versions), then applies the retention limits. Runs in the transaction
  * of the change.
  */
 export async function captureVersion(
@@ -88,7 +88,8 @@ export async function captureVersion(
   })
   if (seen.rows.length > 0) return
   const at = micros(now)
-  const chunks = await captureChunks(q, ino, node.size, chunkSize)
+  // Content-defined chunks: consecutive versions share all but what an edit touched.
+  const chunks = await captureContent(q, await readInode(q, ino, node.size, chunkSize))
   await q.execute({
     sql: 'INSERT INTO agentfs_file_version (ino, version, path, at_us, size, chunks) VALUES (?, ?, ?, ?, ?, ?)',
     params: [ino, node.version, path ?? null, at, node.size, chunks],
