@@ -1,3 +1,5 @@
+export type { Blame, BlameChange, BlameLine, BlameOptions } from './history/blame.js'
+export type { FileVersion, HistoryOptions } from './history/versions.js'
 export { fsMode, mkdirOptions, mkdtemp, modeArg, pathArg, requiredMode } from './node/node-args.js'
 export type { NodeFs, NodeFsOptions, SyncBridge } from './node/node-fs.js'
 export { toNodeFs } from './node/node-fs.js'
@@ -55,7 +57,6 @@ export {
   type TextPatchOptions,
   type TextPatchResult,
 } from './sql/text-patch.js'
-export type { FileVersion, HistoryOptions } from './sql/versions-ops.js'
 export type { WatchEvent, WatchOptions } from './sql/watch.js'
 export type { UnkeyedWriteOptions } from './sql/write-once.js'
 export { writeOnce } from './sql/write-once.js'

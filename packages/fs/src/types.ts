@@ -39,6 +39,11 @@ export interface WriteFileOptions {
    * Database filesystems only.
    */
   readonly mimeType?: string
+  /**
+   * Why: recorded with the change in the feed (1 to 4,096 characters) and shown by `log`,
+   * `history` and `blame`. For a group of changes, `withMessage`. Database filesystems only.
+   */
+  readonly message?: string
 }
 
 /** Options of `mkdir`. */

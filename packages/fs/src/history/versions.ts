@@ -1,8 +1,8 @@
 import { type ChangeOp, fsError, normalizePath, readChunks } from '@agentfs/core'
+import type { FsContext } from '../sql/context.js'
 import { readAll } from '../storage/chunks.js'
 import { versionOf } from '../storage/inode.js'
 import { lookup } from '../storage/resolver.js'
-import type { FsContext } from './context.js'
 
 /** One version of a file, as `fs.history(path)` lists it (newest first). */
 export interface FileVersion {
@@ -16,6 +16,8 @@ export interface FileVersion {
   readonly size: number | null
   readonly sessionId: string | null
   readonly toolCallId: number | null
+  /** Why, when the change was given a message (`writeFile(…, { message })`, `withMessage`). */
+  readonly message: string | null
   /** The change feed's sequence number. */
   readonly seq: number
   /** `readFile(path, { version })` can read it: kept as a version, or the current content. */
@@ -37,6 +39,7 @@ interface Row {
   version: string | null
   session_id: string | null
   tool_call_id: number | null
+  message: string | null
   kept: number | null
 }
 
@@ -61,7 +64,7 @@ export async function fileHistory(
     })
     const ino = found.node?.ino ?? -1
     const current = found.node ? versionOf(found.node) : undefined
-    const columns = `c.seq, c.at_us, c.op, c.path, c.size, c.version, c.session_id,
+    const columns = `c.seq, c.at_us, c.op, c.path, c.size, c.version, c.session_id, c.message,
   (SELECT m.id FROM agentfs_tool_call_meta m WHERE m.call_token = c.call_token) AS tool_call_id,
   (SELECT 1 FROM agentfs_file_version v WHERE v.ino = c.ino AND v.version = c.version) AS kept`
     // The file there now: by its inode, so renames keep its history. No file: the changes that
@@ -87,6 +90,7 @@ export async function fileHistory(
         size: r.size,
         sessionId: r.session_id,
         toolCallId: r.tool_call_id,
+        message: r.message ?? null,
         seq: r.seq,
         readable: r.kept === 1 || (r.version !== null && r.version === current),
       }),

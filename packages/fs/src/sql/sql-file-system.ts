@@ -6,7 +6,15 @@ import {
   normalizePath,
   type Queryable,
   STORE_DATABASE,
+  withMessage,
 } from '@agentfs/core'
+import { type Blame, type BlameOptions, blameFile } from '../history/blame.js'
+import {
+  type FileVersion,
+  fileHistory,
+  type HistoryOptions,
+  readVersion,
+} from '../history/versions.js'
 import { fsMode, fsRequiredMode } from '../node/node-args.js'
 import type { Judged } from '../policy/content-judge.js'
 import { Guard } from '../policy/guard.js'
@@ -49,7 +57,6 @@ import {
   type WriteStreamOptions,
 } from './streams.js'
 import { applyTextPatch, type TextPatchOptions, type TextPatchResult } from './text-patch.js'
-import { type FileVersion, fileHistory, type HistoryOptions, readVersion } from './versions-ops.js'
 import { type WatchEvent, type WatchOptions, watchGuarded } from './watch.js'
 import { writeOnce } from './write-once.js'
 
@@ -153,6 +160,10 @@ export class SqlFileSystem implements FileSystem {
     opts: WriteFileOptions & { readonly mode?: number },
     mode: 'w' | 'a',
   ): Promise<void> {
+    if (opts.message !== undefined) {
+      const { message, ...rest } = opts
+      return withMessage(message, () => this.#writeData(path, data, rest, mode))
+    }
     const flag = opts.flag ?? mode
     const append = mode === 'a' || flag.startsWith('a')
     const bytes = toBytes(data, opts.encoding, 'open')
@@ -439,6 +450,20 @@ export class SqlFileSystem implements FileSystem {
   /** The changes of a file, newest first, with who made them and whether each is readable. */
   history(path: string, options?: HistoryOptions): Promise<FileVersion[]> {
     return this.#guard.reading(path, 'open', (ctx) => fileHistory(ctx, path, options))
+  }
+
+  /**
+   * Who wrote each line: for every line of the file (or of `options.version`), the change that
+   * gave it its current text — its session, tool call and message — from the kept versions
+   * (`versions: true`) and the feed. Lines the history cannot account for are unattributed,
+   * never guessed. Renames keep a file's history; after a restore, lines keep their authors.
+   *
+   * @example
+   * const { lines } = await fs.blame('/src/app.ts')
+   * for (const l of lines) console.log(l.line, l.change?.toolCall?.name ?? '?', l.text)
+   */
+  blame(path: string, options?: BlameOptions): Promise<Blame> {
+    return this.#guard.reading(path, 'open', (ctx) => blameFile(ctx, path, options))
   }
 
   /** A readable stream of the file (bounded memory; `start`/`end` inclusive like Node). */
