@@ -26,6 +26,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
   'fs write': {
     examples: [
       "agentfs fs write my-agent /notes/todo.md '# Todo'",
+      "agentfs fs write -m 'add the release checklist' my-agent /notes/todo.md '# Release'",
       'cat report.pdf | agentfs fs write my-agent /inbox/report.pdf',
     ],
   },
@@ -137,6 +138,13 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
   },
   history: {
     examples: ['agentfs history my-agent /notes/todo.md'],
+  },
+  blame: {
+    examples: [
+      'agentfs blame my-agent /src/main.ts',
+      'agentfs blame my-agent /src/main.ts --json',
+      'agentfs blame my-agent /src/main.ts --max-versions 50',
+    ],
   },
   snapshot: {
     examples: [

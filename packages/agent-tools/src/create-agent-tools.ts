@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { AgentFsError, isAgentFsError, systemClock, withActor } from '@agentfs/core'
+import type { z } from 'zod'
 import { failureOutput } from './failure.js'
 import { FILE_TOOLS } from './file-tools.js'
 import { HISTORY_TOOLS, keepsHistory } from './history-tools.js'
@@ -10,6 +11,7 @@ import {
   withIdempotencyKey,
 } from './idempotent.js'
 import { KV_TOOLS } from './kv-tools.js'
+import { takeMessage, withMessageArgument } from './message.js'
 import { PATCH_TOOLS } from './patch-tools.js'
 import { createPathPolicy } from './paths.js'
 import { STREAM_TOOLS } from './stream-tools.js'
@@ -159,7 +161,11 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
       name,
       originalName: definition.name,
       description: definition.description,
-      inputSchema: keyed ? withIdempotencyKey(definition.inputSchema) : definition.inputSchema,
+      // …and an optional message: why, recorded with every change the call makes.
+      inputSchema: withMessageIf(
+        definition.mutates,
+        keyed ? withIdempotencyKey(definition.inputSchema) : definition.inputSchema,
+      ),
       mutates: definition.mutates,
       async execute(input: unknown): Promise<ToolOutput> {
         // The audit log's own clock, as `track` uses: nanoseconds, not whole milliseconds.
@@ -204,11 +210,23 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
           return undefined
         }
         let output: ToolOutput
-        const { key, args } = keyed ? takeIdempotencyKey(input) : { args: input }
+        const { key, args: own } = keyed ? takeIdempotencyKey(input) : { args: input }
+        const {
+          message,
+          error: badMessage,
+          args,
+        } = definition.mutates ? takeMessage(own) : { args: own }
+        const actor = {
+          sessionId: options.sessionId,
+          callToken,
+          ...(message === undefined ? {} : { message }),
+        }
         // The whole input, key included: an oversized key is refused like any oversized input.
         const size = inputSize(input)
         const parsed = size > maxInput ? undefined : definition.inputSchema.safeParse(args)
-        if (!parsed) {
+        if (badMessage !== undefined) {
+          output = { text: `Error: ${badMessage}.`, isError: true, code: 'EINVAL' }
+        } else if (!parsed) {
           output = {
             text: `Error: the input is ${Number.isFinite(size) ? `${size} bytes` : 'nested too deeply'}, over the limit of ${maxInput} bytes; split the work (write a large file in parts with several calls).`,
             isError: true,
@@ -238,7 +256,7 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
                 ? {}
                 : { ttlMs: options.idempotencyTtlMs }),
               run: (stores) =>
-                withActor({ sessionId: options.sessionId, callToken }, () =>
+                withActor(actor, () =>
                   definition.handler(
                     parsed.data as never,
                     createToolEnvironment({ ...options, ...stores }),
@@ -255,7 +273,7 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
           if (refused) return refused
           try {
             // Changes the tool makes are attributed to this call in the change feed.
-            output = await withActor({ sessionId: options.sessionId, callToken }, () =>
+            output = await withActor(actor, () =>
               definition.handler(parsed.data as never, env, limits),
             )
           } catch (error) {
@@ -270,3 +288,6 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
   }
   return tools
 }
+
+const withMessageIf = (mutates: boolean, schema: z.ZodType) =>
+  mutates ? withMessageArgument(schema) : schema

@@ -1,5 +1,5 @@
 import type { Change, ChangePage, ChangeQuery } from '@agentfs/core'
-import type { FileSystem, FileVersion } from '@agentfs/fs'
+import type { Blame, BlameChange, FileSystem, FileVersion } from '@agentfs/fs'
 import { z } from 'zod'
 import { ToolFailure } from './failure.js'
 import type { AgentToolDefinition } from './types.js'
@@ -13,6 +13,7 @@ export interface ChangeSource {
 interface Versioned {
   history(path: string, options?: { limit?: number }): Promise<FileVersion[]>
   readFile(path: string, options: { version: string }): Promise<Buffer>
+  blame?(path: string, options?: { version?: string }): Promise<Blame>
 }
 
 /** Whether `fs` keeps history (the file_history and restore_version tools are offered). */
@@ -100,7 +101,7 @@ const fileHistory: AgentToolDefinition<{ path: string }> = {
     if (versions.length === 0) return { text: `${display} has no recorded changes.` }
     const lines = versions.map(
       (v) =>
-        `${iso(v.at)} ${v.op} ${v.size ?? '-'} bytes [version: ${v.version ?? '-'}]${v.readable ? ' (readable)' : ''}${v.toolCallId === null ? '' : ` by tool call #${v.toolCallId}`}`,
+        `${iso(v.at)} ${v.op} ${v.size ?? '-'} bytes [version: ${v.version ?? '-'}]${v.readable ? ' (readable)' : ''}${v.toolCallId === null ? '' : ` by tool call #${v.toolCallId}`}${v.message === null ? '' : ` — ${JSON.stringify(v.message)}`}`,
     )
     return { text: `${display}:\n${lines.join('\n')}`, data: { versions: versions.length } }
   },
@@ -149,4 +150,74 @@ const restoreVersion: AgentToolDefinition<{
   },
 }
 
-export const HISTORY_TOOLS = [listChanges, fileHistory, restoreVersion] as const
+const describeChange = (c: BlameChange) =>
+  [
+    `#${c.seq} ${iso(c.at)} ${c.op}`,
+    c.sessionId && `session ${c.sessionId}`,
+    c.toolCall && `tool call ${c.toolCall.name} #${c.toolCall.id}`,
+    c.message && `— ${JSON.stringify(c.message)}`,
+  ]
+    .filter(Boolean)
+    .join(' ')
+
+const blame: AgentToolDefinition<{
+  path: string
+  version?: string | undefined
+  offset?: number | undefined
+  limit?: number | undefined
+}> = {
+  name: 'blame',
+  description:
+    "Who wrote each line of a file: for every line, the change that gave it its current text (#sequence; '?' when the history cannot say), then each change's time, session, tool call and message. Use it to find why a line is what it is before changing it. offset/limit select lines (1-based, like read_file); version blames an earlier version from file_history.",
+  inputSchema: z.object({
+    path: z.string().describe('Absolute path, e.g. /src/app.ts'),
+    version: z.string().min(1).optional().describe('A version token from file_history'),
+    offset: z.number().int().min(1).optional().describe('First line (1-based; default 1)'),
+    limit: z.number().int().min(1).optional().describe('How many lines (default 2000)'),
+  }),
+  mutates: false,
+  needs: 'history',
+  async handler(input, env, limits) {
+    const fsPath = await env.paths.resolve(input.path, env.fs)
+    const display = env.paths.display(fsPath)
+    const fs = versioned(env.fs)
+    if (typeof fs.blame !== 'function')
+      throw new ToolFailure('UNAVAILABLE', 'Error: this filesystem cannot blame.')
+    const b = await fs.blame(fsPath, input.version === undefined ? {} : { version: input.version })
+    const from = (input.offset ?? 1) - 1
+    const count = Math.min(input.limit ?? limits.maxLines, limits.maxLines)
+    const width = String(b.lines.length).length
+    const out: string[] = []
+    const named = new Map<number, BlameChange>()
+    let chars = 0
+    let shown = 0
+    for (const l of b.lines.slice(from, from + count)) {
+      const line = `${String(l.line).padStart(width)}\t${l.change ? `#${l.change.seq}` : '?'}\t${l.text}`
+      if (chars + line.length + 1 > limits.maxChars / 2) break
+      out.push(line)
+      chars += line.length + 1
+      shown++
+      if (l.change) named.set(l.change.seq, l.change)
+    }
+    const legend = [...named.values()].sort((x, y) => y.seq - x.seq).map(describeChange)
+    const end = from + shown
+    const notes = [
+      end < b.lines.length && `[more lines follow: continue with offset ${end + 1}]`,
+      b.unattributed > 0 &&
+        `[${b.unattributed} lines marked ? have no known change: their versions are not kept]`,
+    ].filter(Boolean)
+    return {
+      text: `${display} (${b.lines.length} lines, version ${b.version}):\n${out.join('\n')}${
+        legend.length ? `\nChanges:\n${legend.join('\n')}` : ''
+      }${notes.length ? `\n${notes.join('\n')}` : ''}`,
+      data: {
+        version: b.version,
+        lines: b.lines.length,
+        unattributed: b.unattributed,
+        changes: legend.length,
+      },
+    }
+  },
+}
+
+export const HISTORY_TOOLS = [listChanges, fileHistory, blame, restoreVersion] as const

@@ -77,3 +77,42 @@ test('read-only sets leave restore_version out; allowed roots hide other paths',
   const denied = await confined.run('file_history', { path: '/secret.txt' })
   expect(denied.code).toBe('EACCES')
 })
+
+test('blame names the tool call and message of each line; a message argument is recorded with the change', async () => {
+  const { agent, run } = await setup()
+  await run('write_file', {
+    path: '/app.ts',
+    content: 'const a = 1\nconst b = 2\n',
+    message: 'first cut of the app',
+  })
+  await run('edit_file', { path: '/app.ts', old_string: 'const b = 2', new_string: 'const b = 3' })
+  const [write] = await agent.tools.query({ name: 'write_file' })
+  const [edit] = await agent.tools.query({ name: 'edit_file' })
+  const out = await run('blame', { path: '/app.ts' })
+  expect(out.isError).toBeUndefined()
+  const lines = out.text.split('\n')
+  expect(lines[0]).toMatch(/^\/app.ts \(2 lines, version \d+\):$/)
+  const [first, second] = (await agent.fs.blame('/app.ts')).lines
+  expect(lines[1]).toBe(`1\t#${first!.change!.seq}\tconst a = 1`)
+  expect(lines[2]).toBe(`2\t#${second!.change!.seq}\tconst b = 3`)
+  expect(out.text).toMatch(
+    new RegExp(
+      `^#${first!.change!.seq} \\S+ create session chat-1 tool call write_file #${write!.id} — "first cut of the app"$`,
+      'm',
+    ),
+  )
+  expect(out.text).toMatch(new RegExp(`tool call edit_file #${edit!.id}$`, 'm'))
+  // the message is in the feed, in file_history and in the audit's parameters
+  expect((await agent.changes.since(0)).changes[0]!.message).toBe('first cut of the app')
+  expect((await run('file_history', { path: '/app.ts' })).text).toContain('"first cut of the app"')
+  expect(write!.parameters).toMatchObject({ message: 'first cut of the app' })
+  // paging, and a bad message refused before anything is written
+  const page = await run('blame', { path: '/app.ts', offset: 2, limit: 1 })
+  expect(page.text.split('\n')[1]).toBe(`2\t#${second!.change!.seq}\tconst b = 3`)
+  const bad = await run('write_file', { path: '/x.txt', content: 'x', message: '' })
+  expect(bad.code).toBe('EINVAL')
+  expect(await agent.fs.exists('/x.txt')).toBe(false)
+  expect(tools(await setup({ readOnly: true }))).toContain('blame')
+})
+
+const tools = (s: { tools: Map<string, unknown> }) => [...s.tools.keys()]

@@ -310,6 +310,7 @@ describe('options and audit', () => {
       'kv_get',
       'kv_list',
       'file_history',
+      'blame',
     ])
     const custom = createAgentTools({
       fs: agent.fs,

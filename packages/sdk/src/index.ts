@@ -1,8 +1,19 @@
 export type { Change, ChangePage, ChangeQuery, FollowOptions } from '@agentfs/core'
-export { AgentFsError, FsError, IdempotencyMismatchError, isAgentFsError } from '@agentfs/core'
+export {
+  AgentFsError,
+  FsError,
+  IdempotencyMismatchError,
+  isAgentFsError,
+  withMessage,
+} from '@agentfs/core'
 export type {
+  Blame,
+  BlameChange,
+  BlameLine,
+  BlameOptions,
   FileSystem,
   FileSystemOptions,
+  FileVersion,
   FsOperation,
   FsPolicy,
   SqlFileSystem,

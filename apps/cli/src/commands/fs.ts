@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import type { Dirent, FileSystem } from '@agentfs/fs'
+import { withMessage } from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { viewOf } from '../open.js'
 import { json, print, withAgent } from './shared.js'
@@ -88,34 +89,42 @@ export function registerFs(program: Command): void {
     .argument('<db>')
     .argument('<path>')
     .argument('[content]')
-    .action(async (db: string, path: string, content?: string) =>
-      withAgent(db, async (agent) => {
-        if (content === undefined && process.stdin.isTTY)
-          process.stderr.write(
-            'agentfs: reading the content from standard input (end it with Ctrl-D)\n',
-          )
-        const data = content ?? readFileSync(0)
-        const parent = path.slice(0, path.lastIndexOf('/'))
-        const write = async (view: FileSystem) => {
-          if (parent)
-            await view.mkdir(parent, { recursive: true }).catch(async (error: unknown) => {
-              // mkdir -p says EEXIST when a file holds the name; what is meant is ENOTDIR.
-              const kind = await view.stat(parent).catch(() => undefined)
-              if (kind && !kind.isDirectory())
-                throw Object.assign(
-                  new Error(`ENOTDIR: not a directory, ${parent} is a file: cannot write ${path}`),
-                  { code: 'ENOTDIR' },
-                )
-              throw error
-            })
-          await view.writeFile(path, data)
-        }
-        // The parents and the file in one transaction: all of it, or nothing.
-        const view = (await viewOf(agent)) as FileSystem & {
-          transaction?: (fn: (view: FileSystem) => Promise<void>) => Promise<void>
-        }
-        await (view.transaction ? view.transaction(write) : write(view))
-      }),
+    .option(
+      '-m, --message <text>',
+      'why: recorded with the change, shown by log, history and blame',
+    )
+    .action(
+      async (db: string, path: string, content: string | undefined, o: { message?: string }) =>
+        withAgent(db, async (agent) => {
+          if (content === undefined && process.stdin.isTTY)
+            process.stderr.write(
+              'agentfs: reading the content from standard input (end it with Ctrl-D)\n',
+            )
+          const data = content ?? readFileSync(0)
+          const parent = path.slice(0, path.lastIndexOf('/'))
+          const write = async (view: FileSystem) => {
+            if (parent)
+              await view.mkdir(parent, { recursive: true }).catch(async (error: unknown) => {
+                // mkdir -p says EEXIST when a file holds the name; what is meant is ENOTDIR.
+                const kind = await view.stat(parent).catch(() => undefined)
+                if (kind && !kind.isDirectory())
+                  throw Object.assign(
+                    new Error(
+                      `ENOTDIR: not a directory, ${parent} is a file: cannot write ${path}`,
+                    ),
+                    { code: 'ENOTDIR' },
+                  )
+                throw error
+              })
+            await view.writeFile(path, data)
+          }
+          // The parents and the file in one transaction: all of it, or nothing.
+          const view = (await viewOf(agent)) as FileSystem & {
+            transaction?: (fn: (view: FileSystem) => Promise<void>) => Promise<void>
+          }
+          const run = () => (view.transaction ? view.transaction(write) : write(view))
+          await (o.message === undefined ? run() : withMessage(o.message, run))
+        }),
     )
   fs.command('mkdir')
     .argument('<db>')

@@ -9,7 +9,7 @@ import {
   saveOverlayBase,
   undoCommit,
 } from '@agentfs/overlay'
-import { AgentFS, type Change } from '@agentfs/sdk'
+import { AgentFS, type Blame, type BlameLine, type Change } from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { databasePath, openBranchBase } from '../open.js'
 import {
@@ -38,7 +38,39 @@ function describe(c: Change, grouped: ReadonlySet<number> = new Set()): string {
     .join(', ')
   // The first 16 hex digits of the content after the change (`--json` has the whole hash).
   const hash = c.hash === null ? '' : ` ${c.hash.slice(0, 23)}`
-  return `${when(c.atUs)} #${c.seq} ${changeTarget(c)}${hash}${who ? ` [${who}]` : ''}`
+  const message = c.message === null ? '' : ` — ${JSON.stringify(c.message)}`
+  return `${when(c.atUs)} #${c.seq} ${changeTarget(c)}${hash}${who ? ` [${who}]` : ''}${message}`
+}
+
+/**
+ * `git blame`'s shape: the change (`#seq`, or `?` when unknown), then who and when, the line
+ * number and the text. The messages follow once per change, at its first line.
+ */
+export function blameLines(blame: Blame): string[] {
+  const who = (l: BlameLine) => {
+    const c = l.change
+    if (!c) {
+      const { after, by } = l.between ?? { after: null, by: null }
+      return `unknown${after === null ? '' : ` after #${after}`}${by === null ? '' : ` by #${by}`}`
+    }
+    const call = c.toolCall ? ` ${c.toolCall.name}#${c.toolCall.id}` : ''
+    return `${c.sessionId ?? '-'}${call} ${new Date(c.at).toISOString().replace('T', ' ').slice(0, 19)}`
+  }
+  const ids = blame.lines.map((l) => (l.change ? `#${l.change.seq}` : '?'))
+  const idWidth = Math.max(1, ...ids.map((s) => s.length))
+  const whoWidth = Math.max(1, ...blame.lines.map((l) => who(l).length))
+  const numberWidth = String(blame.lines.length).length
+  const seen = new Set<number>()
+  const out: string[] = []
+  for (const [i, l] of blame.lines.entries()) {
+    const c = l.change
+    if (c?.message && !seen.has(c.seq)) out.push(`${''.padEnd(idWidth)} # #${c.seq}: ${c.message}`)
+    if (c) seen.add(c.seq)
+    out.push(
+      `${ids[i]!.padEnd(idWidth)} (${who(l).padEnd(whoWidth)} ${String(l.line).padStart(numberWidth)}) ${l.text}`,
+    )
+  }
+  return out
 }
 
 /** The newest automatic snapshot taken before a run or a commit: what `undo` restores. */
@@ -128,9 +160,45 @@ export function registerHistory(program: Command): void {
         if (o.json) return json(versions)
         for (const v of versions)
           print(
-            `${new Date(v.at).toISOString()} ${v.op} ${v.path ?? ''} ${v.size ?? '-'} B version ${v.version ?? '-'}${v.readable ? ' (readable)' : ''}${v.toolCallId === null ? '' : ` [call #${v.toolCallId}]`}`,
+            `${new Date(v.at).toISOString()} ${v.op} ${v.path ?? ''} ${v.size ?? '-'} B version ${v.version ?? '-'}${v.readable ? ' (readable)' : ''}${v.toolCallId === null ? '' : ` [call #${v.toolCallId}]`}${v.message === null ? '' : ` — ${JSON.stringify(v.message)}`}`,
           )
       }),
+    )
+  program
+    .command('blame')
+    .description(
+      'who wrote each line: the change, session and tool call that gave it its text (from kept versions)',
+    )
+    .argument('<db>')
+    .argument('<path>')
+    .option(
+      '--version <token>',
+      'blame this version (from agentfs history) instead of the current one',
+    )
+    .option(
+      '--max-versions <n>',
+      'walk at most this many versions back (default 1000)',
+      positiveInteger('--max-versions'),
+    )
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        db: string,
+        path: string,
+        o: { version?: string; maxVersions?: number; json?: boolean },
+      ) =>
+        withAgent(db, async (agent) => {
+          const blame = await agent.fs.blame(path, {
+            ...(o.version === undefined ? {} : { version: o.version }),
+            ...(o.maxVersions === undefined ? {} : { maxVersions: o.maxVersions }),
+          })
+          if (o.json) return json(blame)
+          for (const line of blameLines(blame)) print(line)
+          if (blame.unattributed > 0)
+            process.stderr.write(
+              `agentfs: ${blame.unattributed} of ${blame.lines.length} lines have no known change (versions not kept, or trimmed): agents that open the database with versions on keep them\n`,
+            )
+        }),
     )
   program
     .command('snapshot')
