@@ -1,6 +1,6 @@
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { auditKeyId } from '@agentfs/core'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, test } from 'vitest'
@@ -128,6 +128,28 @@ describe('audit chain', () => {
       tamper(path, 'UPDATE agentfs_change SET prev_hash = zeroblob(32) WHERE seq = 6'),
     )
     expect(added.issues.map((i) => [i.stream, i.seq, i.kind])).toEqual([['change', 6, 'changed']])
+  })
+
+  test("the feed's messages are sealed: one changed, dropped or added is named", async () => {
+    const path = await workload()
+    expect((await verify(path)).ok).toBe(true)
+    const given = tamper(path, "UPDATE agentfs_change SET message = 'innocent' WHERE seq = 2")
+    expect((await verify(given)).issues.map((i) => [i.stream, i.seq, i.kind])).toEqual([
+      ['change', 2, 'changed'],
+    ])
+    // A message set before sealing, then changed or dropped: named too.
+    const agent = await AgentFS.open({ path: join(dirname(path), 'm.db') })
+    await agent.fs.writeFile('/m.txt', 'x', { message: 'why' })
+    await agent.close()
+    const sealed = join(dirname(path), 'm.db')
+    expect((await verify(sealed)).ok).toBe(true)
+    for (const sql of [
+      "UPDATE agentfs_change SET message = 'other'",
+      'UPDATE agentfs_change SET message = NULL',
+    ])
+      expect(
+        (await verify(tamper(sealed, sql))).issues.map((i) => [i.stream, i.seq, i.kind]),
+      ).toEqual([['change', 1, 'changed']])
   })
 
   test('an unkeyed chain rebuilt after a change, or cut off at the end, fails against the head kept', async () => {
