@@ -1,6 +1,6 @@
 import { isAgentFsError } from '@agentfs/core'
 import type { FileVersion } from '@agentfs/fs'
-import { createTwoFilesPatch, diffLines } from 'diff'
+import { createTwoFilesPatch } from 'diff'
 import type { Inspection } from '../context.js'
 import { HttpError, LIMITS } from '../limits.js'
 
@@ -42,6 +42,9 @@ export interface BlameLine {
   readonly at: number | null
   readonly sessionId: string | null
   readonly toolCallId: number | null
+  readonly toolName: string | null
+  /** The change's message, when it was given one. */
+  readonly message: string | null
 }
 
 /** Blame of a file: one entry per line of its current text. */
@@ -50,7 +53,7 @@ export interface Blame {
   readonly lines: BlameLine[]
   /** The versions walked (oldest first); fewer than the file has when `partial`. */
   readonly versions: number
-  /** True when older versions could not be read (or were beyond the walk): lines from before are attributed to the oldest one read. */
+  /** True when some lines have no known change (versions not kept, or beyond the walk): their `seq` is null. */
   readonly partial: boolean
 }
 
@@ -207,73 +210,34 @@ export async function fileDiff(
 }
 
 /**
- * For each line of the file now, the change that last touched it: the readable versions are
- * walked oldest first (at most `LIMITS.blameVersions`), each diffed against the next by lines;
- * a line a version added or changed is that version's.
+ * For each line of the file now, the change that gave it its text (`fs.blame`): at most
+ * `LIMITS.blameVersions` versions back, within the diff time budget.
  */
 export async function blame(ins: Inspection, path: string): Promise<Blame> {
   return fsCall(async () => {
-    const all = await ins.fs.history(path, { limit: 10_000 })
-    const content = all.filter((v) => v.readable && ['create', 'write', 'truncate'].includes(v.op))
-    const walked = content.slice(0, LIMITS.blameVersions).reverse()
-    const partial =
-      walked.length < content.length || all.some((v) => !v.readable && v.op === 'write')
-    let owners: Owner[] = []
-    let previous = ''
-    for (const v of walked) {
-      const text = await versionText(ins, path, v.version)
-      const owner: BlameLine = {
-        line: 0,
-        seq: v.seq,
-        version: v.version,
-        at: v.at,
-        sessionId: v.sessionId,
-        toolCallId: v.toolCallId,
-      }
-      owners = carry(owners, previous, text, owner, path)
-      previous = text
+    try {
+      const b = await ins.fs.blame(path, {
+        maxVersions: LIMITS.blameVersions,
+        timeoutMs: LIMITS.diffMs,
+      })
+      const lines = b.lines.map(
+        ({ line, change: c }): BlameLine => ({
+          line,
+          seq: c?.seq ?? null,
+          version: c?.version ?? null,
+          at: c?.at ?? null,
+          sessionId: c?.sessionId ?? null,
+          toolCallId: c?.toolCall?.id ?? null,
+          toolName: c?.toolCall?.name ?? null,
+          message: c?.message ?? null,
+        }),
+      )
+      return { path, lines, versions: b.walked, partial: !b.complete }
+    } catch (error) {
+      const code = (error as { code?: string }).code
+      if (code === 'ETIMEDOUT' || code === 'EFBIG')
+        throw new HttpError(413, `blaming ${path}: ${(error as Error).message.split('\n')[0]}`)
+      throw error
     }
-    const current = await versionText(ins, path, 'current')
-    if (current !== previous) {
-      // Content changed since the newest readable version (history off, or trimmed): those
-      // lines have no known change.
-      owners = carry(owners, previous, current, null, path)
-    }
-    const lines = owners.map((o, i) =>
-      o
-        ? { ...o, line: i + 1 }
-        : { line: i + 1, seq: null, version: null, at: null, sessionId: null, toolCallId: null },
-    )
-    return { path, lines, versions: walked.length, partial }
   })
-}
-
-type Owner = BlameLine | null
-
-/**
- * The owners of `next`'s lines: a line kept from `previous` keeps its owner (or takes `owner`
- * when it had none: the first version walked), a line added or changed is `owner`'s.
- */
-function carry(
-  owners: Owner[],
-  previous: string,
-  next: string,
-  owner: Owner,
-  path: string,
-): Owner[] {
-  const parts = diffLines(previous, next, { timeout: LIMITS.diffMs })
-  if (parts === undefined)
-    throw new HttpError(413, `blaming ${path} took longer than ${LIMITS.diffMs} ms`)
-  const out: Owner[] = []
-  let at = 0
-  for (const part of parts) {
-    const n = part.count ?? 0
-    if (part.removed) at += n
-    else if (part.added) for (let i = 0; i < n; i++) out.push(owner)
-    else {
-      for (let i = 0; i < n; i++) out.push(owners[at + i] ?? owner)
-      at += n
-    }
-  }
-  return out
 }

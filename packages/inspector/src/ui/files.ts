@@ -73,6 +73,7 @@ interface BlameLine {
   toolCallId: number | null
   sessionId: string | null
   at: number | null
+  message: string | null
 }
 
 /** The tree: lazy, keyboard-navigable (arrows, Enter, Home/End), like a file manager's. */
@@ -369,7 +370,7 @@ function codeView(path: string, text: string, blame?: BlameLine[]): HTMLElement 
         blame
           ? h(
               'td',
-              { class: 'blame' },
+              { class: 'blame', ...(b?.message ? { title: b.message } : {}) },
               b?.toolCallId
                 ? h('a', { href: link(`call/${b.toolCallId}`) }, `#${b.toolCallId}`)
                 : b?.seq
