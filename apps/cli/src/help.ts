@@ -139,6 +139,13 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
   history: {
     examples: ['agentfs history my-agent /notes/todo.md'],
   },
+  undelete: {
+    examples: [
+      'agentfs undelete my-agent / --list',
+      'agentfs snapshot my-agent kept && agentfs fs rm my-agent /tmp.txt && agentfs undelete my-agent /tmp.txt',
+      "agentfs snapshot my-agent kept && agentfs fs rm -rf my-agent /build && agentfs undelete -m 'the cleanup went too far' my-agent /build",
+    ],
+  },
   blame: {
     examples: [
       'agentfs blame my-agent /src/main.ts',

@@ -1,5 +1,12 @@
 import type { Change, ChangePage, ChangeQuery } from '@agentfs/core'
-import type { Blame, BlameChange, FileSystem, FileVersion } from '@agentfs/fs'
+import type {
+  Blame,
+  BlameChange,
+  DeletedEntry,
+  FileSystem,
+  FileVersion,
+  Undeleted,
+} from '@agentfs/fs'
 import { z } from 'zod'
 import { ToolFailure } from './failure.js'
 import type { AgentToolDefinition } from './types.js'
@@ -14,6 +21,8 @@ interface Versioned {
   history(path: string, options?: { limit?: number }): Promise<FileVersion[]>
   readFile(path: string, options: { version: string }): Promise<Buffer>
   blame?(path: string, options?: { version?: string }): Promise<Blame>
+  undelete?(path: string): Promise<Undeleted>
+  deleted?(dir?: string, options?: { limit?: number }): Promise<DeletedEntry[]>
 }
 
 /** Whether `fs` keeps history (the file_history and restore_version tools are offered). */
@@ -220,4 +229,43 @@ const blame: AgentToolDefinition<{
   },
 }
 
-export const HISTORY_TOOLS = [listChanges, fileHistory, blame, restoreVersion] as const
+const undelete: AgentToolDefinition<{ path: string; list?: boolean | undefined }> = {
+  name: 'undelete',
+  description:
+    'Bring back a deleted file or directory (with everything that was in it) as it was when it was deleted, as a new change. With list: true, list instead what was deleted at or under path and can be brought back. Refused if the path exists now.',
+  inputSchema: z.object({
+    path: z.string().describe('The deleted path, or with list: true a directory to look under'),
+    list: z.boolean().optional().describe('List what can be undeleted instead'),
+  }),
+  mutates: true,
+  needs: 'history',
+  async handler(input, env, limits) {
+    const fsPath = await env.paths.resolve(input.path, env.fs)
+    const display = env.paths.display(fsPath)
+    const fs = versioned(env.fs)
+    if (typeof fs.undelete !== 'function' || typeof fs.deleted !== 'function')
+      throw new ToolFailure('UNAVAILABLE', 'Error: this filesystem cannot undelete.')
+    if (input.list) {
+      const all = await fs.deleted(fsPath, { limit: limits.maxResults })
+      const shown: DeletedEntry[] = []
+      for (const d of all) if (await env.paths.visible(d.path, env.fs)) shown.push(d)
+      if (shown.length === 0) return { text: `Nothing deleted at or under ${display}.` }
+      return {
+        text: shown
+          .map(
+            (d) =>
+              `${env.paths.display(d.path)} deleted ${iso(d.at)} (#${d.seq}${d.toolCallId === null ? '' : `, tool call #${d.toolCallId}`}) ${d.recoverable ? `can be undeleted (from ${d.recoverable})` : 'cannot be undeleted: nothing kept it'}`,
+          )
+          .join('\n'),
+        data: { count: shown.length },
+      }
+    }
+    const back = await fs.undelete(fsPath)
+    return {
+      text: `Undeleted ${display} (${back.kind}: ${back.files} files, ${back.directories} directories, ${back.bytes} bytes), as deleted by change #${back.deletedBy}.`,
+      data: { files: back.files, directories: back.directories, bytes: back.bytes },
+    }
+  },
+}
+
+export const HISTORY_TOOLS = [listChanges, fileHistory, blame, restoreVersion, undelete] as const

@@ -116,3 +116,22 @@ test('blame names the tool call and message of each line; a message argument is 
 })
 
 const tools = (s: { tools: Map<string, unknown> }) => [...s.tools.keys()]
+
+test('undelete lists and brings back a deleted file with the call that deleted it; refused when it exists', async () => {
+  const { agent, run } = await setup()
+  await run('write_file', { path: '/keep.md', content: 'precious\n' })
+  await run('delete', { path: '/keep.md' })
+  const listed = await run('undelete', { path: '/', list: true })
+  const [del] = await agent.tools.query({ name: 'delete' })
+  expect(listed.text).toMatch(
+    new RegExp(
+      `^/keep.md deleted \\S+ \\(#\\d+, tool call #${del!.id}\\) can be undeleted \\(from version\\)$`,
+    ),
+  )
+  const back = await run('undelete', { path: '/keep.md', message: 'the delete was a mistake' })
+  expect(back.text).toMatch(/^Undeleted \/keep.md \(file: 1 files, 0 directories, 9 bytes\)/)
+  expect(await agent.fs.readFile('/keep.md', 'utf8')).toBe('precious\n')
+  expect((await agent.fs.history('/keep.md'))[0]!.message).toBe('the delete was a mistake')
+  expect((await run('undelete', { path: '/keep.md' })).code).toBe('EEXIST')
+  expect(tools(await setup({ readOnly: true }))).not.toContain('undelete')
+})

@@ -202,6 +202,21 @@ export {
   overExpansion,
   snapshotExpansion,
 } from './snapshot-expansion.js'
+export {
+  contentOf,
+  entriesAt,
+  entryAt,
+  inodeAt,
+  isDirMode,
+  isLinkMode,
+  isRegMode,
+  MAX_SNAPSHOT_READ,
+  resolveAt,
+  SELECT_SNAP,
+  type SnapInode,
+  visibleAt,
+  walkAt,
+} from './snapshot-view.js'
 export { databaseOf, STORE_DATABASE } from './store-database.js'
 export type { BoundedDiff, DiffBudget, DiffMethod } from './text-diff.js'
 export { DIFF_BUDGET, unifiedDiff } from './text-diff.js'

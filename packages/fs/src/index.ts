@@ -1,4 +1,5 @@
 export type { Blame, BlameChange, BlameLine, BlameOptions } from './history/blame.js'
+export type { DeletedEntry, Undeleted } from './history/undelete.js'
 export type { FileVersion, HistoryOptions } from './history/versions.js'
 export { fsMode, mkdirOptions, mkdtemp, modeArg, pathArg, requiredMode } from './node/node-args.js'
 export type { NodeFs, NodeFsOptions, SyncBridge } from './node/node-fs.js'

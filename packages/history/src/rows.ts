@@ -5,40 +5,21 @@ import {
   FS_INODE_COLUMNS,
   META_ORPHAN,
   placeholders,
-  S_IFDIR,
-  S_IFLNK,
-  S_IFMT,
-  S_IFREG,
+  SELECT_SNAP,
+  type SnapInode,
 } from '@agentfs/core'
 
 /** The `fs_inode` columns a snapshot keeps, in order. */
 export const INODE_COLUMNS = FS_INODE_COLUMNS
 
-/** One inode as a snapshot holds it. */
-export interface SnapInode {
-  ino: number
-  mode: number
-  nlink: number
-  uid: number
-  gid: number
-  size: number
-  atime: number
-  mtime: number
-  ctime: number
-  rdev: number
-  atime_nsec: number
-  mtime_nsec: number
-  ctime_nsec: number
-  target: string | null
-  chunks: Uint8Array | null
-}
-
-export const isDirMode = (mode: number) => (mode & S_IFMT) === S_IFDIR
-export const isRegMode = (mode: number) => (mode & S_IFMT) === S_IFREG
-export const isLinkMode = (mode: number) => (mode & S_IFMT) === S_IFLNK
-
-/** SQL condition: the row of table alias `t` is part of the snapshot bound twice after it. */
-export const visibleAt = (t: string) => `${t}.since <= ? AND (${t}.until IS NULL OR ${t}.until > ?)`
+export {
+  inodeAt,
+  isDirMode,
+  isLinkMode,
+  isRegMode,
+  type SnapInode,
+  visibleAt,
+} from '@agentfs/core'
 
 /** Whether two inode states differ in anything but the access time (reads move it). */
 export function sameInode(a: SnapInode, b: SnapInode): boolean {
@@ -49,26 +30,11 @@ export function sameInode(a: SnapInode, b: SnapInode): boolean {
   return a.target === b.target
 }
 
-const SELECT_SNAP = `SELECT ino, ${INODE_COLUMNS.join(', ')}, target, chunks FROM agentfs_snap_inode`
-
 /** The inode as the newest snapshot holds it (its open row). */
 export async function openInode(q: Executor, ino: number): Promise<SnapInode | undefined> {
   const { rows } = await q.execute<SnapInode>({
     sql: `${SELECT_SNAP} WHERE ino = ? AND until IS NULL`,
     params: [ino],
-  })
-  return rows[0]
-}
-
-/** The inode as snapshot `id` holds it. */
-export async function inodeAt(
-  q: Executor,
-  ino: number,
-  id: number,
-): Promise<SnapInode | undefined> {
-  const { rows } = await q.execute<SnapInode>({
-    sql: `${SELECT_SNAP} s WHERE s.ino = ? AND ${visibleAt('s')}`,
-    params: [ino, id, id],
   })
   return rows[0]
 }

@@ -88,6 +88,8 @@ test('every advertised tool works over MCP, and files are resources', async () =
       'read_file',
       'restore_version',
       'rmdir',
+      'blame',
+      'undelete',
       'stat',
       'write_file',
     ].sort(),

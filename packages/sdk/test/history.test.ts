@@ -275,3 +275,49 @@ describe('follow and watch', () => {
     ).rejects.toThrow(/ENOENT/)
   })
 })
+
+describe('undelete and blame with snapshots and restores', () => {
+  test('without versions, the newest snapshot before the deletion brings a tree back (empty directories, links, modes)', async () => {
+    const agent = await open()
+    await agent.fs.mkdir('/t/empty', { recursive: true })
+    await agent.fs.writeFile('/t/x.txt', 'x', { mode: 0o640 })
+    await agent.fs.symlink('x.txt', '/t/link')
+    await agent.snapshot('before')
+    await agent.fs.writeFile('/t/x.txt', 'changed after the snapshot, not kept')
+    await agent.fs.rm('/t', { recursive: true })
+    const [listed] = await agent.fs.deleted()
+    expect(listed).toMatchObject({ path: '/t', op: 'rm', recoverable: 'snapshot' })
+    const back = await agent.fs.undelete('/t')
+    expect(back).toMatchObject({ kind: 'directory', from: ['snapshot'], snapshot: 'before' })
+    expect(await agent.fs.readFile('/t/x.txt', 'utf8')).toBe('x')
+    expect((await agent.fs.stat('/t/x.txt')).mode & 0o777).toBe(0o640)
+    expect(await agent.fs.readlink('/t/link')).toBe('x.txt')
+    expect((await agent.fs.stat('/t/empty')).isDirectory()).toBe(true)
+  })
+
+  test('with versions, a file changed after the snapshot comes back as last written', async () => {
+    const agent = await open({ versions: true })
+    await agent.fs.writeFile('/f.md', 'in the snapshot')
+    await agent.snapshot('s')
+    await agent.fs.writeFile('/f.md', 'written after it')
+    await agent.fs.unlink('/f.md')
+    expect(await agent.fs.undelete('/f.md')).toMatchObject({ from: ['version'] })
+    expect(await agent.fs.readFile('/f.md', 'utf8')).toBe('written after it')
+  })
+
+  test('after a restore, each line keeps the change that wrote it', async () => {
+    const agent = await open({ versions: true })
+    await agent.fs.writeFile('/a.txt', 'one\ntwo\n')
+    await agent.fs.writeFile('/a.txt', 'one\nTWO\n')
+    const [second, first] = await agent.fs.history('/a.txt')
+    await agent.snapshot('good')
+    await agent.fs.writeFile('/a.txt', 'broken\n')
+    await agent.restore('good')
+    const blame = await agent.fs.blame('/a.txt')
+    expect(blame.lines.map((l) => [l.text, l.change?.seq])).toEqual([
+      ['one', first!.seq],
+      ['TWO', second!.seq],
+    ])
+    expect(blame.complete).toBe(true)
+  })
+})

@@ -201,6 +201,39 @@ export function registerHistory(program: Command): void {
         }),
     )
   program
+    .command('undelete')
+    .description(
+      'bring back a deleted file or directory tree from kept versions or a snapshot, as new changes; --list shows what can be',
+    )
+    .argument('<db>')
+    .argument('<path>', 'the deleted path (with --list: a directory to look under)')
+    .option('--list', 'list the deleted paths under PATH instead, newest first')
+    .option('-m, --message <text>', 'why: recorded with the changes')
+    .option('--json', 'print JSON')
+    .action(
+      async (db: string, path: string, o: { list?: boolean; message?: string; json?: boolean }) =>
+        withAgent(db, async (agent) => {
+          if (o.list) {
+            const list = await agent.fs.deleted(path)
+            if (o.json) return json(list)
+            if (list.length === 0) return print(`nothing deleted under ${path}`)
+            for (const d of list)
+              print(
+                `${new Date(d.at).toISOString()} #${d.seq} ${d.op} ${d.path} ${d.recoverable ? `(from ${d.recoverable})` : '(not kept)'}${d.toolCallId === null ? '' : ` [call #${d.toolCallId}]`}`,
+              )
+            return
+          }
+          const back = await agent.fs.undelete(
+            path,
+            o.message === undefined ? {} : { message: o.message },
+          )
+          if (o.json) return json(back)
+          print(
+            `undeleted ${back.path} (${back.kind}: ${back.files} files, ${back.directories} directories, ${back.bytes} B) from ${back.from.join(' and ')}${back.snapshot ? ` (snapshot ${back.snapshot})` : ''}; deleted by change #${back.deletedBy}`,
+          )
+        }),
+    )
+  program
     .command('snapshot')
     .description(
       'record the whole state (files and kv) under a name; costs what changed since the last one',

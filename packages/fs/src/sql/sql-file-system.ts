@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream'
 import {
   type Clock,
+  currentActor,
   fsError,
   isFsError,
   normalizePath,
@@ -9,6 +10,12 @@ import {
   withMessage,
 } from '@agentfs/core'
 import { type Blame, type BlameOptions, blameFile } from '../history/blame.js'
+import {
+  type DeletedEntry,
+  listDeleted,
+  planUndelete,
+  type Undeleted,
+} from '../history/undelete.js'
 import {
   type FileVersion,
   fileHistory,
@@ -464,6 +471,89 @@ export class SqlFileSystem implements FileSystem {
    */
   blame(path: string, options?: BlameOptions): Promise<Blame> {
     return this.#guard.reading(path, 'open', (ctx) => blameFile(ctx, path, options))
+  }
+
+  /**
+   * Brings back a deleted file, link or directory tree as it was when it was deleted — from kept
+   * versions (`versions: true`) or the newest snapshot taken before the deletion — as new
+   * changes in one transaction (missing parents are made). Refused (EEXIST) when the path
+   * exists; ENOENT when nothing kept it. The changes carry `options.message`, by default
+   * `undelete <path> (deleted by change #N)`.
+   *
+   * @example
+   * for (const d of await fs.deleted('/notes')) console.log(d.path, d.recoverable)
+   * await fs.undelete('/notes/plan.md')
+   */
+  async undelete(path: string, options: { message?: string } = {}): Promise<Undeleted> {
+    const target = normalizePath(path, 'undelete')
+    if (target === '/')
+      throw fsError('EINVAL', 'undelete', path, { hint: 'the root is never deleted' })
+    return this.transaction(async (tx) => {
+      if (
+        await tx.lstat(target).then(
+          () => true,
+          (error: unknown) => (isFsError(error, 'ENOENT') ? false : Promise.reject(error)),
+        )
+      )
+        throw fsError('EEXIST', 'undelete', path, {
+          hint: 'it exists now; restore an earlier content with readFile(path, { version }) instead',
+        })
+      const plan = await planUndelete(contextOf(tx).q, target)
+      // The caller's message (given, or of the tool call it runs in), else where it came from.
+      const message =
+        options.message ??
+        currentActor()?.message ??
+        `undelete ${target} (deleted by change #${plan.deletedBy})`
+      let files = 0
+      let directories = 0
+      let bytes = 0
+      await withMessage(message, async () => {
+        const parent = target.slice(0, target.lastIndexOf('/')) || '/'
+        if (parent !== '/') await tx.mkdir(parent, { recursive: true })
+        for (const e of plan.entries) {
+          if (e.type === 'directory') {
+            await tx.mkdir(e.path, e.mode === null ? {} : { mode: e.mode })
+            directories++
+          } else if (e.type === 'symlink') await tx.symlink(e.target!, e.path)
+          else {
+            await tx.writeFile(e.path, e.content!, {
+              flag: 'wx',
+              ...(e.mode === null ? {} : { mode: e.mode }),
+            })
+            files++
+            bytes += e.content!.byteLength
+          }
+        }
+      })
+      return {
+        path: target,
+        kind: plan.kind,
+        from: [...plan.from],
+        snapshot: plan.snapshot,
+        deletedBy: plan.deletedBy,
+        files,
+        directories,
+        bytes,
+      }
+    })
+  }
+
+  /**
+   * What can be undeleted at or under `dir`: deleted paths that do not exist now, newest
+   * deletion first (at most `limit`, default 100), each with where `undelete` would take it from
+   * (`null`: nothing kept it).
+   */
+  async deleted(dir = '/', options: { limit?: number } = {}): Promise<DeletedEntry[]> {
+    const limit = options.limit ?? 100
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000)
+      throw fsError('EINVAL', 'deleted', dir, { hint: `limit must be 1 … 10000, got ${limit}` })
+    return this.#ctx.q.transaction(async (tx) => {
+      const view = this.bind(tx)
+      const list = await listDeleted(tx, dir, limit, (p) => view.exists(p))
+      // A policy shows only what it lets be read.
+      const policy = this.#ctx.policy
+      return policy ? list.filter((d) => policy.readable(d.path)) : list
+    })
   }
 
   /** A readable stream of the file (bounded memory; `start`/`end` inclusive like Node). */
