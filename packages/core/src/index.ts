@@ -222,3 +222,10 @@ export type { BoundedDiff, DiffBudget, DiffMethod } from './text-diff.js'
 export { DIFF_BUDGET, unifiedDiff } from './text-diff.js'
 export type { VersionRetention } from './versions.js'
 export { captureVersion, VERSION_DEFAULTS, versionRetention } from './versions.js'
+export {
+  MERGE_LIMITS,
+  type MergeHunk,
+  mergeableText,
+  mergeText,
+  type TextMerge,
+} from './text-merge.js'
