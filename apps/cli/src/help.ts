@@ -185,6 +185,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
     examples: [
       'agentfs commit session.db',
       'agentfs diff session.db && agentfs commit session.db   # review first',
+      "agentfs snapshot my-agent v3 && agentfs branch my-agent v3 b.db && agentfs fs write b.db /a.txt 'from the branch' && agentfs commit --merge b.db",
     ],
   },
   discard: { examples: ['agentfs discard session.db'] },

@@ -154,6 +154,30 @@ test('branch: a database over a snapshot; diff, commit onto the live database, u
   expect(refused.err).toMatch(/other.md: changed in the base/)
   expect(ok('fs', 'cat', 'live', '/other.md')).toBe('changed live')
   expect(ok('fs', 'cat', 'br2.db', '/other.md')).toBe('from the branch')
+
+  // --merge: edits of different lines both land; the same lines changed are listed, nothing applied.
+  ok('fs', 'write', 'live', '/m.txt', 'one\ntwo\nthree\n')
+  ok('snapshot', 'live', 'm')
+  ok('branch', 'live', 'm', 'br3.db')
+  ok('fs', 'write', 'br3.db', '/m.txt', 'ONE\ntwo\nthree\n')
+  ok('fs', 'write', 'live', '/m.txt', 'one\ntwo\nTHREE\n')
+  expect(ok('commit', '--merge', 'br3.db')).toMatch(
+    /applied 1 change\(s\) to .* \(merged: \/m.txt\)/,
+  )
+  expect(ok('fs', 'cat', 'live', '/m.txt')).toBe('ONE\ntwo\nTHREE\n')
+  expect(ok('log', 'live', '--limit', '1')).toMatch(
+    /commit \/ -> m .*"merge of a branch of m onto change #\d+: \/m.txt"/,
+  )
+  ok('branch', 'live', 'm', 'br4.db')
+  ok('fs', 'write', 'br4.db', '/m.txt', 'one\nTWO (branch)\nthree\n')
+  ok('fs', 'write', 'live', '/m.txt', 'one\nTWO (live)\nthree\n')
+  const conflict = runCli(cli, ['commit', '--merge', 'br4.db'], { cwd })
+  expect(conflict.code).not.toBe(0)
+  expect(conflict.out).toBe('conflict /m.txt: branch line 2, snapshot line 2, live line 2\n')
+  expect(conflict.err).toMatch(
+    /^agentfs: 1 file\(s\) could not be merged \(\/m.txt: 1 conflicting region\(s\)\); nothing was committed/,
+  )
+  expect(ok('fs', 'cat', 'live', '/m.txt')).toBe('one\nTWO (live)\nthree\n')
 })
 
 test('a process killed mid-call leaves it pending: timeline shows it, reconcile records it failed, its change stays attributed to it', async () => {

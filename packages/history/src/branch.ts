@@ -4,7 +4,9 @@ import {
   appendChange,
   type Executor,
   hashChunks,
+  lastChange,
   placeholders,
+  withMessage,
 } from '@agentfs/core'
 import { createFileSystem, type SqlFileSystem } from '@agentfs/fs'
 import {
@@ -155,8 +157,10 @@ export class Branch {
    * when the process dies midway), after an automatic snapshot (so `restore(before.name)`
    * undoes the commit). Nothing is applied on a conflict.
    */
-  async commit(): Promise<CommitResult & { before: SnapshotInfo }> {
-    return commitOnto(this.fs, this.#live, this.#history, this.snapshot.name)
+  async commit(
+    options: { merge?: boolean } = {},
+  ): Promise<CommitResult & { before: SnapshotInfo }> {
+    return commitOnto(this.fs, this.#live, this.#history, this.snapshot.name, options)
   }
 
   /** Drops the branch's changes. */
@@ -175,13 +179,17 @@ export class Branch {
  * in one transaction, after an automatic snapshot of the live state (returned as `before`;
  * `restore(before.name)` undoes the commit), with a `commit` row in the change feed. Refused
  * with `OverlayConflictError`, nothing applied, when a path the branch changed was changed live
- * since the snapshot.
+ * since the snapshot — unless `merge`: then a text file both changed is merged line by line with
+ * the snapshot's content as the common ancestor (`MergeConflictError`, nothing applied, where
+ * both changed the same lines; see `CommitOptions.merge`), and the `commit` row's message names
+ * both parents and the merged files.
  */
 export async function commitOnto(
   branch: OverlayFs,
   live: SqlFileSystem,
   history: History,
   snapshot: string,
+  options: { merge?: boolean } = {},
 ): Promise<CommitResult & { before: SnapshotInfo }> {
   const before = await history.snapshot(undefined, {
     kind: 'auto',
@@ -191,13 +199,29 @@ export async function commitOnto(
     const result = await live.transaction(async (fs) => {
       // Into the database, not onto a host: a mode stays as the branch gave it (an export or
       // an overlay commit to a host drops special bits).
-      const applied = await branch.commit(fs, { keepSpecialBits: true })
-      await appendChange(
-        fs.queryable,
-        { op: 'commit', path: '/', path2: snapshot },
-        history.clock.now(),
-        undefined,
-      )
+      const parent = await lastChange(fs.queryable)
+      const applied = await branch.commit(fs, {
+        keepSpecialBits: true,
+        ...(options.merge
+          ? {
+              // The branch started from the snapshot: its tree is the common ancestor.
+              merge: {
+                ancestor: (path: string) => branch.base.readFile(path).catch(() => undefined),
+              },
+            }
+          : {}),
+      })
+      const message = applied.merged?.length
+        ? `merge of a branch of ${snapshot} onto change #${parent}: ${applied.merged.slice(0, 20).join(', ')}${applied.merged.length > 20 ? ` and ${applied.merged.length - 20} more` : ''}`
+        : undefined
+      const row = () =>
+        appendChange(
+          fs.queryable,
+          { op: 'commit', path: '/', path2: snapshot },
+          history.clock.now(),
+          undefined,
+        )
+      await (message === undefined ? row() : withMessage(message, row))
       return applied
     })
     return { ...result, before }

@@ -5,6 +5,9 @@ import {
   badEntryName,
   corruptError,
   joinPath,
+  type MergeHunk,
+  mergeableText,
+  mergeText,
   parentPath,
   type Queryable,
   ROOT_INO,
@@ -20,13 +23,14 @@ import type { OverlayFs } from './overlay-fs.js'
 export class OverlayConflictError extends AgentFsError<'CONFLICT'> {
   readonly conflicts: readonly { path: string; reason: string }[]
 
-  constructor(conflicts: readonly { path: string; reason: string }[]) {
+  constructor(conflicts: readonly { path: string; reason: string }[], message?: string) {
     super(
       'CONFLICT',
-      `The base changed under ${conflicts.length} overlay path(s) (${conflicts
-        .slice(0, 5)
-        .map((c) => `${c.path}: ${c.reason}`)
-        .join('; ')}); nothing was committed. Review the base, then discard or redo the changes`,
+      message ??
+        `The base changed under ${conflicts.length} overlay path(s) (${conflicts
+          .slice(0, 5)
+          .map((c) => `${c.path}: ${c.reason}`)
+          .join('; ')}); nothing was committed. Review the base, then discard or redo the changes`,
     )
     this.conflicts = conflicts
   }
@@ -56,6 +60,53 @@ export interface CommitOptions {
    * of what the commit overwrites or removes, stored in the overlay database.
    */
   readonly undoId?: string
+  /**
+   * Merge, instead of refusing, a file both the overlay and the target changed since the overlay
+   * copied it: `ancestor(path)` gives the content the overlay started from (undefined when not
+   * known). Text files merge line by line (`mergeText`): changes in different places are both
+   * kept; the same change once. Regions changed differently on both sides, binary files, a file
+   * without a known ancestor, and anything but a content edit (a deletion or rename against an
+   * edit, a type change) stay conflicts: `MergeConflictError`, nothing committed. Modes are the
+   * overlay's.
+   */
+  readonly merge?: { readonly ancestor: (path: string) => Promise<Uint8Array | undefined> }
+}
+
+/** A file a merge could not merge: each conflicting region, or why the file could not be merged. */
+export interface FileMergeConflict {
+  readonly path: string
+  readonly hunks: readonly MergeHunk[]
+  /** The file with conflict markers (text files). */
+  readonly text?: string
+  readonly reason?: string
+}
+
+/** A commit with `merge` met changes it could not merge; nothing was committed. */
+export class MergeConflictError extends OverlayConflictError {
+  readonly merges: readonly FileMergeConflict[]
+
+  constructor(
+    conflicts: readonly { path: string; reason: string }[],
+    merges: readonly FileMergeConflict[],
+  ) {
+    super(
+      conflicts,
+      `${merges.length} file(s) could not be merged (${merges
+        .slice(0, 5)
+        .map(
+          (m) =>
+            `${m.path}: ${m.hunks.length > 0 ? `${m.hunks.length} conflicting region(s)` : m.reason}`,
+        )
+        .join(
+          '; ',
+        )})${conflicts.length > merges.length ? ` and ${conflicts.length - merges.length} other path(s) conflict` : ''}; nothing was committed. Resolve them in the overlay (each conflict holds both sides and the ancestor), then commit again`,
+    )
+    this.merges = merges
+  }
+
+  override get name(): string {
+    return 'MergeConflictError'
+  }
 }
 
 /** Result of a commit. */
@@ -67,6 +118,8 @@ export interface CommitResult {
   readonly droppedBits?: readonly { readonly path: string; readonly bits: readonly string[] }[]
   /** True when this call finished a commit that an earlier, interrupted one had begun. */
   readonly resumed?: boolean
+  /** Files both sides changed, merged line by line (with `merge`). */
+  readonly merged?: readonly string[]
 }
 
 /** A commit that was planned and begun but not finished (the process died mid-way). */
@@ -170,6 +223,8 @@ export async function commitOverlay(
     else changes.push(change)
   }
   const conflicts: { path: string; reason: string }[] = []
+  // Content edits of files the target also changed: merged after the checks, with `merge`.
+  const mergeable: string[] = []
   const recorded = async (path: string) => {
     const { rows } = await q.execute<{ token: string }>({
       sql: 'SELECT token FROM agentfs_overlay_base_state WHERE path = ?',
@@ -215,13 +270,28 @@ export async function commitOverlay(
     } else if (!current) {
       conflicts.push({ path: change.path, reason: 'removed from the base meanwhile' })
     } else if (token !== undefined && token !== current.version) {
-      conflicts.push({ path: change.path, reason: 'changed in the base since it was copied' })
+      if (options.merge && change.kind === 'modified' && change.type === 'file' && current.isFile())
+        mergeable.push(change.path)
+      else conflicts.push({ path: change.path, reason: 'changed in the base since it was copied' })
     }
     // A directory that goes away (deleted, or replaced by another type) takes its tree along.
     if (current?.isDirectory() && (change.kind === 'deleted' || change.type !== 'directory'))
       await checkBelow(change.path)
   }
+  const merges = new Map<string, string>()
+  const failed: FileMergeConflict[] = []
+  for (const path of mergeable) {
+    const result = await mergeFile(overlay, target, options.merge!, path)
+    if (typeof result === 'string') merges.set(path, result)
+    else {
+      failed.push(result)
+      conflicts.push({ path, reason: result.reason ?? 'changed on both sides in the same place' })
+    }
+  }
+  if (failed.length > 0) throw new MergeConflictError(conflicts, failed)
   if (conflicts.length > 0) throw new OverlayConflictError(conflicts)
+  // The merged contents replace the overlay's own: the plan below copies them like any file.
+  for (const [path, text] of merges) await overlay.delta.writeFile(path, text)
 
   // The plan: deletions deepest first, then directories, links and files in path order.
   const plan: Omit<Step, 'step'>[] = []
@@ -297,9 +367,39 @@ export async function commitOverlay(
   const skippedPaths = new Set(skipped.map((s) => s.path))
   return {
     applied: changes.filter((c) => !skippedPaths.has(c.path)),
+    ...(merges.size > 0 ? { merged: [...merges.keys()] } : {}),
     ...(skipped.length > 0 ? { skipped } : {}),
     ...(droppedBits.length > 0 ? { droppedBits } : {}),
   }
+}
+
+/** The three-way merge of one file: its merged text, or what kept it from merging. */
+async function mergeFile(
+  overlay: OverlayFs,
+  target: FileSystem,
+  merge: NonNullable<CommitOptions['merge']>,
+  path: string,
+): Promise<string | FileMergeConflict> {
+  const base = await merge.ancestor(path)
+  if (base === undefined)
+    return {
+      path,
+      hunks: [],
+      reason: 'changed on both sides, and the version it started from is not known',
+    }
+  const ours = await overlay.delta.readFile(path)
+  const theirs = await target.readFile(path)
+  if (![base, ours, theirs].every(mergeableText))
+    return { path, hunks: [], reason: 'changed on both sides, and it is not text: pick one side' }
+  const decode = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8')
+  const m = mergeText(decode(base), decode(ours), decode(theirs), {
+    ours: 'overlay',
+    base: 'ancestor',
+    theirs: 'target',
+  })
+  return m.ok
+    ? m.text
+    : { path, hunks: m.conflicts, text: m.text, ...(m.reason ? { reason: m.reason } : {}) }
 }
 
 const tempOf = (step: Step) => joinPath(parentPath(step.path), `${TEMP_PREFIX}${step.arg}`)

@@ -1,5 +1,5 @@
-export type { CommitOptions, CommitResult, PendingCommit } from './commit.js'
-export { OverlayConflictError, pendingCommit } from './commit.js'
+export type { CommitOptions, CommitResult, FileMergeConflict, PendingCommit } from './commit.js'
+export { MergeConflictError, OverlayConflictError, pendingCommit } from './commit.js'
 export type { UndoCommitResult } from './commit-undo.js'
 export {
   commitUndoable,

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { MergeConflictError } from '@agentfs/overlay'
 import { afterEach, describe, expect, test } from 'vitest'
 import { AgentFS } from '../src/index.js'
 
@@ -168,6 +169,78 @@ describe('file versions', () => {
 })
 
 describe('branches', () => {
+  test('commit with merge: edits of one file in different places both land, in one transaction naming both parents; restore undoes it', async () => {
+    const agent = await open({ versions: true })
+    await agent.fs.writeFile('/doc.md', '# Title\n\nintro\n\nbody\n\nend\n')
+    await agent.snapshot('base')
+    const branch = await agent.branch('base')
+    await branch.fs.writeFile('/doc.md', '# Better title\n\nintro\n\nbody\n\nend\n')
+    await agent.fs.writeFile('/doc.md', '# Title\n\nintro\n\nbody\n\nthe end\n')
+    // Without merge, still refused.
+    await expect(branch.commit()).rejects.toThrow(/changed in the base/)
+    const parent = await agent.changes.last()
+    const { before, merged } = await branch.commit({ merge: true })
+    await branch.close()
+    expect(merged).toEqual(['/doc.md'])
+    expect(await agent.fs.readFile('/doc.md', 'utf8')).toBe(
+      '# Better title\n\nintro\n\nbody\n\nthe end\n',
+    )
+    const rows = (await agent.changes.since(parent)).changes
+    expect(new Set(rows.map((c) => c.txid)).size).toBe(1)
+    const commit = rows.find((c) => c.op === 'commit')!
+    expect(commit.path2).toBe('base')
+    expect(commit.message).toBe(`merge of a branch of base onto change #${parent}: /doc.md`)
+    await agent.restore(before.name)
+    expect(await agent.fs.readFile('/doc.md', 'utf8')).toBe('# Title\n\nintro\n\nbody\n\nthe end\n')
+  })
+
+  test('commit with merge: the same lines changed on both sides are a structured conflict, nothing applied', async () => {
+    const agent = await open()
+    await agent.fs.writeFile('/a.txt', 'one\ntwo\nthree\n')
+    await agent.fs.writeFile('/b.bin', Buffer.from([1, 0, 2]))
+    await agent.snapshot('base')
+    const branch = await agent.branch('base')
+    await branch.fs.writeFile('/a.txt', 'one\nTWO (branch)\nthree\n')
+    await branch.fs.writeFile('/new.txt', 'added on the branch\n')
+    await agent.fs.writeFile('/a.txt', 'one\nTWO (live)\nthree\n')
+    const error = await branch.commit({ merge: true }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(MergeConflictError)
+    const merges = (error as MergeConflictError).merges
+    expect(merges).toEqual([
+      {
+        path: '/a.txt',
+        hunks: [
+          {
+            ours: 'TWO (branch)\n',
+            base: 'two\n',
+            theirs: 'TWO (live)\n',
+            oursLine: 2,
+            baseLine: 2,
+            theirsLine: 2,
+          },
+        ],
+        text: 'one\n<<<<<<< overlay\nTWO (branch)\n||||||| ancestor\ntwo\n=======\nTWO (live)\n>>>>>>> target\nthree\n',
+      },
+    ])
+    expect(await agent.fs.readFile('/a.txt', 'utf8')).toBe('one\nTWO (live)\nthree\n')
+    expect(await agent.fs.exists('/new.txt')).toBe(false)
+    // The branch keeps its changes: resolve there, then commit again.
+    await branch.fs.writeFile('/a.txt', 'one\nTWO (live)\nthree\n')
+    await agent.fs.writeFile('/b.bin', Buffer.from([9]))
+    await branch.fs.writeFile('/b.bin', Buffer.from([1, 0, 3]))
+    const binary = await branch.commit({ merge: true }).catch((e: unknown) => e)
+    expect((binary as MergeConflictError).merges).toEqual([
+      {
+        path: '/b.bin',
+        hunks: [],
+        reason: 'changed on both sides, and it is not text: pick one side',
+      },
+    ])
+    await branch.fs.rm('/b.bin')
+    await branch.fs.writeFile('/b.bin', Buffer.from([9]))
+    await branch.close()
+  })
+
   test('a branch of a snapshot: edit, diff, commit onto the live tree, undo with restore', async () => {
     const agent = await open()
     await agent.fs.writeFile('/doc.md', 'v1\n')

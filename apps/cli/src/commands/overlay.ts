@@ -1,6 +1,7 @@
 import { commitOnto } from '@agentfs/history'
 import {
   HostFileSystem,
+  MergeConflictError,
   type OverlayChange,
   openOverlay,
   pendingCommit,
@@ -58,7 +59,11 @@ export function registerOverlay(program: Command): void {
       '--keep-setuid',
       'give committed files their setuid, setgid and sticky bits (dropped by default)',
     )
-    .action(async (db: string, o: { snapshot: boolean; keepSetuid?: boolean }) =>
+    .option(
+      '--merge',
+      'a branch: merge text files both sides changed, line by line, instead of refusing (conflicting lines are listed; nothing is applied then)',
+    )
+    .action(async (db: string, o: { snapshot: boolean; keepSetuid?: boolean; merge?: boolean }) =>
       withAgent(db, async (agent) => {
         const described = await readOverlayBase(agent.db)
         const overlay = await openOverlay(agent.db, { openBase: openBranchBase })
@@ -72,12 +77,22 @@ export function registerOverlay(program: Command): void {
           if (await pendingCommit(agent.db))
             await agent.db.execute({ sql: 'DROP TABLE agentfs_overlay_commit' })
           const result = await withAgent(described.path, (live) =>
-            commitOnto(overlay, live.fs, live.history, described.snapshot),
-          )
+            commitOnto(overlay, live.fs, live.history, described.snapshot, {
+              merge: o.merge === true,
+            }),
+          ).catch((error: unknown) => {
+            if (error instanceof MergeConflictError)
+              for (const line of conflictLines(error)) print(line)
+            throw error
+          })
           return print(
-            `applied ${result.applied.length} change(s) to ${described.path}; "agentfs restore ${described.path} ${result.before.name}" undoes it`,
+            `applied ${result.applied.length} change(s) to ${described.path}${result.merged?.length ? ` (merged: ${result.merged.join(', ')})` : ''}; "agentfs restore ${described.path} ${result.before.name}" undoes it`,
           )
         }
+        if (o.merge)
+          throw new Error(
+            `--merge needs the content each file started from: branches keep it (their snapshot), an overlay of a host directory does not yet; commit without --merge, or resolve by hand`,
+          )
         // An overlay commit empties the session: this snapshot brings its changes back on undo.
         // With it, the host's entries the commit replaces are kept, so undo can bring them back.
         const before = o.snapshot
@@ -135,4 +150,17 @@ function metadataLines(c: OverlayChange): string[] {
       `owner ${c.owner.before.uid}:${c.owner.before.gid} -> ${c.owner.after.uid}:${c.owner.after.gid} (commit applies no owner: files are the committing user's)`,
     )
   return lines
+}
+
+/** A merge's conflicts, as `agentfs commit --merge` prints them before failing. */
+function conflictLines(error: MergeConflictError): string[] {
+  const out: string[] = []
+  for (const m of error.merges) {
+    if (m.hunks.length === 0) out.push(`conflict ${m.path}: ${m.reason ?? 'not merged'}`)
+    for (const h of m.hunks)
+      out.push(
+        `conflict ${m.path}: branch line ${h.oursLine}, snapshot line ${h.baseLine}, live line ${h.theirsLine}`,
+      )
+  }
+  return out
 }
