@@ -220,8 +220,6 @@ export {
 export { databaseOf, STORE_DATABASE } from './store-database.js'
 export type { BoundedDiff, DiffBudget, DiffMethod } from './text-diff.js'
 export { DIFF_BUDGET, unifiedDiff } from './text-diff.js'
-export type { VersionRetention } from './versions.js'
-export { captureVersion, VERSION_DEFAULTS, versionRetention } from './versions.js'
 export {
   MERGE_LIMITS,
   type MergeHunk,
@@ -229,3 +227,5 @@ export {
   mergeText,
   type TextMerge,
 } from './text-merge.js'
+export type { VersionRetention } from './versions.js'
+export { captureVersion, VERSION_DEFAULTS, versionRetention } from './versions.js'
