@@ -142,8 +142,8 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
   undelete: {
     examples: [
       'agentfs undelete my-agent / --list',
-      'agentfs snapshot my-agent kept && agentfs fs rm my-agent /tmp.txt && agentfs undelete my-agent /tmp.txt',
-      "agentfs snapshot my-agent kept && agentfs fs rm -rf my-agent /build && agentfs undelete -m 'the cleanup went too far' my-agent /build",
+      'agentfs snapshot my-agent kept-1 && agentfs fs rm my-agent /tmp.txt && agentfs undelete my-agent /tmp.txt',
+      "agentfs snapshot my-agent kept-2 && agentfs fs rm -rf my-agent /build && agentfs undelete -m 'the cleanup went too far' my-agent /build",
     ],
   },
   blame: {
