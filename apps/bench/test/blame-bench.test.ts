@@ -4,8 +4,8 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
 import { expect, test } from 'vitest'
+import { bundleBench } from './bundle.js'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 
@@ -16,20 +16,7 @@ test('pnpm bench:blame blames a history of kept versions against git blame of th
   await mkdir(outdir, { recursive: true })
   const work = await mkdtemp(join(tmpdir(), 'agentfs-blame-bench-test-'))
   try {
-    await build({
-      entryPoints: [join(here, '..', 'src', 'blame-bench.ts')],
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      outdir,
-      conditions: ['@agentfs/source'],
-      external: ['better-sqlite3', '@libsql/client'],
-      banner: {
-        js: "import { createRequire as bannerRequire } from 'node:module'; const require = bannerRequire(import.meta.url);",
-      },
-      logLevel: 'silent',
-    })
+    await bundleBench(['blame-bench.ts'], outdir)
     const out = join(work, 'blame.json')
     const run = spawnSync(
       process.execPath,

@@ -4,9 +4,9 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
 import { expect, test } from 'vitest'
 import { buildFloor } from '../src/fuse-workload.js'
+import { bundleBench } from './bundle.js'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 
@@ -17,22 +17,7 @@ test('pnpm bench --scale small runs every workload on each implementation and wr
   await mkdir(outdir, { recursive: true })
   const work = await mkdtemp(join(tmpdir(), 'agentfs-bench-test-'))
   try {
-    await build({
-      entryPoints: ['main.ts', 'child.ts', 'reader-child.ts'].map((f) =>
-        join(here, '..', 'src', f),
-      ),
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      outdir,
-      conditions: ['@agentfs/source'],
-      external: ['better-sqlite3', '@libsql/client', 'agentfs-sdk'],
-      banner: {
-        js: "import { createRequire as bannerRequire } from 'node:module'; const require = bannerRequire(import.meta.url);",
-      },
-      logLevel: 'silent',
-    })
+    await bundleBench(['main.ts', 'child.ts', 'reader-child.ts'], outdir)
     const out = join(work, 'report.json')
     const run = spawnSync(
       process.execPath,
