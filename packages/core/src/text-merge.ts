@@ -193,13 +193,20 @@ interface Hunk {
 
 /** Edits Myers' search may make per side before the side counts as changed throughout. */
 const MAX_EDIT = 4000
+/** Cells of Myers' edit graph one side's diff may explore (about 50 ms). */
+const MERGE_WORK = 8_000_000
 
 /**
  * The changes from `o` to `x` as hunks (Myers, jsdiff). Past its budget, one hunk replacing
  * everything: never a wrong merge, at worst a conflict where a finer diff would have merged.
  */
 function hunksOf(o: string[], x: string[]): Hunk[] {
-  const parts = diffArrays(o, x, { maxEditLength: MAX_EDIT, timeout: 200 })
+  // A work bound (lines × edits), not a clock: the same inputs always merge the same way.
+  const maxEditLength = Math.max(
+    1,
+    Math.min(MAX_EDIT, Math.floor(MERGE_WORK / Math.max(1, o.length + x.length))),
+  )
+  const parts = diffArrays(o, x, { maxEditLength })
   if (parts === undefined) return [{ from: 0, to: o.length, lines: x }]
   const out: Hunk[] = []
   let at = 0

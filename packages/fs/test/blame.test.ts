@@ -217,7 +217,12 @@ describe('fs.blame', () => {
           }
           expect(blame.complete).toBe(true)
         }),
-        { numRuns: 40 },
+        {
+          numRuns: Number(process.env.AGENTFS_BLAME_RUNS ?? 40),
+          ...(process.env.AGENTFS_BLAME_SEED === undefined
+            ? {}
+            : { seed: Number(process.env.AGENTFS_BLAME_SEED) }),
+        },
       )
     })
 })

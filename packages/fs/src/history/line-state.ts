@@ -7,8 +7,16 @@ const NL = 10
 const BLOCK = 4096
 /** Edits Myers' search may make on one changed region of two versions before giving up. */
 const MAX_EDIT = 2000
-/** Wall-clock cap of one region's diff (milliseconds). */
-const DIFF_MS = 50
+/**
+ * Cells of Myers' edit graph (lines of both sides × edits) one diff may explore: about 20 ms.
+ * A work bound, not a clock, so the same history always blames the same way.
+ */
+const WORK = 2_000_000
+
+/** The edit budget of a diff of `n` items in all: deterministic, bounded work. */
+const budget = (n: number) => ({
+  maxEditLength: Math.max(1, Math.min(MAX_EDIT, Math.floor(WORK / Math.max(1, n)))),
+})
 
 /**
  * A content as the chunks it is stored in: each chunk's hash (as a string key) and where it
@@ -45,7 +53,7 @@ interface Segment {
  * from version to version: {@link next} keeps the owners of lines the new content keeps and
  * gives `owner` to the lines it adds. The contents are aligned by what is known equal without
  * looking at lines — the common start and end (memcmp) and the chunks both versions share — and
- * only the lines between those runs are diffed (Myers, bounded by `MAX_EDIT` and `DIFF_MS`; past
+ * only the lines between those runs are diffed (Myers, bounded by `MAX_EDIT` and `WORK`; past
  * them that region's lines get `onBudget` and {@link approximate} is set). So a small edit of a
  * large file costs a copy of two typed arrays and a diff of the edit.
  */
@@ -94,7 +102,7 @@ export class LineState {
         for (let i = line; i < upTo; i++) before.push(key(a, starts[i]!, starts[i + 1]!))
         const after: string[] = []
         for (let i = 0; i < m; i++) after.push(key(b, added[i]!, i + 1 < m ? added[i + 1]! : to))
-        const parts = diffArrays(before, after, { maxEditLength: MAX_EDIT, timeout: DIFF_MS })
+        const parts = diffArrays(before, after, budget(before.length + after.length))
         if (parts === undefined) {
           out.owners.fill(onBudget, base, base + m)
           approximate = true
@@ -148,10 +156,11 @@ function* segments(a: Buffer, b: Buffer, ca?: Chunked, cb?: Chunked): Generator<
   const s = commonSuffix(a, b, min - p)
   if (p > 0) yield { oa: 0, ob: 0, len: p }
   if (ca && cb && ca.keys.length > 0 && cb.keys.length > 0) {
-    const parts = diffArrays(ca.keys as string[], cb.keys as string[], {
-      maxEditLength: MAX_EDIT,
-      timeout: DIFF_MS,
-    })
+    const parts = diffArrays(
+      ca.keys as string[],
+      cb.keys as string[],
+      budget(ca.keys.length + cb.keys.length),
+    )
     let i = 0
     let j = 0
     for (const part of parts ?? []) {
