@@ -219,15 +219,16 @@ export async function blameFile(
       changes.push(toChange(row))
       // Lines are this change's when the walk has every change before it; else only known to
       // be from between the last readable version and this one.
-      const owner = lastReadable === i - 1 ? changes.length - 1 : gap(last, row.seq)
-      const onBudget = gap(last, row.seq)
-      state = state.next(next.content, owner, onBudget, next.chunked)
+      const between = gap(last, row.seq)
+      const owner = lastReadable === i - 1 ? changes.length - 1 : between
+      state = state.next(next.content, owner, between, next.chunked)
       last = row.seq
       lastReadable = i
     }
     if (unrecorded || chain.length === 0) {
       complete = false
-      state = state.next(content, gap(last, null), gap(last, null), chunked)
+      const unknown = gap(last, null)
+      state = state.next(content, unknown, unknown, chunked)
     }
     if (state.approximate) complete = false
     const texts = content.toString('utf8').split('\n')
