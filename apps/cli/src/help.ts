@@ -185,7 +185,13 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
     examples: [
       'agentfs commit session.db',
       'agentfs diff session.db && agentfs commit session.db   # review first',
+      'agentfs commit --merge session.db   # a file both the session and the host changed: merged line by line',
       "agentfs snapshot my-agent v3 && agentfs branch my-agent v3 b.db && agentfs fs write b.db /a.txt 'from the branch' && agentfs commit --merge b.db",
+    ],
+  },
+  resolve: {
+    examples: [
+      "agentfs fs write session.db /README.md '# Project (both sides)' && agentfs resolve session.db /README.md && agentfs commit --merge session.db",
     ],
   },
   discard: { examples: ['agentfs discard session.db'] },

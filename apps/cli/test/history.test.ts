@@ -180,6 +180,42 @@ test('branch: a database over a snapshot; diff, commit onto the live database, u
   expect(ok('fs', 'cat', 'live', '/m.txt')).toBe('one\nTWO (live)\nthree\n')
 })
 
+test('an overlay of a host directory: commit --merge, undo, commit again; a conflict is resolved and applied', () => {
+  writeFileSync(join(cwd, 'plan.md'), 'one\ntwo\nthree\n')
+  ok('init', 'm.db', '--base', '.')
+  ok('fs', 'write', 'm.db', '/plan.md', 'ONE (session)\ntwo\nthree\n')
+  writeFileSync(join(cwd, 'plan.md'), 'one\ntwo\nTHREE (host)\n')
+  expect(runCli(cli, ['commit', 'm.db'], { cwd }).err).toMatch(/plan.md: changed in the base/)
+  expect(ok('commit', '--merge', 'm.db')).toMatch(/applied 1 change\(s\) \(merged: \/plan.md\)/)
+  expect(readFileSync(join(cwd, 'plan.md'), 'utf8')).toBe('ONE (session)\ntwo\nTHREE (host)\n')
+  // Undo: the host's own version is back, the session has its edit and its ancestor again.
+  ok('undo', 'm.db')
+  expect(readFileSync(join(cwd, 'plan.md'), 'utf8')).toBe('one\ntwo\nTHREE (host)\n')
+  // The host's change is still seen as one: a plain commit refuses, a merge merges again.
+  expect(runCli(cli, ['commit', 'm.db'], { cwd }).err).toMatch(/plan.md: changed in the base/)
+  expect(ok('commit', '--merge', 'm.db')).toMatch(/\(merged: \/plan.md\)/)
+  expect(readFileSync(join(cwd, 'plan.md'), 'utf8')).toBe('ONE (session)\ntwo\nTHREE (host)\n')
+
+  // The same line on both sides: listed, nothing applied; resolved, then applied.
+  ok('fs', 'write', 'm.db', '/plan.md', 'ONE (session)\nTWO (session)\nTHREE (host)\n')
+  writeFileSync(join(cwd, 'plan.md'), 'ONE (session)\nTWO (host)\nTHREE (host)\n')
+  const conflict = runCli(cli, ['commit', '--merge', 'm.db'], { cwd })
+  expect(conflict.code).not.toBe(0)
+  expect(conflict.out).toMatch(
+    /^conflict \/plan.md: overlay line 2, ancestor line 2, host line 2$/m,
+  )
+  expect(conflict.out).toMatch(/run "agentfs resolve m.db \/plan.md", then commit again/)
+  expect(readFileSync(join(cwd, 'plan.md'), 'utf8')).toBe(
+    'ONE (session)\nTWO (host)\nTHREE (host)\n',
+  )
+  ok('fs', 'write', 'm.db', '/plan.md', 'ONE (session)\nTWO (both)\nTHREE (host)\n')
+  expect(ok('resolve', 'm.db', '/plan.md')).toMatch(/resolved \/plan.md/)
+  ok('commit', '--merge', 'm.db')
+  expect(readFileSync(join(cwd, 'plan.md'), 'utf8')).toBe(
+    'ONE (session)\nTWO (both)\nTHREE (host)\n',
+  )
+})
+
 test('a process killed mid-call leaves it pending: timeline shows it, reconcile records it failed, its change stays attributed to it', async () => {
   const db = join(cwd, 'crash.db')
   ok('init', db)

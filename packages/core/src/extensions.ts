@@ -384,6 +384,21 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       'ALTER TABLE agentfs_change ADD COLUMN message TEXT',
     ],
   },
+  {
+    version: 17,
+    description:
+      'overlay ancestors (agentfs_overlay_base_content): the text a copy-on-write overlay copied up from its base, so a commit can merge a file both sides changed',
+    statements: [
+      // One row per base version a copy-up read (text files of at most 8 MiB); the ancestor of
+      // a path is the row whose token is the one agentfs_overlay_base_state holds for it.
+      `CREATE TABLE agentfs_overlay_base_content (
+  path TEXT NOT NULL,
+  token TEXT NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (path, token)
+)`,
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

@@ -139,6 +139,8 @@ export class Branch {
     const fs = await createOverlay({
       base: await snapshotBase(options.q, options.history, options.name, options.base),
       delta: createFileSystem(options.delta, { feed: { enabled: false } }),
+      // The snapshot is the ancestor of every file the branch copies up.
+      ancestors: false,
     })
     const close = async () => {
       await options.delta.close()
@@ -161,6 +163,15 @@ export class Branch {
     options: { merge?: boolean } = {},
   ): Promise<CommitResult & { before: SnapshotInfo }> {
     return commitOnto(this.fs, this.#live, this.#history, this.snapshot.name, options)
+  }
+
+  /**
+   * Marks `path` resolved against the live tree's current version: after writing the
+   * resolution of a merge conflict in the branch, the next commit applies it (see
+   * `OverlayFs.resolve`).
+   */
+  resolve(path: string): Promise<void> {
+    return this.fs.resolve(path, this.#live)
   }
 
   /** Drops the branch's changes. */
@@ -204,9 +215,12 @@ export async function commitOnto(
         keepSpecialBits: true,
         ...(options.merge
           ? {
-              // The branch started from the snapshot: its tree is the common ancestor.
+              // The branch started from the snapshot: its tree is the common ancestor, unless a
+              // conflict was resolved against a later live version (OverlayFs.resolve).
               merge: {
-                ancestor: (path: string) => branch.base.readFile(path).catch(() => undefined),
+                ancestor: async (path: string) =>
+                  (await branch.ancestor(path)) ??
+                  (await branch.base.readFile(path).catch(() => undefined)),
               },
             }
           : {}),

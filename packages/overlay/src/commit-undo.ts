@@ -21,6 +21,8 @@ import { strictTarget } from './host-fs.js'
 const COMMITS = 'agentfs_overlay_undo_commit'
 const ENTRIES = 'agentfs_overlay_undo_entry'
 const DATA = 'agentfs_overlay_undo_data'
+/** Paths the commit merged: the host had changed them, so undo leaves their base state stale. */
+const MERGED = 'agentfs_overlay_undo_merged'
 const DDL = [
   `CREATE TABLE IF NOT EXISTS ${COMMITS} (
     id TEXT PRIMARY KEY,
@@ -46,6 +48,11 @@ const DDL = [
     idx INTEGER NOT NULL,
     data BLOB NOT NULL,
     PRIMARY KEY (id, path, idx)
+  )`,
+  `CREATE TABLE IF NOT EXISTS ${MERGED} (
+    id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    PRIMARY KEY (id, path)
   )`,
 ]
 const TYPES = ['absent', 'file', 'directory', 'symlink'] as const
@@ -91,7 +98,11 @@ export class UndoConflictError extends AgentFsError<'CONFLICT'> {
 export interface UndoCommitResult {
   /** Paths the host has again as before the commit (removed, rewritten or remade). */
   readonly restored: readonly string[]
-  /** The host's version token of each path undo remade: the overlay's base state moves to it. */
+  /**
+   * The host's version token of each path undo remade: the overlay's base state moves to it.
+   * Not for paths the commit merged: the host had changed those since the overlay copied them,
+   * so the next commit sees that change again (and merges it, or refuses).
+   */
   readonly tokens: ReadonlyMap<string, string>
 }
 
@@ -113,10 +124,13 @@ export async function recordUndo(
   id: string,
   paths: readonly string[],
   removes: ReadonlySet<string>,
+  merged: ReadonlySet<string> = new Set(),
 ): Promise<void> {
   for (const sql of DDL) await tx.execute({ sql })
-  await tx.execute({ sql: `DELETE FROM ${ENTRIES} WHERE id = ?`, params: [id] })
-  await tx.execute({ sql: `DELETE FROM ${DATA} WHERE id = ?`, params: [id] })
+  for (const table of [ENTRIES, DATA, MERGED])
+    await tx.execute({ sql: `DELETE FROM ${table} WHERE id = ?`, params: [id] })
+  for (const path of merged)
+    await tx.execute({ sql: `INSERT INTO ${MERGED} (id, path) VALUES (?, ?)`, params: [id, path] })
   await tx.execute({
     sql: `INSERT OR REPLACE INTO ${COMMITS} (id, sealed, created_at) VALUES (?, 0, ?)`,
     params: [id, Date.now()],
@@ -308,6 +322,18 @@ export async function undoCommit(
     .filter((e) => e.type !== 'absent')
     .sort((a, b) => compareCodePoints(a.path, b.path))
   const tokens = new Map<string, string>()
+  // A record made before merges existed has no table of them.
+  const mergeTable = await tableExists(q, MERGED)
+  const merged = new Set(
+    mergeTable
+      ? (
+          await q.execute<{ path: string }>({
+            sql: `SELECT path FROM ${MERGED} WHERE id = ?`,
+            params: [id],
+          })
+        ).rows.map((r) => r.path)
+      : [],
+  )
   for (const entry of restores) {
     if (entry.type === 'directory') {
       const now = await target.lstat(entry.path).catch(undefinedIfAbsent)
@@ -320,10 +346,10 @@ export async function undoCommit(
       await restoreFile(q, target, id, entry)
     }
     const after = await target.lstat(entry.path)
-    tokens.set(entry.path, after.version)
+    if (!merged.has(entry.path)) tokens.set(entry.path, after.version)
   }
   await q.transaction(async (tx) => {
-    for (const table of [DATA, ENTRIES, COMMITS])
+    for (const table of mergeTable ? [DATA, ENTRIES, MERGED, COMMITS] : [DATA, ENTRIES, COMMITS])
       await tx.execute({ sql: `DELETE FROM ${table} WHERE id = ?`, params: [id] })
   })
   return {
@@ -371,10 +397,16 @@ export async function rebaseOverlayTokens(
   tokens: ReadonlyMap<string, string>,
 ): Promise<void> {
   await q.transaction(async (tx) => {
-    for (const [path, token] of tokens)
+    for (const [path, token] of tokens) {
+      // The bytes undo remade are the ancestor's: it stays the ancestor under the new token.
+      await tx.execute({
+        sql: 'INSERT OR IGNORE INTO agentfs_overlay_base_content (path, token, data) SELECT c.path, ?, c.data FROM agentfs_overlay_base_content AS c JOIN agentfs_overlay_base_state AS s ON s.path = c.path AND s.token = c.token WHERE c.path = ?',
+        params: [token, path],
+      })
       await tx.execute({
         sql: 'UPDATE agentfs_overlay_base_state SET token = ? WHERE path = ?',
         params: [token, path],
       })
+    }
   })
 }

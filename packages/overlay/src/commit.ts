@@ -4,6 +4,7 @@ import {
   AgentFsError,
   badEntryName,
   corruptError,
+  type Executor,
   joinPath,
   type MergeHunk,
   mergeableText,
@@ -67,9 +68,9 @@ export interface CommitOptions {
    * kept; the same change once. Regions changed differently on both sides, binary files, a file
    * without a known ancestor, and anything but a content edit (a deletion or rename against an
    * edit, a type change) stay conflicts: `MergeConflictError`, nothing committed. Modes are the
-   * overlay's.
+   * overlay's. `true`: the ancestors the overlay kept at copy-up (`OverlayFs.ancestor`).
    */
-  readonly merge?: { readonly ancestor: (path: string) => Promise<Uint8Array | undefined> }
+  readonly merge?: true | { readonly ancestor: (path: string) => Promise<Uint8Array | undefined> }
 }
 
 /** A file a merge could not merge: each conflicting region, or why the file could not be merged. */
@@ -99,7 +100,7 @@ export class MergeConflictError extends OverlayConflictError {
         )
         .join(
           '; ',
-        )})${conflicts.length > merges.length ? ` and ${conflicts.length - merges.length} other path(s) conflict` : ''}; nothing was committed. Resolve them in the overlay (each conflict holds both sides and the ancestor), then commit again`,
+        )})${conflicts.length > merges.length ? ` and ${conflicts.length - merges.length} other path(s) conflict` : ''}; nothing was committed. Write each resolution in the overlay (each conflict holds both sides and the ancestor), mark it with resolve(path), then commit again`,
     )
     this.merges = merges
   }
@@ -208,6 +209,8 @@ export async function commitOverlay(
   options: CommitOptions = {},
 ): Promise<CommitResult> {
   const target = strictTarget(baseTarget)
+  const merge =
+    options.merge === true ? { ancestor: (path: string) => overlay.ancestor(path) } : options.merge
   const journal = await journalSteps(q)
   if (journal) {
     await runSteps(overlay, q, target, journal)
@@ -270,7 +273,7 @@ export async function commitOverlay(
     } else if (!current) {
       conflicts.push({ path: change.path, reason: 'removed from the base meanwhile' })
     } else if (token !== undefined && token !== current.version) {
-      if (options.merge && change.kind === 'modified' && change.type === 'file' && current.isFile())
+      if (merge && change.kind === 'modified' && change.type === 'file' && current.isFile())
         mergeable.push(change.path)
       else conflicts.push({ path: change.path, reason: 'changed in the base since it was copied' })
     }
@@ -281,7 +284,7 @@ export async function commitOverlay(
   const merges = new Map<string, string>()
   const failed: FileMergeConflict[] = []
   for (const path of mergeable) {
-    const result = await mergeFile(overlay, target, options.merge!, path)
+    const result = await mergeFile(overlay, target, merge!, path)
     if (typeof result === 'string') merges.set(path, result)
     else {
       failed.push(result)
@@ -350,6 +353,7 @@ export async function commitOverlay(
         options.undoId,
         [...new Set(plan.map((s) => s.path))],
         new Set(plan.filter((s) => s.op === 'rm').map((s) => s.path)),
+        new Set(merges.keys()),
       )
     await tx.execute({ sql: JOURNAL_DDL })
     for (const [index, step] of plan.entries())
@@ -377,7 +381,7 @@ export async function commitOverlay(
 async function mergeFile(
   overlay: OverlayFs,
   target: FileSystem,
-  merge: NonNullable<CommitOptions['merge']>,
+  merge: { readonly ancestor: (path: string) => Promise<Uint8Array | undefined> },
   path: string,
 ): Promise<string | FileMergeConflict> {
   const base = await merge.ancestor(path)
@@ -471,5 +475,37 @@ export async function discardOverlay(q: Queryable): Promise<void> {
     ]) {
       await tx.execute({ sql })
     }
+    await dropAncestors(tx)
   })
+}
+
+/**
+ * Drops the kept ancestors (`agentfs_overlay_base_content`) that neither the overlay nor a
+ * snapshot's overlay state names any more: restoring a snapshot brings back its ancestors too.
+ */
+async function dropAncestors(q: Executor): Promise<void> {
+  const named = new Set<string>()
+  const key = (path: unknown, token: unknown) => `${String(path)}\0${String(token)}`
+  const { rows: states } = await q.execute<{ overlay: string }>({
+    sql: 'SELECT overlay FROM agentfs_snapshot WHERE overlay IS NOT NULL',
+  })
+  for (const { overlay } of states) {
+    let rows: unknown
+    try {
+      rows = (JSON.parse(overlay) as Record<string, unknown>).agentfs_overlay_base_state
+    } catch {
+      continue // a damaged state keeps nothing alive; restoring it reports the damage
+    }
+    if (Array.isArray(rows))
+      for (const row of rows) if (Array.isArray(row)) named.add(key(row[0], row[1]))
+  }
+  const { rows: kept } = await q.execute<{ path: string; token: string }>({
+    sql: 'SELECT path, token FROM agentfs_overlay_base_content',
+  })
+  for (const row of kept)
+    if (!named.has(key(row.path, row.token)))
+      await q.execute({
+        sql: 'DELETE FROM agentfs_overlay_base_content WHERE path = ? AND token = ?',
+        params: [row.path, row.token],
+      })
 }

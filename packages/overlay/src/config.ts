@@ -68,6 +68,8 @@ export interface CreateOverlayOptions {
    * HostFileSystem base; give it for an AgentFS base (its database path).
    */
   readonly describeBase?: OverlayBaseDescription
+  /** Keep the base's text of files copied up, as merge ancestors (default: unless a snapshot). */
+  readonly ancestors?: boolean
 }
 
 /**
@@ -86,7 +88,9 @@ export async function createOverlay(options: CreateOverlayOptions): Promise<Over
       ? { kind: 'host' as const, path: options.base.root }
       : undefined)
   if (description) await saveOverlayBase(options.delta.queryable, description)
-  return new OverlayFs(options.base, options.delta)
+  return new OverlayFs(options.base, options.delta, {
+    ancestors: options.ancestors ?? description?.kind !== 'snapshot',
+  })
 }
 
 /** Options of {@link openOverlay}. */
@@ -117,5 +121,8 @@ export async function openOverlay(
       `The overlay's base is ${description.kind === 'snapshot' ? `snapshot '${description.snapshot}' of` : 'the AgentFS database'} ${description.path}; pass openBase to open it`,
     )
   }
-  return new OverlayFs(base, createFileSystem(db, options.fs))
+  // A branch's snapshot is its ancestor already; other bases keep what copy-ups read.
+  return new OverlayFs(base, createFileSystem(db, options.fs), {
+    ancestors: description.kind !== 'snapshot',
+  })
 }

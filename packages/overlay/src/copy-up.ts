@@ -1,4 +1,12 @@
-import { fsError, joinPath, parentPath, type Timestamp, undefinedIfAbsent } from '@agentfs/core'
+import {
+  fsError,
+  joinPath,
+  MERGE_LIMITS,
+  mergeableText,
+  parentPath,
+  type Timestamp,
+  undefinedIfAbsent,
+} from '@agentfs/core'
 import type { Dirent, FsFileHandle, Stats } from '@agentfs/fs'
 import type { MergedView } from './merged-view.js'
 
@@ -6,8 +14,17 @@ const COPY_CHUNK = 1024 * 1024
 
 const seconds = (ns: bigint) => Number(ns) / 1e9
 
-/** Copies one open file into another a chunk at a time (never the whole file), then closes both. */
-export async function pump(input: FsFileHandle, output: FsFileHandle): Promise<void> {
+/**
+ * Copies one open file into another a chunk at a time (never the whole file), then closes both.
+ * With `keep`, also returns the bytes copied when they are at most `keep` bytes (else nothing).
+ */
+export async function pump(
+  input: FsFileHandle,
+  output: FsFileHandle,
+  keep = 0,
+): Promise<Buffer | undefined> {
+  const kept: Buffer[] = []
+  let within = keep > 0
   try {
     const buffer = Buffer.allocUnsafe(COPY_CHUNK)
     for (let position = 0; ; ) {
@@ -15,11 +32,15 @@ export async function pump(input: FsFileHandle, output: FsFileHandle): Promise<v
       if (bytesRead === 0) break
       await output.write(buffer, 0, bytesRead, position)
       position += bytesRead
+      within &&= position <= keep
+      if (within) kept.push(Buffer.from(buffer.subarray(0, bytesRead)))
+      else kept.length = 0
     }
   } finally {
     await input.close()
     await output.close()
   }
+  return within ? Buffer.concat(kept) : undefined
 }
 
 /**
@@ -29,7 +50,11 @@ export async function pump(input: FsFileHandle, output: FsFileHandle): Promise<v
  * (`agentfs_overlay_base_state`).
  */
 export class CopyUp {
-  constructor(readonly view: MergedView) {}
+  /** `ancestors`: keep the base's bytes of text files copied up (the merge ancestor). */
+  constructor(
+    readonly view: MergedView,
+    readonly ancestors = true,
+  ) {}
 
   async recordBase(path: string, stats: Stats): Promise<void> {
     await this.view.q.execute({
@@ -85,7 +110,15 @@ export class CopyUp {
     } else if (stats.isSymbolicLink()) {
       await this.view.delta.symlink(await this.view.base.readlink(path), path)
     } else if (stats.isFile()) {
-      await pump(await this.view.base.open(path, 'r'), await this.view.delta.open(path, 'wx', mode))
+      const input = await this.view.base.open(path, 'r')
+      const output = await this.view.delta.open(path, 'wx', mode)
+      // The bytes copied (read once) are the ancestor a later merge starts from.
+      const bytes = await pump(input, output, this.ancestors ? MERGE_LIMITS.bytes : 0)
+      if (bytes && mergeableText(bytes))
+        await this.view.q.execute({
+          sql: 'INSERT OR REPLACE INTO agentfs_overlay_base_content (path, token, data) VALUES (?, ?, ?)',
+          params: [path, stats.version, bytes],
+        })
     } else {
       await this.view.delta.mknod(path, stats.mode, stats.rdev)
     }

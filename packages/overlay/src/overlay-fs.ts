@@ -3,6 +3,9 @@ import {
   fsError,
   isFsError,
   joinPath,
+  MERGE_LIMITS,
+  mergeableText,
+  normalizePath,
   parentPath,
   type Queryable,
   type Timestamp,
@@ -51,6 +54,16 @@ import { MergedView } from './merged-view.js'
 import { OverlayNamespace } from './namespace.js'
 import { writeStream } from './streams.js'
 
+/** Options of an {@link OverlayFs}. */
+export interface OverlayFsOptions {
+  /**
+   * Keep the base's bytes of each text file a copy-up reads (≤ 8 MiB, UTF-8), so a commit can
+   * merge a file both the overlay and the base changed (`commit(target, { merge: true })`).
+   * Default true; a branch of a snapshot turns it off (the snapshot keeps its ancestors).
+   */
+  readonly ancestors?: boolean
+}
+
 /**
  * Copy-on-write over a read-only base: reads fall through delta → whiteout → base, the first
  * modification of a base entry copies it up (chunk by chunk, keeping mode, owner, times and —
@@ -68,12 +81,16 @@ export class OverlayFs implements FileSystem {
   /** Namespace changes (mkdir, rm, rename, links) on the merged view. */
   readonly #ns: OverlayNamespace
 
-  constructor(base: FileSystem, delta: SqlFileSystem) {
+  /** Whether copy-ups keep the base's text as a merge ancestor (see {@link OverlayFsOptions}). */
+  readonly #options: OverlayFsOptions
+
+  constructor(base: FileSystem, delta: SqlFileSystem, options: OverlayFsOptions = {}) {
     this.base = base
     this.delta = delta
+    this.#options = options
     this.#q = delta.queryable
     this.#view = new MergedView(base, delta, this.#q)
-    this.#up = new CopyUp(this.#view)
+    this.#up = new CopyUp(this.#view, options.ancestors ?? true)
     this.#ns = new OverlayNamespace(this.#view, this.#up, delta, this.#q)
   }
 
@@ -91,6 +108,44 @@ export class OverlayFs implements FileSystem {
     return commitOverlay(this, this.#q, target, options)
   }
 
+  /**
+   * The base's bytes of `path` when the overlay copied it up: the ancestor a merging commit
+   * uses. Undefined when none was kept (binary, over 8 MiB, never copied up, or the base
+   * changed them again since — see `ancestors`).
+   */
+  async ancestor(path: string): Promise<Uint8Array | undefined> {
+    const { rows } = await this.#q.execute<{ data: Uint8Array }>({
+      sql: 'SELECT c.data AS data FROM agentfs_overlay_base_content AS c JOIN agentfs_overlay_base_state AS s ON s.path = c.path AND s.token = c.token WHERE c.path = ?',
+      params: [path],
+    })
+    return rows[0]?.data
+  }
+
+  /**
+   * Marks `path` resolved against `target`'s current version (default: the base): the overlay
+   * now counts that version as the one it started from, so the next commit applies the
+   * overlay's content there (and merges again, with that version as the ancestor, only if
+   * the target changes once more). Call it after writing the resolution of a conflict a
+   * merging commit reported. ENOENT when the target has no such file.
+   */
+  async resolve(path: string, target: FileSystem = this.base): Promise<void> {
+    const real = normalizePath(path)
+    const stats = await target.lstat(real)
+    if (!stats.isFile()) throw fsError('EINVAL', 'resolve', path)
+    const bytes = stats.size <= MERGE_LIMITS.bytes ? await target.readFile(real) : undefined
+    await this.#q.transaction(async (tx) => {
+      await tx.execute({
+        sql: 'INSERT INTO agentfs_overlay_base_state (path, token) VALUES (?, ?) ON CONFLICT(path) DO UPDATE SET token = excluded.token',
+        params: [real, stats.version],
+      })
+      if (bytes && mergeableText(bytes))
+        await tx.execute({
+          sql: 'INSERT OR REPLACE INTO agentfs_overlay_base_content (path, token, data) VALUES (?, ?, ?)',
+          params: [real, stats.version, bytes],
+        })
+    })
+  }
+
   /** A commit that was interrupted midway (the next `commit` finishes it), if any. */
   pendingCommit(): Promise<PendingCommit | undefined> {
     return pendingCommit(this.#q)
@@ -103,12 +158,14 @@ export class OverlayFs implements FileSystem {
 
   /** Runs `fn` with an overlay whose delta writes share one transaction. */
   transaction<T>(fn: (overlay: OverlayFs) => Promise<T>): Promise<T> {
-    return this.#q.transaction((tx) => fn(new OverlayFs(this.base, this.delta.bind(tx))))
+    return this.#q.transaction((tx) =>
+      fn(new OverlayFs(this.base, this.delta.bind(tx), this.#options)),
+    )
   }
 
   #write<T>(fn: (overlay: OverlayFs, now: Timestamp) => Promise<T>): Promise<T> {
     return this.#q.transaction((tx) =>
-      fn(new OverlayFs(this.base, this.delta.bind(tx)), this.delta.clock.now()),
+      fn(new OverlayFs(this.base, this.delta.bind(tx), this.#options), this.delta.clock.now()),
     )
   }
 
@@ -247,7 +304,7 @@ export class OverlayFs implements FileSystem {
   async #writeOnce(kind: 'w' | 'a', path: string, data: WriteData, opts: WriteFileOptions) {
     const bytes = toBytes(data, opts.encoding, 'open')
     await writeOnce(this.#q, this.delta.clock, kind, path, bytes, opts, (tx, rest) => {
-      const overlay = new OverlayFs(this.base, this.delta.bind(tx))
+      const overlay = new OverlayFs(this.base, this.delta.bind(tx), this.#options)
       return kind === 'a'
         ? overlay.appendFile(path, bytes, rest)
         : overlay.writeFile(path, bytes, rest)

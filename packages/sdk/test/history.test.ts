@@ -194,6 +194,25 @@ describe('branches', () => {
     expect(await agent.fs.readFile('/doc.md', 'utf8')).toBe('# Title\n\nintro\n\nbody\n\nthe end\n')
   })
 
+  test('a branch conflict resolved with resolve(path) commits; a later live edit merges against the resolved version', async () => {
+    const agent = await open()
+    await agent.fs.writeFile('/a.txt', 'one\ntwo\nthree\nfour\n')
+    await agent.snapshot('base')
+    const branch = await agent.branch('base')
+    await branch.fs.writeFile('/a.txt', 'one\nTWO (branch)\nthree\nfour\n')
+    await agent.fs.writeFile('/a.txt', 'one\nTWO (live)\nthree\nfour\n')
+    await expect(branch.commit({ merge: true })).rejects.toBeInstanceOf(MergeConflictError)
+    await branch.fs.writeFile('/a.txt', 'one\nTWO (both)\nthree\nfour\n')
+    // Written alone, the resolution conflicts again with the snapshot as ancestor.
+    await expect(branch.commit({ merge: true })).rejects.toBeInstanceOf(MergeConflictError)
+    await branch.resolve('/a.txt')
+    // The live tree moves on after the resolution: merged against the version resolved.
+    await agent.fs.writeFile('/a.txt', 'one\nTWO (live)\nthree\nFOUR (live)\n')
+    await branch.commit({ merge: true })
+    expect(await agent.fs.readFile('/a.txt', 'utf8')).toBe('one\nTWO (both)\nthree\nFOUR (live)\n')
+    await branch.close()
+  })
+
   test('commit with merge: the same lines changed on both sides are a structured conflict, nothing applied', async () => {
     const agent = await open()
     await agent.fs.writeFile('/a.txt', 'one\ntwo\nthree\n')

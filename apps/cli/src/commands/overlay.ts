@@ -1,3 +1,4 @@
+import type { FileSystem } from '@agentfs/fs'
 import { commitOnto } from '@agentfs/history'
 import {
   HostFileSystem,
@@ -61,7 +62,7 @@ export function registerOverlay(program: Command): void {
     )
     .option(
       '--merge',
-      'a branch: merge text files both sides changed, line by line, instead of refusing (conflicting lines are listed; nothing is applied then)',
+      'merge text files both sides changed, line by line, instead of refusing (conflicting lines are listed; nothing is applied then)',
     )
     .action(async (db: string, o: { snapshot: boolean; keepSetuid?: boolean; merge?: boolean }) =>
       withAgent(db, async (agent) => {
@@ -82,17 +83,13 @@ export function registerOverlay(program: Command): void {
             }),
           ).catch((error: unknown) => {
             if (error instanceof MergeConflictError)
-              for (const line of conflictLines(error)) print(line)
+              for (const line of conflictLines(error, db, BRANCH_SIDES)) print(line)
             throw error
           })
           return print(
             `applied ${result.applied.length} change(s) to ${described.path}${result.merged?.length ? ` (merged: ${result.merged.join(', ')})` : ''}; "agentfs restore ${described.path} ${result.before.name}" undoes it`,
           )
         }
-        if (o.merge)
-          throw new Error(
-            `--merge needs the content each file started from: branches keep it (their snapshot), an overlay of a host directory does not yet; commit without --merge, or resolve by hand`,
-          )
         // An overlay commit empties the session: this snapshot brings its changes back on undo.
         // With it, the host's entries the commit replaces are kept, so undo can bring them back.
         const before = o.snapshot
@@ -102,16 +99,23 @@ export function registerOverlay(program: Command): void {
         const target = base.root
           ? new HostFileSystem({ root: base.root, writable: true })
           : overlay.base
-        const result = await overlay.commit(target, {
-          keepSpecialBits: o.keepSetuid === true,
-          // AgentFS's own databases (sessions, this one) are never written by a commit.
-          protect: ['/.agentfs'],
-          ...(before ? { undoId: before.name } : {}),
-        })
+        const result = await overlay
+          .commit(target, {
+            keepSpecialBits: o.keepSetuid === true,
+            // AgentFS's own databases (sessions, this one) are never written by a commit.
+            protect: ['/.agentfs'],
+            ...(before ? { undoId: before.name } : {}),
+            ...(o.merge ? { merge: true as const } : {}),
+          })
+          .catch((error: unknown) => {
+            if (error instanceof MergeConflictError)
+              for (const line of conflictLines(error, db, HOST_SIDES)) print(line)
+            throw error
+          })
         print(
           result.resumed
             ? 'finished the interrupted commit'
-            : `applied ${result.applied.length} change(s)`,
+            : `applied ${result.applied.length} change(s)${result.merged?.length ? ` (merged: ${result.merged.join(', ')})` : ''}`,
         )
         for (const line of leftOutLines(
           result.droppedBits ?? [],
@@ -119,6 +123,32 @@ export function registerOverlay(program: Command): void {
           '--keep-setuid',
         ))
           print(line)
+      }),
+    )
+
+  program
+    .command('resolve')
+    .description(
+      "after writing the resolution of a merge conflict: count the base's current version of PATH as the one the overlay or branch started from",
+    )
+    .argument('<db>')
+    .argument('<paths...>')
+    .action(async (db: string, paths: string[]) =>
+      withAgent(db, async (agent) => {
+        const described = await readOverlayBase(agent.db)
+        if (!described)
+          throw new Error(
+            `${db} is not an overlay or a branch, so it has nothing to merge: resolve applies to "agentfs commit --merge"`,
+          )
+        const overlay = await openOverlay(agent.db, { openBase: openBranchBase })
+        const resolve = async (target?: FileSystem) => {
+          for (const path of paths) await overlay.resolve(path, target)
+        }
+        // A branch resolves against the live database, an overlay against its base directory.
+        if (described.kind === 'snapshot')
+          await withAgent(described.path, (live) => resolve(live.fs))
+        else await resolve()
+        print(`resolved ${paths.join(', ')}: "agentfs commit${' --merge'} ${db}" applies them`)
       }),
     )
 
@@ -153,14 +183,25 @@ function metadataLines(c: OverlayChange): string[] {
 }
 
 /** A merge's conflicts, as `agentfs commit --merge` prints them before failing. */
-function conflictLines(error: MergeConflictError): string[] {
+function conflictLines(
+  error: MergeConflictError,
+  db: string,
+  sides: { ours: string; base: string; theirs: string },
+): string[] {
   const out: string[] = []
   for (const m of error.merges) {
     if (m.hunks.length === 0) out.push(`conflict ${m.path}: ${m.reason ?? 'not merged'}`)
     for (const h of m.hunks)
       out.push(
-        `conflict ${m.path}: branch line ${h.oursLine}, snapshot line ${h.baseLine}, live line ${h.theirsLine}`,
+        `conflict ${m.path}: ${sides.ours} line ${h.oursLine}, ${sides.base} line ${h.baseLine}, ${sides.theirs} line ${h.theirsLine}`,
       )
   }
+  const first = error.merges[0]?.path ?? 'PATH'
+  out.push(
+    `to resolve: write the merged text into ${db} (agentfs fs write ${db} ${first} …), run "agentfs resolve ${db} ${first}", then commit again`,
+  )
   return out
 }
+
+const BRANCH_SIDES = { ours: 'branch', base: 'snapshot', theirs: 'live' }
+const HOST_SIDES = { ours: 'overlay', base: 'ancestor', theirs: 'host' }
