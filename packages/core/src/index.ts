@@ -29,6 +29,7 @@ export {
   hashesOf,
   readBlob,
   readChunks,
+  readInode,
 } from './blob-store.js'
 export type { Change, ChangePage, ChangeQuery, FollowOptions } from './change-feed.js'
 export { followChanges, lastChange, readChanges } from './change-feed.js'

@@ -2,8 +2,9 @@ import { AgentFsError, fsck, type SlotAllocator } from '@agentfs/core'
 import type { TursoAsyncDriver } from '@agentfs/driver-turso'
 import type { AgentFS } from '@agentfs/sdk'
 import type { Database } from '@tursodatabase/sync'
+import { ancestorsOf } from './merge-swap.js'
 import { logConflicts, reconcile, type SyncConflict } from './reconcile.js'
-import { newPushRecord, type PushRecord } from './rules.js'
+import { newPushRecord, type PushRecord, type ReplacedContent } from './rules.js'
 import type { SyncRemote } from './server.js'
 import { type ClientState, writeState } from './state.js'
 import type { AgentSync, OpenSyncedOptions, PullReport, SyncedAgentFS } from './types.js'
@@ -25,6 +26,11 @@ export function withSync(
   useRecord: (record: PushRecord) => void,
 ): SyncedAgentFS {
   const save = () => writeState(options.path, state)
+  /**
+   * What each pushed write started from, until the next reconciliation: in memory only (a
+   * process that dies in between keeps a lost write as a copy instead of merging it).
+   */
+  const ancestors = new Map<number, ReplacedContent>()
   const report = (conflicts: readonly SyncConflict[]) => {
     for (const conflict of conflicts) options.sync.onConflict?.(conflict)
   }
@@ -40,6 +46,7 @@ export function withSync(
         // Kept even when the push failed: the server may have applied part of it.
         state.swaps.push(...record.swaps)
         state.kv.push(...record.kv)
+        for (const [ino, content] of ancestorsOf(record)) ancestors.set(ino, content)
         save()
       }
       state.lastPushMs = Date.now()
@@ -52,10 +59,11 @@ export function withSync(
     const result = await reconcile(
       agent.db,
       slot,
-      { swaps: state.swaps.slice(0, swaps), kv: state.kv.slice(0, kv) },
+      { swaps: state.swaps.slice(0, swaps), kv: state.kv.slice(0, kv), ancestors },
       Date.now,
       allocator,
     )
+    for (const swap of state.swaps.slice(0, swaps)) ancestors.delete(swap.ino)
     state.swaps.splice(0, swaps)
     state.kv.splice(0, kv)
     save()

@@ -12,7 +12,8 @@ import {
   type SlotAllocator,
   unreachableInodes,
 } from '@agentfs/core'
-import { conflictName, idLabel } from './rules.js'
+import { mergeSwap } from './merge-swap.js'
+import { conflictName, idLabel, type ReplacedContent } from './rules.js'
 import type { PendingSwap, PushedKv } from './state.js'
 
 /** One conflict the sync layer resolved (also a row of `agentfs_sync_conflict`, for everyone). */
@@ -22,7 +23,10 @@ export interface SyncConflict {
   readonly atMs: number
   /**
    * `name`: two entries took one name, this client's became a conflict copy. `write`: another
-   * client replaced a file this client replaced too; this client's bytes are a conflict copy.
+   * client replaced a file this client replaced too; this client's bytes are a conflict copy
+   * (the detail names the regions both changed). `merged`: the same, for a text file both
+   * changed in different places: the two were merged line by line, the last synced version
+   * as the ancestor (a `write` change with a message records it).
    * `parent-gone`: an entry's directory was removed elsewhere; the entry moved to `/`. `kv`:
    * another client's later write of a key won. `kv-deleted`: a key this client wrote is gone
    * (deleted later by another client, or refused by the server). `target-gone`: a link this client made to a file another client deleted
@@ -37,6 +41,7 @@ export interface SyncConflict {
     | 'refused'
     | 'name'
     | 'write'
+    | 'merged'
     | 'parent-gone'
     | 'target-gone'
     | 'cycle'
@@ -167,7 +172,12 @@ export interface Reconciliation {
 export async function reconcile(
   db: Queryable,
   slot: number,
-  pushed: { swaps: readonly PendingSwap[]; kv: readonly PushedKv[] },
+  pushed: {
+    swaps: readonly PendingSwap[]
+    kv: readonly PushedKv[]
+    /** What each write in `swaps` started from, when the push saw it (see `ancestorsOf`). */
+    ancestors?: ReadonlyMap<number, ReplacedContent>
+  },
   now: () => number = Date.now,
   allocator?: Pick<SlotAllocator, 'issued'>,
 ): Promise<Reconciliation> {
@@ -278,6 +288,19 @@ export async function reconcile(
     for (const swap of pushed.swaps) {
       if (!alive.has(swap.ino) || named.has(swap.ino)) continue
       named.add(swap.ino)
+      // Text both clients rewrote: merged against the last synced version where they changed
+      // different lines.
+      const where = await pathOf(q, swap.parent, swap.name)
+      const merge = await mergeSwap(q, swap, pushed.ancestors?.get(swap.ino), where, now())
+      if (merge.merged) {
+        changed = true
+        note(
+          'merged',
+          where,
+          "another client rewrote the file too; both clients' changes were merged line by line (the ancestor: the last synced version)",
+        )
+        continue
+      }
       const parent =
         (
           await q.execute<{ n: number }>({
@@ -295,10 +318,18 @@ export async function reconcile(
       })
       changed = true
       const path = await pathOf(q, parent, name)
+      const regions = merge.conflicts?.length
+        ? `; ${merge.conflicts.length} region(s) changed on both sides (this client's lines ${merge.conflicts
+            .slice(0, 5)
+            .map((h) => h.oursLine)
+            .join(', ')}${merge.conflicts.length > 5 ? ', …' : ''})`
+        : merge.why
+          ? `; not merged: ${merge.why}`
+          : ''
       note(
         'write',
-        await pathOf(q, swap.parent, swap.name),
-        `another client replaced the file first; this client's version is ${path}`,
+        where,
+        `another client replaced the file first; this client's version is ${path}${regions}`,
         id,
       )
     }

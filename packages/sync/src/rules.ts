@@ -1,4 +1,9 @@
-import { FS_INODE_COLUMNS, IDEMPOTENCY_STORED_COLUMNS, SLOT_SPAN } from '@agentfs/core'
+import {
+  FS_INODE_COLUMNS,
+  IDEMPOTENCY_STORED_COLUMNS,
+  MERGE_LIMITS,
+  SLOT_SPAN,
+} from '@agentfs/core'
 import type { DatabaseRowMutation, DatabaseRowTransformResult } from '@tursodatabase/sync'
 import type { PendingSwap, PushedKv } from './state.js'
 
@@ -20,9 +25,28 @@ export function conflictName(name: string, id: number): string {
   return stem + suffix
 }
 
+/** The bytes of an inode a whole-file write of this push replaced, as its deletion carried them. */
+export interface ReplacedContent {
+  /** The size its fs_inode row had (unknown until its deletion is seen). */
+  size?: number
+  readonly chunks: Map<number, Uint8Array>
+  bytes: number
+  /** More than the merge limit (or the push's budget): not kept, not merged. */
+  over: boolean
+}
+
+/** At most this much replaced content is kept a push (beyond, losing writes become copies). */
+export const REPLACED_BUDGET = 64 * 1024 * 1024
+
 /** What the rules saw during one push, for reconciliation after the pull. */
 export interface PushRecord {
   readonly swaps: PendingSwap[]
+  /** Each inode a whole-file write put in place → the inode it replaced. */
+  readonly replaced: Map<number, number>
+  /** The content of the inodes replaced, from their deletions (for merging a lost write). */
+  readonly before: Map<number, ReplacedContent>
+  /** Bytes of `before` still allowed in this push. */
+  budget: number
   readonly kv: PushedKv[]
   /** Inodes this push deletes (their chunks go only if the deletion takes effect). */
   readonly freed: Set<number>
@@ -72,7 +96,11 @@ function dentryUpdate(m: DatabaseRowMutation, record: PushRecord): DatabaseRowTr
       ino: Number(after.ino),
       parent: Number(after.parent_ino),
       name: String(after.name),
+      entry: id,
     })
+    record.replaced.set(Number(after.ino), Number(before.ino))
+    if (!record.before.has(Number(before.ino)))
+      record.before.set(Number(before.ino), { chunks: new Map(), bytes: 0, over: false })
   }
   if (sets.length === 0) return null
   values.push(id)
@@ -139,9 +167,40 @@ function kvDelete(before: Row, record: PushRecord): DatabaseRowTransformResult {
   return rewrite(`DELETE FROM kv_store WHERE key = ? AND ${KV_NEWEST}`, [key, micros, key])
 }
 
+/** Keeps a chunk of an inode a whole-file write replaced, within the limits. */
+function keepReplaced(record: PushRecord, row: Row): void {
+  const replaced = record.before.get(Number(row.ino))
+  if (!replaced || replaced.over) return
+  const data = row.data
+  const bytes =
+    data instanceof Uint8Array
+      ? data
+      : Array.isArray(data)
+        ? Uint8Array.from(data as number[])
+        : data instanceof ArrayBuffer
+          ? new Uint8Array(data)
+          : undefined
+  if (
+    bytes === undefined ||
+    replaced.bytes + bytes.byteLength > MERGE_LIMITS.bytes ||
+    bytes.byteLength > record.budget
+  ) {
+    replaced.over = true
+    record.budget += replaced.bytes
+    replaced.chunks.clear()
+    return
+  }
+  replaced.chunks.set(Number(row.chunk_index), bytes)
+  replaced.bytes += bytes.byteLength
+  record.budget -= bytes.byteLength
+}
+
 /** An empty record, for one push. */
 export const newPushRecord = (): PushRecord => ({
   swaps: [],
+  replaced: new Map(),
+  before: new Map(),
+  budget: REPLACED_BUDGET,
   kv: [],
   freed: new Set(),
   kvTimes: new Map(),
@@ -173,6 +232,8 @@ export function conflictRules(current: () => PushRecord) {
         // Not while another client's entry (a link made meanwhile) still names it.
         const ino = Number(m.before?.ino)
         record.freed.add(ino)
+        const replaced = record.before.get(ino)
+        if (replaced) replaced.size = Number(m.before?.size)
         return rewrite(
           'DELETE FROM fs_inode WHERE ino = ? AND NOT EXISTS (SELECT 1 FROM fs_dentry WHERE ino = ?)',
           [ino, ino],
@@ -181,6 +242,7 @@ export function conflictRules(current: () => PushRecord) {
       case 'fs_data':
       case 'fs_symlink': {
         const ino = Number(m.before?.ino)
+        if (type === 'delete' && m.tableName === 'fs_data') keepReplaced(record, m.before ?? {})
         if (type !== 'delete' || !record.freed.has(ino)) return null
         const key = m.tableName === 'fs_data' ? ' AND chunk_index = ?' : ''
         return rewrite(

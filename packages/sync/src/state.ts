@@ -2,11 +2,16 @@ import { randomUUID } from 'node:crypto'
 import { readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { AgentFsError } from '@agentfs/core'
 
-/** A whole-file write this client pushed: if it loses, its inode is relinked as a copy. */
+/**
+ * A whole-file write this client pushed: if it loses, it is merged with the winner (text) or
+ * its inode is relinked as a copy.
+ */
 export interface PendingSwap {
   readonly ino: number
   readonly parent: number
   readonly name: string
+  /** The entry's id (absent in state files written before merges). */
+  readonly entry?: number
 }
 
 /** A kv write this client pushed, to tell after the pull whether another client's won. */
