@@ -4,9 +4,12 @@ import type { ToolOutput } from './types.js'
 /** A failure a tool reports to the model as a value (thrown inside handlers, caught once). */
 export class ToolFailure extends Error {
   readonly code: string
-  constructor(code: string, message: string) {
+  /** Structured extras for programs (a merge conflict's regions, the current version). */
+  readonly data: Record<string, unknown> | undefined
+  constructor(code: string, message: string, data?: Record<string, unknown>) {
     super(message)
     this.code = code
+    this.data = data
   }
 }
 
@@ -24,7 +27,13 @@ const ADVICE: Record<string, string> = {
 
 /** Turns anything a handler threw into a model-readable error output. */
 export function failureOutput(error: unknown, display: (path: string) => string): ToolOutput {
-  if (error instanceof ToolFailure) return { text: error.message, isError: true, code: error.code }
+  if (error instanceof ToolFailure)
+    return {
+      text: error.message,
+      isError: true,
+      code: error.code,
+      ...(error.data ? { data: error.data } : {}),
+    }
   if (isAgentFsError(error)) {
     const code = (error as { code: string }).code
     let message = error.message

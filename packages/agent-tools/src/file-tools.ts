@@ -5,6 +5,7 @@ import { z } from 'zod'
 import { applyEdits, type PlannedEdit } from './edit/apply-edits.js'
 import { ToolFailure } from './failure.js'
 import { pdfText, sniffMedia } from './media.js'
+import { mergeStaleWrite } from './merge.js'
 import { dirnameOf } from './posix.js'
 import { type ReadFileInput, readFileSchema, readTextContent } from './read-file.js'
 import { isText, numbered, shortDiff, splitLines } from './text.js'
@@ -122,14 +123,19 @@ const writeFile: AgentToolDefinition<{
   path: string
   content: string
   expected_version?: string | undefined
+  merge?: boolean | undefined
 }> = {
   name: 'write_file',
   description:
-    'Create or overwrite a text file with `content`; missing parent directories are created. With expected_version (from read_file), the write is refused if the file changed since you read it.',
+    'Create or overwrite a text file with `content`; missing parent directories are created. With expected_version (from read_file), the write is refused if the file changed since you read it — unless merge is true: then your changes and the ones made since are merged line by line (against the version you read), and where both changed the same lines the answer is a merge_conflict showing yours, what you read and the current text, to resolve and write again with the current version.',
   inputSchema: z.object({
     path: z.string().describe('Absolute path of the file'),
     content: z.string().describe('The complete new content'),
     expected_version: z.string().optional().describe('Version token from read_file'),
+    merge: z
+      .boolean()
+      .optional()
+      .describe('With expected_version: merge with changes made since instead of refusing'),
   }),
   mutates: true,
   needs: 'fs',
@@ -147,6 +153,24 @@ const writeFile: AgentToolDefinition<{
         )
       })
     } catch (error) {
+      if (
+        isAgentFsError(error, 'CONFLICT') &&
+        input.merge &&
+        input.expected_version !== undefined
+      ) {
+        const { version, merged } = await mergeStaleWrite(
+          env,
+          fsPath,
+          display,
+          input.expected_version,
+          input.content,
+        )
+        const sha256 = sha256Of(merged)
+        return {
+          text: `${display} changed since you read it (version ${input.expected_version}); your changes were merged with those and ${Buffer.byteLength(merged)} bytes written. Read it again to see the result. [version: ${version}] [${sha256}]`,
+          data: { version, sha256, merged: true },
+        }
+      }
       if (isAgentFsError(error, 'CONFLICT'))
         await checkExpected(env, fsPath, display, input.expected_version, input.content)
       throw error

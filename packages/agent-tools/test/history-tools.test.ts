@@ -135,3 +135,100 @@ test('undelete lists and brings back a deleted file with the call that deleted i
   expect((await run('undelete', { path: '/keep.md' })).code).toBe('EEXIST')
   expect(tools(await setup({ readOnly: true }))).not.toContain('undelete')
 })
+
+test('write_file with merge: a stale write merges with the changes made since, or answers merge_conflict', async () => {
+  const { agent, run } = await setup()
+  await run('write_file', { path: '/plan.md', content: 'one\ntwo\nthree\nfour\n' })
+  const read = (await agent.fs.stat('/plan.md')).version
+  // Another agent changes the last line after this one read the file.
+  await agent.fs.writeFile('/plan.md', 'one\ntwo\nthree\nFOUR (other)\n')
+  // Without merge the contract's refusal stands.
+  const refused = await run('write_file', {
+    path: '/plan.md',
+    content: 'ONE (me)\ntwo\nthree\nfour\n',
+    expected_version: read,
+  })
+  expect(refused.code).toBe('STALE')
+  const merged = await run('write_file', {
+    path: '/plan.md',
+    content: 'ONE (me)\ntwo\nthree\nfour\n',
+    expected_version: read,
+    merge: true,
+  })
+  expect(merged.isError).toBeUndefined()
+  expect(merged.text).toMatch(/your changes were merged with those/)
+  expect(merged.data).toMatchObject({ merged: true })
+  expect(await agent.fs.readFile('/plan.md', 'utf8')).toBe('ONE (me)\ntwo\nthree\nFOUR (other)\n')
+
+  // The same line changed on both sides: a merge_conflict answer, nothing written.
+  const mine = (await agent.fs.stat('/plan.md')).version
+  await agent.fs.writeFile('/plan.md', 'ONE (me)\nTWO (other)\nthree\nFOUR (other)\n')
+  const now = (await agent.fs.stat('/plan.md')).version
+  const conflict = await run('write_file', {
+    path: '/plan.md',
+    content: 'ONE (me)\nTWO (me)\nthree\nFOUR (other)\n',
+    expected_version: mine,
+    merge: true,
+  })
+  expect(conflict.isError).toBe(true)
+  expect(conflict.code).toBe('MERGE_CONFLICT')
+  expect(conflict.text).toBe(
+    [
+      `Merge conflict: /plan.md changed since you read it (version ${mine}, now ${now}), and 1 region(s) were changed both by you and by the others. Nothing was written.`,
+      'Region 1 — your lines 2–2, current lines 2–2:',
+      '<<<<<<< yours',
+      'TWO (me)',
+      `||||||| version ${mine} (what you read)`,
+      'two',
+      '=======',
+      'TWO (other)',
+      `>>>>>>> current (version ${now})`,
+      `Resolve each region, then write the whole file with expected_version ${now}.`,
+    ].join('\n'),
+  )
+  expect(conflict.data).toEqual({
+    version: now,
+    conflicts: [
+      {
+        ours: 'TWO (me)\n',
+        base: 'two\n',
+        theirs: 'TWO (other)\n',
+        oursLine: 2,
+        baseLine: 2,
+        theirsLine: 2,
+      },
+    ],
+  })
+  expect(await agent.fs.readFile('/plan.md', 'utf8')).toBe(
+    'ONE (me)\nTWO (other)\nthree\nFOUR (other)\n',
+  )
+  // Resolved and written with the current version, as the answer says.
+  const resolved = await run('write_file', {
+    path: '/plan.md',
+    content: 'ONE (me)\nTWO (both)\nthree\nFOUR (other)\n',
+    expected_version: now,
+    merge: true,
+  })
+  expect(resolved.isError).toBeUndefined()
+  expect(resolved.data).not.toHaveProperty('merged')
+  // The audit keeps the conflict answer whole.
+  const calls = await agent.tools.query({ name: 'write_file' })
+  expect(
+    calls.some((c) => JSON.stringify(c.error ?? c.result).includes('Merge conflict: /plan.md')),
+  ).toBe(true)
+})
+
+test('write_file with merge where the version read is not kept: a stale answer that says so', async () => {
+  const agent = await AgentFS.open({ path: ':memory:' })
+  agents.push(agent)
+  const tools = createAgentTools({ fs: agent.fs, kv: agent.kv })
+  await agent.fs.writeFile('/a.txt', 'one\n')
+  const read = (await agent.fs.stat('/a.txt')).version
+  await agent.fs.writeFile('/a.txt', 'two\n')
+  const out = await tools
+    .get('write_file')!
+    .execute({ path: '/a.txt', content: 'three\n', expected_version: read, merge: true })
+  expect(out.code).toBe('STALE')
+  expect(out.text).toMatch(/version \d+ is not kept, so your write cannot be merged/)
+  expect(await agent.fs.readFile('/a.txt', 'utf8')).toBe('two\n')
+})
