@@ -173,11 +173,18 @@ test('branch: a database over a snapshot; diff, commit onto the live database, u
   ok('fs', 'write', 'live', '/m.txt', 'one\nTWO (live)\nthree\n')
   const conflict = runCli(cli, ['commit', '--merge', 'br4.db'], { cwd })
   expect(conflict.code).not.toBe(0)
-  expect(conflict.out).toBe('conflict /m.txt: branch line 2, snapshot line 2, live line 2\n')
+  expect(conflict.out).toBe(
+    'conflict /m.txt: branch line 2, snapshot line 2, live line 2\nto resolve: write the merged text into br4.db (agentfs fs write br4.db /m.txt …), run "agentfs resolve br4.db /m.txt", then commit again\n',
+  )
   expect(conflict.err).toMatch(
     /^agentfs: 1 file\(s\) could not be merged \(\/m.txt: 1 conflicting region\(s\)\); nothing was committed/,
   )
   expect(ok('fs', 'cat', 'live', '/m.txt')).toBe('one\nTWO (live)\nthree\n')
+  // Resolved as the hint says: against the live version, then applied.
+  ok('fs', 'write', 'br4.db', '/m.txt', 'one\nTWO (both)\nthree\n')
+  ok('resolve', 'br4.db', '/m.txt')
+  ok('commit', '--merge', 'br4.db')
+  expect(ok('fs', 'cat', 'live', '/m.txt')).toBe('one\nTWO (both)\nthree\n')
 })
 
 test('an overlay of a host directory: commit --merge, undo, commit again; a conflict is resolved and applied', () => {
