@@ -153,6 +153,13 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs blame my-agent /src/main.ts --max-versions 50',
     ],
   },
+  versions: {
+    examples: [
+      'agentfs versions my-agent on   # every later write keeps the past content: blame, history, restore',
+      'agentfs versions my-agent on --max-count 100 --max-days 90',
+      'agentfs versions my-agent',
+    ],
+  },
   snapshot: {
     examples: [
       'agentfs snapshot my-agent',

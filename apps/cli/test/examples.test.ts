@@ -191,7 +191,7 @@ describe('CLI help examples', () => {
     await mkdir(world)
     sh(WORLD.replaceAll(SYNC_URL, server.url), world, { PATH: `${bin}:${process.env.PATH}` })
     groups = examples()
-    expect(groups.length).toBe(49)
+    expect(groups.length).toBe(50)
     expect(groups.flat().length).toBeGreaterThanOrEqual(50)
   }, 300_000) // some 40 CLI processes and a sync server: slow when the machine is busy
 

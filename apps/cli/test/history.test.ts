@@ -223,6 +223,36 @@ test('an overlay of a host directory: commit --merge, undo, commit again; a conf
   )
 })
 
+test("versions: the setting lives in the database, so the CLI's own writes keep versions and blame names them", () => {
+  ok('init', 'v.db')
+  expect(ok('versions', 'v.db')).toMatch(/^versions: not set/)
+  ok('fs', 'write', 'v.db', '/a.txt', 'zero\n')
+  ok('fs', 'write', 'v.db', '/a.txt', 'zero\none\n')
+  // Versions off: what the file held before its last write is not known to blame.
+  const before = runCli(cli, ['blame', 'v.db', '/a.txt'], { cwd })
+  expect(before.err).toMatch(/2 of 2 lines have no known change .*"agentfs versions .*v.db on"/)
+  expect(ok('versions', 'v.db', 'on', '--max-count', '50')).toBe(
+    'versions: on (50 per file, 30 days, 256 MiB in all, files up to 8 MiB)\n',
+  )
+  ok('fs', 'write', 'v.db', '/a.txt', 'zero\none\ntwo\n', '-m', 'second line')
+  ok('fs', 'write', 'v.db', '/a.txt', 'zero\none\ntwo\nthree\n', '-m', 'third line')
+  ok('fs', 'write', 'v.db', '/a.txt', 'zero\none\ntwo\nthree\nfour\n', '-m', 'fourth line')
+  const blame = JSON.parse(ok('blame', 'v.db', '/a.txt', '--json')) as {
+    lines: { text: string; change: { message?: string } | null }[]
+  }
+  expect(blame.lines.map((l) => [l.text, l.change?.message ?? null])).toEqual([
+    ['zero', null],
+    ['one', null],
+    // Kept from its write on, but what the file held before that write was not.
+    ['two', null],
+    ['three', 'third line'],
+    ['four', 'fourth line'],
+  ])
+  expect(ok('versions', 'v.db', 'off')).toBe('versions: off\n')
+  expect(runCli(cli, ['versions', 'v.db', 'maybe'], { cwd }).err).toMatch(/on or off, not "maybe"/)
+  expect(runCli(cli, ['versions', 'v.db', '--max-count', '3'], { cwd }).err).toMatch(/go with "on"/)
+})
+
 test('a process killed mid-call leaves it pending: timeline shows it, reconcile records it failed, its change stays attributed to it', async () => {
   const db = join(cwd, 'crash.db')
   ok('init', db)

@@ -229,4 +229,11 @@ export {
   type TextMerge,
 } from './text-merge.js'
 export type { VersionRetention } from './versions.js'
-export { captureVersion, VERSION_DEFAULTS, versionRetention } from './versions.js'
+export {
+  captureVersion,
+  META_VERSIONS,
+  storedVersions,
+  storeVersions,
+  VERSION_DEFAULTS,
+  versionRetention,
+} from './versions.js'

@@ -3,6 +3,7 @@ import { micros } from './changes.js'
 import type { Timestamp } from './clock.js'
 import type { Executor } from './driver.js'
 import { AgentFsError } from './errors.js'
+import { readMeta, writeMeta } from './meta.js'
 import { S_IFMT, S_IFREG } from './schema.js'
 
 /** How many past versions of files are kept (every limit applies; the oldest go first). */
@@ -38,6 +39,59 @@ export function versionRetention(given: VersionRetention = {}): Required<Version
 }
 
 const BYTES = 'history.version_bytes'
+
+/**
+ * The `agentfs_meta` row holding a database's own version setting: JSON retention (on) or
+ * `off`. `AgentFS.open` uses it when its `versions` option is not given, so every process that
+ * opens the database (the CLI included) keeps versions alike.
+ */
+export const META_VERSIONS = 'history.versions'
+
+const RETENTION_KEYS = Object.keys(VERSION_DEFAULTS) as (keyof VersionRetention)[]
+
+/** The database's stored version setting: its retention, false (off), undefined (none). */
+export async function storedVersions(
+  q: Executor,
+): Promise<Required<VersionRetention> | false | undefined> {
+  const value = await readMeta(q, META_VERSIONS)
+  if (value === undefined || value === null) return undefined
+  if (value === 'off') return false
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(String(value))
+  } catch {
+    parsed = undefined
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new AgentFsError(
+      'CORRUPT',
+      `agentfs_meta row ${META_VERSIONS} is not a setting this library writes; set it again (agentfs versions DB on|off)`,
+    )
+  const given: Record<string, unknown> = {}
+  for (const key of RETENTION_KEYS)
+    if ((parsed as Record<string, unknown>)[key] !== undefined)
+      given[key] = (parsed as Record<string, unknown>)[key]
+  return versionRetention(given as VersionRetention)
+}
+
+/**
+ * Stores the database's version setting (see {@link META_VERSIONS}): true or a retention keeps
+ * versions, false turns them off, undefined removes the setting (each open decides again).
+ */
+export async function storeVersions(
+  q: Executor,
+  setting: boolean | VersionRetention | undefined,
+): Promise<void> {
+  await writeMeta(
+    q,
+    META_VERSIONS,
+    setting === undefined
+      ? undefined
+      : setting === false
+        ? 'off'
+        : JSON.stringify(versionRetention(setting === true ? {} : setting)),
+  )
+}
 
 async function addBytes(q: Executor, delta: number): Promise<number> {
   const { rows } = await q.execute<{ value: string }>({

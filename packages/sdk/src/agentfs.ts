@@ -22,6 +22,7 @@ import {
   type Queryable,
   type SealResult,
   sealAudit,
+  storedVersions,
   type VerifyOptions,
   type VersionRetention,
   verifyAudit,
@@ -78,8 +79,9 @@ export interface AgentFSOptions {
   readonly feed?: boolean
   /**
    * Keep past contents of files so `fs.readFile(path, { version })` reads them: `true` for the
-   * default retention (20 per file, 30 days, 256 MiB, files up to 8 MiB) or your limits. Off by
-   * default: each write then also stores the file's chunks (deduplicated).
+   * default retention (20 per file, 30 days, 256 MiB, files up to 8 MiB) or your limits. When
+   * not given, the database's own setting holds (`storeVersions`, `agentfs versions DB on`);
+   * without one, off: each write then also stores the file's chunks (deduplicated).
    */
   readonly versions?: boolean | VersionRetention
   /** Default driver only: `PRAGMA synchronous` (`NORMAL`, or `FULL` to fsync every commit). */
@@ -261,9 +263,23 @@ export class AgentFS implements AgentScope {
       if (options.onWarning) options.onWarning(message)
       else process.emitWarning(message, { code: 'AGENTFS_INTERRUPTED_COMMIT' })
     }
+    // Without the option, the database's own setting (storeVersions, agentfs versions) holds.
+    let opened = options
+    if (options.versions === undefined) {
+      try {
+        const stored = await storedVersions(db)
+        if (stored !== undefined) opened = { ...options, versions: stored }
+      } catch (error) {
+        // A setting this library never wrote: versions stay off, and the user is told how to
+        // set it again (the database itself still opens).
+        const message = (error as Error).message
+        if (options.onWarning) options.onWarning(message)
+        else process.emitWarning(message, { code: 'AGENTFS_BAD_SETTING' })
+      }
+    }
     return new AgentFS(
       options.groupCommits === undefined ? db : groupCommits(db, options.groupCommits),
-      options,
+      opened,
       path,
     )
   }

@@ -1,9 +1,17 @@
-export type { Change, ChangePage, ChangeQuery, FollowOptions } from '@agentfs/core'
+export type {
+  Change,
+  ChangePage,
+  ChangeQuery,
+  FollowOptions,
+  VersionRetention,
+} from '@agentfs/core'
 export {
   AgentFsError,
   FsError,
   IdempotencyMismatchError,
   isAgentFsError,
+  storedVersions,
+  storeVersions,
   withMessage,
 } from '@agentfs/core'
 export type {

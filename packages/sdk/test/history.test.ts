@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { MergeConflictError } from '@agentfs/overlay'
 import { afterEach, describe, expect, test } from 'vitest'
-import { AgentFS } from '../src/index.js'
+import { AgentFS, storedVersions, storeVersions } from '../src/index.js'
 
 const agents: AgentFS[] = []
 const dirs: string[] = []
@@ -411,5 +411,50 @@ describe('undelete and blame with snapshots and restores', () => {
       ['TWO', second!.seq],
     ])
     expect(blame.complete).toBe(true)
+  })
+})
+
+describe('the version setting stored in the database', () => {
+  test('an open without the option keeps versions as stored; the option wins; a bad row warns and opens', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfs-versions-'))
+    dirs.push(dir)
+    const path = join(dir, 'a.db')
+    const first = await AgentFS.open({ path })
+    await first.db.transaction((tx) => storeVersions(tx, { maxCount: 2 }))
+    await first.close()
+    const kept = async (agent: AgentFS) =>
+      (
+        await agent.db.execute<{ n: number }>({
+          sql: 'SELECT count(*) AS n FROM agentfs_file_version',
+        })
+      ).rows[0]!.n
+    const write = async (options: Parameters<typeof AgentFS.open>[0]) => {
+      const agent = await AgentFS.open({ path, ...options })
+      await agent.fs.writeFile('/f.txt', `${Math.random()}`)
+      const n = await kept(agent)
+      const stored = await storedVersions(agent.db)
+      await agent.close()
+      return { n, stored }
+    }
+    // Stored: on, 2 per file.
+    expect(await write({})).toEqual({ n: 1, stored: expect.objectContaining({ maxCount: 2 }) })
+    expect((await write({})).n).toBe(2)
+    expect((await write({})).n).toBe(2)
+    // The option given at open wins over the stored setting.
+    const off = await AgentFS.open({ path, versions: false })
+    await off.fs.writeFile('/f.txt', 'not kept')
+    await off.fs.writeFile('/g.txt', 'not kept either')
+    expect(await kept(off)).toBe(2)
+    // A value this library never writes: the database still opens, versions off, a warning.
+    await off.db.execute({
+      sql: "UPDATE agentfs_meta SET value = '[1,2]' WHERE key = 'history.versions'",
+    })
+    await off.close()
+    const warnings: string[] = []
+    const bad = await AgentFS.open({ path, onWarning: (w) => warnings.push(w) })
+    expect(warnings).toEqual([
+      expect.stringMatching(/history.versions is not a setting this library writes/),
+    ])
+    await bad.close()
   })
 })

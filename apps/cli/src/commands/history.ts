@@ -9,7 +9,14 @@ import {
   saveOverlayBase,
   undoCommit,
 } from '@agentfs/overlay'
-import { AgentFS, type Blame, type BlameLine, type Change } from '@agentfs/sdk'
+import {
+  AgentFS,
+  type Blame,
+  type BlameLine,
+  type Change,
+  storedVersions,
+  storeVersions,
+} from '@agentfs/sdk'
 import type { Command } from 'commander'
 import { databasePath, openBranchBase } from '../open.js'
 import {
@@ -196,9 +203,65 @@ export function registerHistory(program: Command): void {
           for (const line of blameLines(blame)) print(line)
           if (blame.unattributed > 0)
             process.stderr.write(
-              `agentfs: ${blame.unattributed} of ${blame.lines.length} lines have no known change (versions not kept, or trimmed): agents that open the database with versions on keep them\n`,
+              `agentfs: ${blame.unattributed} of ${blame.lines.length} lines have no known change (versions not kept, or trimmed): "agentfs versions ${db} on" keeps them for every later write\n`,
             )
         }),
+    )
+  program
+    .command('versions')
+    .description(
+      "keep past contents of files for every process that opens the database (the CLI's own writes too): on, off, or show the setting",
+    )
+    .argument('<db>')
+    .argument('[setting]', 'on or off (none: show the setting)')
+    .option(
+      '--max-count <n>',
+      'versions kept per file (default 20)',
+      positiveInteger('--max-count'),
+    )
+    .option(
+      '--max-days <n>',
+      'versions older than this are dropped (default 30)',
+      positiveInteger('--max-days'),
+    )
+    .option('--max-mib <n>', 'MiB of all kept versions (default 256)', positiveInteger('--max-mib'))
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        db: string,
+        setting: string | undefined,
+        o: { maxCount?: number; maxDays?: number; maxMib?: number; json?: boolean },
+      ) => {
+        if (setting !== undefined && setting !== 'on' && setting !== 'off')
+          throw new Error(`the setting is on or off, not ${JSON.stringify(setting)}`)
+        const limits = o.maxCount !== undefined || o.maxDays !== undefined || o.maxMib !== undefined
+        if (limits && setting !== 'on')
+          throw new Error('--max-count, --max-days and --max-mib go with "on"')
+        await withAgent(db, async (agent) => {
+          if (setting !== undefined)
+            await agent.db.transaction((tx) =>
+              storeVersions(
+                tx,
+                setting === 'off'
+                  ? false
+                  : {
+                      ...(o.maxCount === undefined ? {} : { maxCount: o.maxCount }),
+                      ...(o.maxDays === undefined ? {} : { maxAgeMs: o.maxDays * 86_400_000 }),
+                      ...(o.maxMib === undefined ? {} : { maxBytes: o.maxMib * 1024 * 1024 }),
+                    },
+              ),
+            )
+          const stored = await storedVersions(agent.db)
+          if (o.json) return json({ versions: stored ?? null })
+          print(
+            stored === undefined
+              ? 'versions: not set (each program decides when it opens the database; off by default)'
+              : stored === false
+                ? 'versions: off'
+                : `versions: on (${stored.maxCount} per file, ${Math.round(stored.maxAgeMs / 86_400_000)} days, ${Math.round(stored.maxBytes / 1024 / 1024)} MiB in all, files up to ${Math.round(stored.maxFileBytes / 1024 / 1024)} MiB)`,
+          )
+        })
+      },
     )
   program
     .command('undelete')
