@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest'
+import { createFileSystem } from '../src/index.js'
 import { code, freshFs } from './helpers.js'
 
 const VERSIONS = { feed: { versions: true } } as const
@@ -61,4 +62,18 @@ describe('fs.undelete and fs.deleted', () => {
     expect(await v.fs.readFile('/p', 'utf8')).toBe('a file now')
     expect(await code(v.fs.deleted('/', { limit: 0 }))).toBe('EINVAL')
   })
+})
+
+test('fs.deleted applies the policy before the limit: hidden paths do not take places', async () => {
+  const { fs: all, db } = await freshFs('better-sqlite3', VERSIONS)
+  await all.mkdir('/open')
+  await all.mkdir('/secret')
+  for (let i = 0; i < 5; i++) await all.writeFile(`/open/f${i}`, `${i}`)
+  for (let i = 0; i < 5; i++) await all.writeFile(`/secret/s${i}`, `${i}`)
+  for (let i = 0; i < 5; i++) await all.unlink(`/open/f${i}`)
+  // The newest deletions are of paths the policy hides.
+  for (let i = 0; i < 5; i++) await all.unlink(`/secret/s${i}`)
+  const fs = createFileSystem(db, { ...VERSIONS, policy: { read: ['/open/**'] } })
+  const listed = await fs.deleted('/', { limit: 3 })
+  expect(listed.map((d) => d.path)).toEqual(['/open/f4', '/open/f3', '/open/f2'])
 })

@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Driver, Executor } from '@agentfs/core'
+import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { MergeConflictError } from '@agentfs/overlay'
 import { afterEach, describe, expect, test } from 'vitest'
 import { AgentFS, storedVersions, storeVersions } from '../src/index.js'
@@ -411,6 +413,57 @@ describe('undelete and blame with snapshots and restores', () => {
       ['TWO', second!.seq],
     ])
     expect(blame.complete).toBe(true)
+  })
+})
+
+/** A better-sqlite3 driver that counts the statements it runs (in transactions too). */
+function countingDriver() {
+  const driver = betterSqlite3Driver({ path: ':memory:' })
+  const counter = { n: 0 }
+  const count = <T extends Executor>(executor: T): T =>
+    new Proxy(executor, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver)
+        if ((key === 'execute' || key === 'defer') && typeof value === 'function')
+          return (...args: unknown[]) => {
+            counter.n++
+            return (value as (...a: unknown[]) => unknown).apply(target, args)
+          }
+        if (key === 'transaction')
+          return (fn: (tx: Executor) => Promise<unknown>) =>
+            (value as Driver['transaction']).call(target, (tx) => fn(count(tx)))
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+  return { driver: count(driver), counter }
+}
+
+describe('fs.deleted at scale', () => {
+  test('fs.deleted checks where each path would come from without walking its tree', async () => {
+    const { driver, counter } = countingDriver()
+    const agent = await AgentFS.open({ driver, versions: true })
+    const { fs, history } = agent
+    try {
+      // Ten trees of 200 directories (one file each), held by a snapshot, then deleted.
+      for (let t = 0; t < 10; t++)
+        await fs.transaction(async (tx) => {
+          for (let d = 0; d < 200; d++) {
+            await tx.mkdir(`/t${t}/d${d}`, { recursive: true })
+            await tx.writeFile(`/t${t}/d${d}/f.txt`, `${t}/${d}`)
+          }
+        })
+      await history.snapshot('before')
+      for (let t = 0; t < 10; t++) await fs.rm(`/t${t}`, { recursive: true })
+      counter.n = 0
+      const listed = await fs.deleted('/')
+      expect(listed.map((d) => [d.path, d.recoverable])).toEqual(
+        Array.from({ length: 10 }, (_, t) => [`/t${9 - t}`, 'snapshot']),
+      )
+      // A handful of statements per listed path, not one per entry of its tree (2,000 here).
+      expect(counter.n).toBeLessThan(10 * 12)
+    } finally {
+      await agent.close()
+    }
   })
 })
 

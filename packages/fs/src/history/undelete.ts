@@ -253,14 +253,55 @@ ORDER BY v.id LIMIT ?`,
 }
 
 /**
- * Paths deleted at or under `dir` that do not exist now, newest deletion first, each with where
- * an undelete would take it from. Scans at most 10,000 deletions of the feed.
+ * Where an undelete of `path`, deleted by `deletion`, would take it from — the source
+ * `planUndelete` picks, found without walking a tree or reading content: a snapshot lookup
+ * of the path and at most two index probes.
+ */
+async function recoverableFrom(
+  q: Executor,
+  path: string,
+  deletion: Deletion,
+): Promise<'version' | 'snapshot' | null> {
+  const snap = await snapshotBefore(q, deletion.seq, path)
+  const { rows } =
+    deletion.ino === null
+      ? { rows: [] }
+      : await q.execute<{ at_us: number }>({
+          sql: 'SELECT at_us FROM agentfs_file_version WHERE ino = ? ORDER BY id DESC LIMIT 1',
+          params: [deletion.ino],
+        })
+  const version = rows[0]
+  const directory =
+    deletion.op === 'rmdir' || (snap ? isDirMode(snap.node.mode) : !version && deletion.op === 'rm')
+  if (!directory) {
+    if (version && (!snap || !isRegMode(snap.node.mode) || version.at_us >= snap.created_us))
+      return 'version'
+    return snap && (isRegMode(snap.node.mode) || isLinkMode(snap.node.mode)) ? 'snapshot' : null
+  }
+  if (snap && isDirMode(snap.node.mode)) return 'snapshot'
+  // A tree no snapshot holds: any file kept as a version that lived under it when it went.
+  const { rows: kept } = await q.execute({
+    sql: `SELECT 1 FROM agentfs_file_version v
+WHERE v.path LIKE ? ESCAPE '\\' AND v.at_us <= ?
+  AND NOT EXISTS (SELECT 1 FROM fs_inode i WHERE i.ino = v.ino)
+  AND NOT EXISTS (SELECT 1 FROM agentfs_change c WHERE c.ino = v.ino AND c.op IN ('unlink', 'rm') AND c.seq < ?)
+LIMIT 1`,
+    params: [escapeLike(path), deletion.at_us, deletion.seq],
+  })
+  return kept.length > 0 ? 'version' : null
+}
+
+/**
+ * Paths deleted at or under `dir` that do not exist now and `visible` shows, newest deletion
+ * first, each with where an undelete would take it from. Scans at most 10,000 deletions of the
+ * feed; hidden paths take no place in `limit`.
  */
 export async function listDeleted(
   q: Executor,
   dir: string,
   limit: number,
   exists: (path: string) => Promise<boolean>,
+  visible: (path: string) => boolean = () => true,
 ): Promise<DeletedEntry[]> {
   const target = normalizePath(dir, 'deleted')
   const { rows } = await q.execute<
@@ -279,10 +320,7 @@ ORDER BY c.seq DESC LIMIT 10000`,
     if (out.length >= limit) break
     if (seen.has(r.path)) continue
     seen.add(r.path)
-    if (await exists(r.path)) continue
-    const recoverable = await planUndelete(q, r.path, false)
-      .then((plan) => (plan.from.has('version') ? 'version' : 'snapshot'))
-      .catch(() => null)
+    if (!visible(r.path) || (await exists(r.path))) continue
     out.push({
       path: r.path,
       seq: r.seq,
@@ -290,7 +328,7 @@ ORDER BY c.seq DESC LIMIT 10000`,
       op: r.op,
       sessionId: r.session_id,
       toolCallId: r.tool_call_id,
-      recoverable,
+      recoverable: await recoverableFrom(q, r.path, r),
     })
   }
   return out

@@ -549,10 +549,15 @@ export class SqlFileSystem implements FileSystem {
       throw fsError('EINVAL', 'deleted', dir, { hint: `limit must be 1 … 10000, got ${limit}` })
     return this.#ctx.q.transaction(async (tx) => {
       const view = this.bind(tx)
-      const list = await listDeleted(tx, dir, limit, (p) => view.exists(p))
-      // A policy shows only what it lets be read.
+      // A policy shows only what it lets be read (before the limit: hidden paths take no place).
       const policy = this.#ctx.policy
-      return policy ? list.filter((d) => policy.readable(d.path)) : list
+      return listDeleted(
+        tx,
+        dir,
+        limit,
+        (p) => view.exists(p),
+        policy ? (p) => policy.readable(p) : undefined,
+      )
     })
   }
 
