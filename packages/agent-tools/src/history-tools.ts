@@ -37,6 +37,34 @@ function versioned(fs: FileSystem): FileSystem & Versioned {
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
+/**
+ * What is known of a blame's unattributed lines, grouped by the changes they appeared between:
+ * the versions between those were not kept (versions off, trimmed, or past the walk's limit),
+ * or the content changed without a recorded change.
+ */
+function unknownRanges(b: Blame): string {
+  const groups = new Map<string, { after: number | null; by: number | null; n: number }>()
+  for (const l of b.lines) {
+    if (l.change) continue
+    const { after = null, by = null } = l.between ?? {}
+    const key = `${after}:${by}`
+    const group = groups.get(key) ?? { after, by, n: 0 }
+    group.n++
+    groups.set(key, group)
+  }
+  const said = [...groups.values()]
+    .slice(0, 5)
+    .map(
+      (g) =>
+        `${g.n} appeared ${g.after === null ? 'before the oldest change kept' : `after change #${g.after}`}${
+          g.by === null
+            ? ' (the file was changed without a recorded change since)'
+            : ` and by change #${g.by}`
+        }`,
+    )
+  return `${said.join('; ')}${groups.size > 5 ? '; …' : ''} — the versions in between are not kept (versions off, trimmed, or past the limit of versions walked)`
+}
+
 const listChanges: AgentToolDefinition<{
   since?: number | undefined
   path?: string | undefined
@@ -213,7 +241,7 @@ const blame: AgentToolDefinition<{
     const notes = [
       end < b.lines.length && `[more lines follow: continue with offset ${end + 1}]`,
       b.unattributed > 0 &&
-        `[${b.unattributed} lines marked ? have no known change: their versions are not kept]`,
+        `[${b.unattributed} lines marked ? have no known change: ${unknownRanges(b)}]`,
     ].filter(Boolean)
     return {
       text: `${display} (${b.lines.length} lines, version ${b.version}):\n${out.join('\n')}${

@@ -115,6 +115,21 @@ test('blame names the tool call and message of each line; a message argument is 
   expect(tools(await setup({ readOnly: true }))).toContain('blame')
 })
 
+test('blame says what is known of lines no change can be named for: between which changes they appeared', async () => {
+  const agent = await AgentFS.open({ path: ':memory:' })
+  agents.push(agent)
+  const tools = createAgentTools({ fs: agent.fs, kv: agent.kv, changes: agent.changes })
+  // Versions off: the lines the first write gave are not known after the second one.
+  await agent.fs.writeFile('/a.txt', 'one\ntwo\n')
+  await agent.fs.writeFile('/a.txt', 'one\ntwo\nthree\n')
+  const b = await agent.fs.blame('/a.txt')
+  const out = await tools.get('blame')!.execute({ path: '/a.txt' })
+  const { after, by } = b.lines[0]!.between!
+  expect(out.text).toContain(
+    `[3 lines marked ? have no known change: 3 appeared ${after === null ? 'before the oldest change kept' : `after change #${after}`} and by change #${by} — the versions in between are not kept (versions off, trimmed, or past the limit of versions walked)]`,
+  )
+})
+
 const tools = (s: { tools: Map<string, unknown> }) => [...s.tools.keys()]
 
 test('undelete lists and brings back a deleted file with the call that deleted it; refused when it exists', async () => {
