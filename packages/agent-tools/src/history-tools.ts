@@ -29,10 +29,21 @@ interface Versioned {
 export const keepsHistory = (fs: FileSystem) =>
   typeof (fs as Partial<Versioned>).history === 'function'
 
-function versioned(fs: FileSystem): FileSystem & Versioned {
-  if (typeof (fs as Partial<Versioned>).history !== 'function')
+/**
+ * `fs` as a filesystem that keeps history and, for each of `needs`, offers that method; a
+ * model-readable UNAVAILABLE failure (`what` says what it cannot do) otherwise.
+ */
+function versioned<K extends keyof Versioned = never>(
+  fs: FileSystem,
+  needs: readonly K[] = [],
+  what = 'keeps no history',
+): FileSystem & Versioned & Required<Pick<Versioned, K>> {
+  const candidate = fs as Partial<Versioned>
+  if (typeof candidate.history !== 'function')
     throw new ToolFailure('UNAVAILABLE', 'Error: this filesystem keeps no history.')
-  return fs as unknown as FileSystem & Versioned
+  if (needs.some((method) => typeof candidate[method] !== 'function'))
+    throw new ToolFailure('UNAVAILABLE', `Error: this filesystem ${what}.`)
+  return fs as unknown as FileSystem & Versioned & Required<Pick<Versioned, K>>
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -217,9 +228,7 @@ const blame: AgentToolDefinition<{
   async handler(input, env, limits) {
     const fsPath = await env.paths.resolve(input.path, env.fs)
     const display = env.paths.display(fsPath)
-    const fs = versioned(env.fs)
-    if (typeof fs.blame !== 'function')
-      throw new ToolFailure('UNAVAILABLE', 'Error: this filesystem cannot blame.')
+    const fs = versioned(env.fs, ['blame'], 'cannot blame')
     const b = await fs.blame(fsPath, input.version === undefined ? {} : { version: input.version })
     const from = (input.offset ?? 1) - 1
     const count = Math.min(input.limit ?? limits.maxLines, limits.maxLines)
@@ -270,9 +279,7 @@ const undelete: AgentToolDefinition<{ path: string; list?: boolean | undefined }
   async handler(input, env, limits) {
     const fsPath = await env.paths.resolve(input.path, env.fs)
     const display = env.paths.display(fsPath)
-    const fs = versioned(env.fs)
-    if (typeof fs.undelete !== 'function' || typeof fs.deleted !== 'function')
-      throw new ToolFailure('UNAVAILABLE', 'Error: this filesystem cannot undelete.')
+    const fs = versioned(env.fs, ['undelete', 'deleted'], 'cannot undelete')
     if (input.list) {
       const all = await fs.deleted(fsPath, { limit: limits.maxResults })
       const shown: DeletedEntry[] = []
