@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { type Executor, executeDeferred } from './driver.js'
-import { AgentFsError } from './errors.js'
+import { AgentFsError, corruptError } from './errors.js'
 
 /** Bytes of one chunk hash (SHA-256) in `agentfs_snap_inode.chunks`. */
 export const HASH_BYTES = 32
@@ -139,7 +139,20 @@ export async function captureContent(q: Executor, bytes: Uint8Array): Promise<Ui
   return out
 }
 
-/** The bytes of inode `ino` as a read returns them (holes as zeros), for files of bounded size. */
+/** A stored chunk's bytes, or CORRUPT (EIO) when the row holds something other than a BLOB. */
+export function chunkBytes(data: unknown, ino: number, syscall: string, path?: string): Uint8Array {
+  if (data instanceof Uint8Array) return data
+  throw corruptError(
+    syscall,
+    path,
+    `a chunk of inode ${ino} holds ${data === null ? 'NULL' : typeof data === 'string' ? 'TEXT' : typeof data} instead of a BLOB`,
+  )
+}
+
+/**
+ * The bytes of inode `ino` as a read returns them (holes as zeros), for files of bounded size.
+ * A chunk that is not a BLOB (damage, or a row a sync peer crafted) is CORRUPT (EIO).
+ */
 export async function readInode(
   q: Executor,
   ino: number,
@@ -147,13 +160,14 @@ export async function readInode(
   chunkSize: number,
 ): Promise<Uint8Array> {
   const out = new Uint8Array(size)
-  const { rows } = await q.execute<{ chunk_index: number; data: Uint8Array }>({
-    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index < ?',
+  const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
+    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index >= 0 AND chunk_index < ?',
     params: [ino, Math.ceil(size / chunkSize)],
   })
   for (const r of rows) {
+    const data = chunkBytes(r.data, ino, 'read')
     const at = r.chunk_index * chunkSize
-    out.set(r.data.subarray(0, Math.max(0, Math.min(r.data.byteLength, size - at))), at)
+    out.set(data.subarray(0, Math.max(0, Math.min(data.byteLength, size - at))), at)
   }
   return out
 }

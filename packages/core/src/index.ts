@@ -22,6 +22,7 @@ export {
   addRef,
   captureChunks,
   captureContent,
+  chunkBytes,
   contentChunks,
   dropRefs,
   HASH_BYTES,

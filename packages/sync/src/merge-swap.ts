@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import {
   appendChange,
   type Executor,
+  isFsError,
   MERGE_LIMITS,
   type MergeHunk,
   mergeableText,
@@ -96,16 +97,32 @@ export async function mergeSwap(
   if (theirsIno === undefined || theirsIno === swap.ino) return { merged: false }
   const [ours, theirs] = [await inode(q, swap.ino), await inode(q, theirsIno)]
   const isFile = (row: InodeRow | undefined): row is InodeRow =>
-    row !== undefined && (row.mode & S_IFMT) === S_IFREG && row.size <= MERGE_LIMITS.bytes
+    row !== undefined &&
+    (row.mode & S_IFMT) === S_IFREG &&
+    Number.isSafeInteger(row.size) &&
+    row.size >= 0 &&
+    row.size <= MERGE_LIMITS.bytes &&
+    Number.isSafeInteger(row.ctime) &&
+    Number.isSafeInteger(row.ctime_nsec)
   // A file with other links is shared: merging into a new inode would split it.
   if (!isFile(ours) || !isFile(theirs) || theirs.nlink !== 1) return { merged: false }
   const { rows: config } = await q.execute<{ value: string }>({
     sql: "SELECT value FROM fs_config WHERE key = 'chunk_size'",
   })
   const chunkSize = Number(config[0]?.value ?? 4096)
+  if (!Number.isSafeInteger(chunkSize) || chunkSize < 1)
+    return { merged: false, why: 'the chunk size is damaged' }
   const base = assemble(ancestor, chunkSize)
-  const mine = await readInode(q, ours.ino, ours.size, chunkSize)
-  const other = await readInode(q, theirs.ino, theirs.size, chunkSize)
+  let mine: Uint8Array
+  let other: Uint8Array
+  try {
+    mine = await readInode(q, ours.ino, ours.size, chunkSize)
+    other = await readInode(q, theirs.ino, theirs.size, chunkSize)
+  } catch (error) {
+    // A chunk a peer sent that is not a BLOB: no merge (the copy keeps this client's bytes).
+    if (isFsError(error, 'EIO')) return { merged: false, why: 'a version is damaged' }
+    throw error
+  }
   if (![base, mine, other].every(mergeableText))
     return { merged: false, why: 'not text: both versions are kept' }
   const m = mergeText(decode(base), decode(mine), decode(other), {

@@ -2,14 +2,17 @@ import { type Driver, fsck, openDatabase, SLOT_SPAN, slotIds } from '@agentfs/co
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { tursoDriver } from '@agentfs/driver-turso'
-import { hostilePeerRows } from '@agentfs/test-kit'
+import { hostilePeerRows, withSlotIds } from '@agentfs/test-kit'
 import { expect, test } from 'vitest'
 import { reconcile } from '../src/index.js'
 import { SYNC_TABLES } from '../src/reconcile.js'
 
 // The repairs on hand-made states, without a server.
-async function database(script: string) {
-  const db = await openDatabase({ driver: tursoDriver({ path: ':memory:' }) })
+async function database(script: string, slot?: number) {
+  const driver = tursoDriver({ path: ':memory:' })
+  const db = await openDatabase({
+    driver: slot === undefined ? driver : withSlotIds(driver, slot),
+  })
   await db.execute({ sql: SYNC_TABLES })
   await db.transaction(async (tx) => {
     for (const sql of script
@@ -108,3 +111,46 @@ test.each(Object.keys(ENGINES))(
     await db.close()
   },
 )
+
+test('a lost rewrite merges against its ancestor; a peer chunk that is not a BLOB leaves the copy instead of failing the pull', async () => {
+  const FILE = `33188, 1, 0, 0, 6, 0, 0, 0`
+  const mine = 9 * SLOT_SPAN + 31
+  const setup = (theirs: string) =>
+    database(
+      `
+    INSERT INTO fs_inode (ino, mode, nlink, uid, gid, size, atime, mtime, ctime) VALUES (30, ${FILE}), (${mine}, ${FILE});
+    INSERT INTO fs_dentry (id, name, parent_ino, ino) VALUES (10, 'f.txt', 1, 30);
+    INSERT INTO fs_data (ino, chunk_index, data) VALUES (30, 0, ${theirs}), (${mine}, 0, X'610A620A430A')`,
+      9,
+    )
+  // The last synced version: a, b, c; the winner changed line 1, this client line 3.
+  const ancestor = {
+    size: 6,
+    chunks: new Map([[0, Buffer.from('a\nb\nc\n')]]),
+    bytes: 6,
+    over: false,
+  }
+  const pushed = (ino: number) => ({
+    swaps: [{ ino, parent: 1, name: 'f.txt', entry: 10 }],
+    kv: [],
+    ancestors: new Map([[ino, ancestor]]),
+  })
+  const good = await setup(`X'410A620A630A'`)
+  const merged = await reconcile(good, 9, pushed(mine))
+  expect(merged.conflicts.map((c) => [c.kind, c.path, c.detail])).toEqual([['merged', '/f.txt', expect.any(String)]])
+  const { rows } = await good.execute<{ ino: number }>({
+    sql: 'SELECT ino FROM fs_dentry WHERE id = 10',
+  })
+  expect(rows[0]!.ino).toBe(mine)
+  const { rows: data } = await good.execute<{ data: Uint8Array }>({
+    sql: 'SELECT data FROM fs_data WHERE ino = ?',
+    params: [mine],
+  })
+  expect(Buffer.from(data[0]!.data).toString()).toBe('A\nb\nC\n')
+  expect((await fsck(good)).findings).toEqual([])
+
+  const hostile = await setup(`'A\nb\nc\n'`)
+  const kept = await reconcile(hostile, 9, pushed(mine))
+  expect(kept.conflicts.map((c) => c.kind)).toEqual(['write'])
+  expect(kept.conflicts[0]!.detail).toMatch(/not merged: a version is damaged$/)
+})

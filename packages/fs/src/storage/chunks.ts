@@ -1,4 +1,11 @@
-import { corruptError, type Executor, executeDeferred, fsError, placeholders } from '@agentfs/core'
+import {
+  chunkBytes,
+  corruptError,
+  type Executor,
+  executeDeferred,
+  fsError,
+  placeholders,
+} from '@agentfs/core'
 
 /**
  * Largest file size, in bytes: 16 TiB (ext4's limit with 4 KiB blocks). Writes, truncates and
@@ -23,15 +30,8 @@ export function checkStoredSize(size: unknown, ino: number, syscall: string, pat
     throw corruptError(syscall, path, `inode ${ino} has the impossible size ${String(size)}`)
 }
 
-/** The chunk's bytes, or EIO when the row holds something other than a BLOB. */
-export function chunkBytes(data: unknown, ino: number, syscall: string, path?: string): Uint8Array {
-  if (data instanceof Uint8Array) return data
-  throw corruptError(
-    syscall,
-    path,
-    `a chunk of inode ${ino} holds ${data === null ? 'NULL' : typeof data === 'string' ? 'TEXT' : typeof data} instead of a BLOB`,
-  )
-}
+/** The chunk's bytes, or EIO when the row holds something other than a BLOB (core's check). */
+export { chunkBytes }
 
 /** Chunks inserted per statement when writing many (bounded statement size, few round trips). */
 const BATCH = 32
