@@ -1,45 +1,28 @@
 import { randomBytes } from 'node:crypto'
 import { pipeline } from 'node:stream/promises'
 import {
-  AgentFsError,
   badEntryName,
   corruptError,
-  type Executor,
   joinPath,
-  type MergeHunk,
-  mergeableText,
-  mergeText,
   parentPath,
   type Queryable,
   ROOT_INO,
   undefinedIfAbsent,
 } from '@agentfs/core'
 import { compareCodePoints, type Dirent, type FileSystem } from '@agentfs/fs'
+import {
+  type FileMergeConflict,
+  MergeConflictError,
+  OverlayConflictError,
+} from './commit-errors.js'
+import { dropAncestors, type MergeAncestors, mergeFile } from './commit-merge.js'
 import { recordUndo, sealUndo } from './commit-undo.js'
 import { diffOverlay, type OverlayChange, SPECIAL_BITS, specialBitNames, typeOf } from './diff.js'
 import { strictTarget } from './host-fs.js'
 import type { OverlayFs } from './overlay-fs.js'
 
-/** The base changed since the overlay copied or hid an entry; nothing was committed. */
-export class OverlayConflictError extends AgentFsError<'CONFLICT'> {
-  readonly conflicts: readonly { path: string; reason: string }[]
-
-  constructor(conflicts: readonly { path: string; reason: string }[], message?: string) {
-    super(
-      'CONFLICT',
-      message ??
-        `The base changed under ${conflicts.length} overlay path(s) (${conflicts
-          .slice(0, 5)
-          .map((c) => `${c.path}: ${c.reason}`)
-          .join('; ')}); nothing was committed. Review the base, then discard or redo the changes`,
-    )
-    this.conflicts = conflicts
-  }
-
-  override get name(): string {
-    return 'OverlayConflictError'
-  }
-}
+export type { FileMergeConflict } from './commit-errors.js'
+export { MergeConflictError, OverlayConflictError } from './commit-errors.js'
 
 /** Options of a commit. */
 export interface CommitOptions {
@@ -70,44 +53,7 @@ export interface CommitOptions {
    * edit, a type change) stay conflicts: `MergeConflictError`, nothing committed. Modes are the
    * overlay's. `true`: the ancestors the overlay kept at copy-up (`OverlayFs.ancestor`).
    */
-  readonly merge?: true | { readonly ancestor: (path: string) => Promise<Uint8Array | undefined> }
-}
-
-/** A file a merge could not merge: each conflicting region, or why the file could not be merged. */
-export interface FileMergeConflict {
-  readonly path: string
-  readonly hunks: readonly MergeHunk[]
-  /** The file with conflict markers (text files). */
-  readonly text?: string
-  readonly reason?: string
-}
-
-/** A commit with `merge` met changes it could not merge; nothing was committed. */
-export class MergeConflictError extends OverlayConflictError {
-  readonly merges: readonly FileMergeConflict[]
-
-  constructor(
-    conflicts: readonly { path: string; reason: string }[],
-    merges: readonly FileMergeConflict[],
-  ) {
-    super(
-      conflicts,
-      `${merges.length} file(s) could not be merged (${merges
-        .slice(0, 5)
-        .map(
-          (m) =>
-            `${m.path}: ${m.hunks.length > 0 ? `${m.hunks.length} conflicting region(s)` : m.reason}`,
-        )
-        .join(
-          '; ',
-        )})${conflicts.length > merges.length ? ` and ${conflicts.length - merges.length} other path(s) conflict` : ''}; nothing was committed. Write each resolution in the overlay (each conflict holds both sides and the ancestor), mark it with resolve(path), then commit again`,
-    )
-    this.merges = merges
-  }
-
-  override get name(): string {
-    return 'MergeConflictError'
-  }
+  readonly merge?: true | MergeAncestors
 }
 
 /** Result of a commit. */
@@ -377,35 +323,6 @@ export async function commitOverlay(
   }
 }
 
-/** The three-way merge of one file: its merged text, or what kept it from merging. */
-async function mergeFile(
-  overlay: OverlayFs,
-  target: FileSystem,
-  merge: { readonly ancestor: (path: string) => Promise<Uint8Array | undefined> },
-  path: string,
-): Promise<string | FileMergeConflict> {
-  const base = await merge.ancestor(path)
-  if (base === undefined)
-    return {
-      path,
-      hunks: [],
-      reason: 'changed on both sides, and the version it started from is not known',
-    }
-  const ours = await overlay.delta.readFile(path)
-  const theirs = await target.readFile(path)
-  if (![base, ours, theirs].every(mergeableText))
-    return { path, hunks: [], reason: 'changed on both sides, and it is not text: pick one side' }
-  const decode = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8')
-  const m = mergeText(decode(base), decode(ours), decode(theirs), {
-    ours: 'overlay',
-    base: 'ancestor',
-    theirs: 'target',
-  })
-  return m.ok
-    ? m.text
-    : { path, hunks: m.conflicts, text: m.text, ...(m.reason ? { reason: m.reason } : {}) }
-}
-
 const tempOf = (step: Step) => joinPath(parentPath(step.path), `${TEMP_PREFIX}${step.arg}`)
 
 /** Runs the journal's steps that have not run, marking each done, then discards the delta. */
@@ -477,35 +394,4 @@ export async function discardOverlay(q: Queryable): Promise<void> {
     }
     await dropAncestors(tx)
   })
-}
-
-/**
- * Drops the kept ancestors (`agentfs_overlay_base_content`) that neither the overlay nor a
- * snapshot's overlay state names any more: restoring a snapshot brings back its ancestors too.
- */
-async function dropAncestors(q: Executor): Promise<void> {
-  const named = new Set<string>()
-  const key = (path: unknown, token: unknown) => `${String(path)}\0${String(token)}`
-  const { rows: states } = await q.execute<{ overlay: string }>({
-    sql: 'SELECT overlay FROM agentfs_snapshot WHERE overlay IS NOT NULL',
-  })
-  for (const { overlay } of states) {
-    let rows: unknown
-    try {
-      rows = (JSON.parse(overlay) as Record<string, unknown>).agentfs_overlay_base_state
-    } catch {
-      continue // a damaged state keeps nothing alive; restoring it reports the damage
-    }
-    if (Array.isArray(rows))
-      for (const row of rows) if (Array.isArray(row)) named.add(key(row[0], row[1]))
-  }
-  const { rows: kept } = await q.execute<{ path: string; token: string }>({
-    sql: 'SELECT path, token FROM agentfs_overlay_base_content',
-  })
-  for (const row of kept)
-    if (!named.has(key(row.path, row.token)))
-      await q.execute({
-        sql: 'DELETE FROM agentfs_overlay_base_content WHERE path = ? AND token = ?',
-        params: [row.path, row.token],
-      })
 }
