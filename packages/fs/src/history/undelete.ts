@@ -1,8 +1,10 @@
 import {
   contentOf,
+  currentActor,
   type Executor,
   fsError,
   isDirMode,
+  isFsError,
   isLinkMode,
   isRegMode,
   normalizePath,
@@ -10,7 +12,9 @@ import {
   resolveAt,
   type SnapInode,
   walkAt,
+  withMessage,
 } from '@agentfs/core'
+import type { FileSystem } from '../types.js'
 
 /** What `fs.undelete` brought back. */
 export interface Undeleted {
@@ -250,6 +254,65 @@ ORDER BY v.id LIMIT ?`,
   )
   for (const e of sorted) add(e)
   return { ...base, kind: 'directory', snapshot: snap?.name ?? null }
+}
+
+/**
+ * Undeletes `target` (normalized `path`) through `fs`, the transaction's filesystem (so the
+ * policy applies and a failure rolls everything back), reading the plan through `q`: refused
+ * (EEXIST) when it exists; the changes carry `message`, else the tool call's, else
+ * `undelete <path> (deleted by change #N)`.
+ */
+export async function undeleteInto(
+  fs: Pick<FileSystem, 'lstat' | 'mkdir' | 'symlink' | 'writeFile'>,
+  q: Executor,
+  path: string,
+  target: string,
+  given: string | undefined,
+): Promise<Undeleted> {
+  if (
+    await fs.lstat(target).then(
+      () => true,
+      (error: unknown) => (isFsError(error, 'ENOENT') ? false : Promise.reject(error)),
+    )
+  )
+    throw fsError('EEXIST', 'undelete', path, {
+      hint: 'it exists now; restore an earlier content with readFile(path, { version }) instead',
+    })
+  const plan = await planUndelete(q, target)
+  // The caller's message (given, or of the tool call it runs in), else where it came from.
+  const message =
+    given ?? currentActor()?.message ?? `undelete ${target} (deleted by change #${plan.deletedBy})`
+  let files = 0
+  let directories = 0
+  let bytes = 0
+  await withMessage(message, async () => {
+    const parent = target.slice(0, target.lastIndexOf('/')) || '/'
+    if (parent !== '/') await fs.mkdir(parent, { recursive: true })
+    for (const e of plan.entries) {
+      if (e.type === 'directory') {
+        await fs.mkdir(e.path, e.mode === null ? {} : { mode: e.mode })
+        directories++
+      } else if (e.type === 'symlink') await fs.symlink(e.target!, e.path)
+      else {
+        await fs.writeFile(e.path, e.content!, {
+          flag: 'wx',
+          ...(e.mode === null ? {} : { mode: e.mode }),
+        })
+        files++
+        bytes += e.content!.byteLength
+      }
+    }
+  })
+  return {
+    path: target,
+    kind: plan.kind,
+    from: [...plan.from],
+    snapshot: plan.snapshot,
+    deletedBy: plan.deletedBy,
+    files,
+    directories,
+    bytes,
+  }
 }
 
 /**

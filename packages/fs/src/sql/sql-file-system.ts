@@ -1,7 +1,6 @@
 import type { Readable, Writable } from 'node:stream'
 import {
   type Clock,
-  currentActor,
   fsError,
   isFsError,
   normalizePath,
@@ -13,8 +12,8 @@ import { type Blame, type BlameOptions, blameFile } from '../history/blame.js'
 import {
   type DeletedEntry,
   listDeleted,
-  planUndelete,
   type Undeleted,
+  undeleteInto,
 } from '../history/undelete.js'
 import {
   type FileVersion,
@@ -488,54 +487,9 @@ export class SqlFileSystem implements FileSystem {
     const target = normalizePath(path, 'undelete')
     if (target === '/')
       throw fsError('EINVAL', 'undelete', path, { hint: 'the root is never deleted' })
-    return this.transaction(async (tx) => {
-      if (
-        await tx.lstat(target).then(
-          () => true,
-          (error: unknown) => (isFsError(error, 'ENOENT') ? false : Promise.reject(error)),
-        )
-      )
-        throw fsError('EEXIST', 'undelete', path, {
-          hint: 'it exists now; restore an earlier content with readFile(path, { version }) instead',
-        })
-      const plan = await planUndelete(contextOf(tx).q, target)
-      // The caller's message (given, or of the tool call it runs in), else where it came from.
-      const message =
-        options.message ??
-        currentActor()?.message ??
-        `undelete ${target} (deleted by change #${plan.deletedBy})`
-      let files = 0
-      let directories = 0
-      let bytes = 0
-      await withMessage(message, async () => {
-        const parent = target.slice(0, target.lastIndexOf('/')) || '/'
-        if (parent !== '/') await tx.mkdir(parent, { recursive: true })
-        for (const e of plan.entries) {
-          if (e.type === 'directory') {
-            await tx.mkdir(e.path, e.mode === null ? {} : { mode: e.mode })
-            directories++
-          } else if (e.type === 'symlink') await tx.symlink(e.target!, e.path)
-          else {
-            await tx.writeFile(e.path, e.content!, {
-              flag: 'wx',
-              ...(e.mode === null ? {} : { mode: e.mode }),
-            })
-            files++
-            bytes += e.content!.byteLength
-          }
-        }
-      })
-      return {
-        path: target,
-        kind: plan.kind,
-        from: [...plan.from],
-        snapshot: plan.snapshot,
-        deletedBy: plan.deletedBy,
-        files,
-        directories,
-        bytes,
-      }
-    })
+    return this.transaction((tx) =>
+      undeleteInto(tx, contextOf(tx).q, path, target, options.message),
+    )
   }
 
   /**
