@@ -59,6 +59,8 @@ async function inode(q: Executor, ino: number): Promise<InodeRow | undefined> {
   return rows[0]
 }
 
+/** A file's version token, as the filesystem gives it (ctime in nanoseconds). */
+const token = (row: InodeRow) => String(BigInt(row.ctime) * 1_000_000_000n + BigInt(row.ctime_nsec))
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest()
 const decode = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8')
 
@@ -166,7 +168,7 @@ export async function mergeSwap(
     await q.execute({ sql: `DELETE FROM ${table} WHERE ino = ?`, params: [theirs.ino] })
   const named = path.length > 512 ? `${path.slice(0, 512)}…` : path
   await withMessage(
-    `merge of this client's write of ${named} with another client's (sync; the ancestor is the last synced version)`,
+    `merge of this client's write of ${named} (version ${token(ours)}) with another client's (version ${token(theirs)}); the ancestor is the last synced version`,
     () =>
       appendChange(
         q,

@@ -35,7 +35,7 @@ test('two clients rewrite different lines of a synced text file: merged on both,
   const merges = (await a.changes.since(0)).changes.filter((c) => typeof c.message === 'string')
   expect(merges.map((c) => [c.op, c.path])).toEqual([['write', '/plan.md']])
   expect(merges[0]!.message).toMatch(
-    /^merge of this client's write of \/plan.md with another client's/,
+    /^merge of this client's write of \/plan.md \(version \d+\) with another client's \(version \d+\); the ancestor is the last synced version$/,
   )
 })
 

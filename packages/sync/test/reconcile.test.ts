@@ -137,7 +137,9 @@ test('a lost rewrite merges against its ancestor; a peer chunk that is not a BLO
   })
   const good = await setup(`X'410A620A630A'`)
   const merged = await reconcile(good, 9, pushed(mine))
-  expect(merged.conflicts.map((c) => [c.kind, c.path, c.detail])).toEqual([['merged', '/f.txt', expect.any(String)]])
+  expect(merged.conflicts.map((c) => [c.kind, c.path, c.detail])).toEqual([
+    ['merged', '/f.txt', expect.any(String)],
+  ])
   const { rows } = await good.execute<{ ino: number }>({
     sql: 'SELECT ino FROM fs_dentry WHERE id = 10',
   })
