@@ -1,4 +1,5 @@
 import {
+  type Executor,
   fsError,
   joinPath,
   MERGE_LIMITS,
@@ -41,6 +42,23 @@ export async function pump(
     await output.close()
   }
   return within ? Buffer.concat(kept) : undefined
+}
+
+/**
+ * Keeps `bytes`, the base's content of `path` at version `token`, as the ancestor of a later
+ * merge (`agentfs_overlay_base_content`), when it is text; binary content is not kept.
+ */
+export async function keepAncestor(
+  q: Executor,
+  path: string,
+  token: string,
+  bytes: Uint8Array | undefined,
+): Promise<void> {
+  if (bytes && mergeableText(bytes))
+    await q.execute({
+      sql: 'INSERT OR REPLACE INTO agentfs_overlay_base_content (path, token, data) VALUES (?, ?, ?)',
+      params: [path, token, bytes],
+    })
 }
 
 /**
@@ -114,11 +132,7 @@ export class CopyUp {
       const output = await this.view.delta.open(path, 'wx', mode)
       // The bytes copied (read once) are the ancestor a later merge starts from.
       const bytes = await pump(input, output, this.ancestors ? MERGE_LIMITS.bytes : 0)
-      if (bytes && mergeableText(bytes))
-        await this.view.q.execute({
-          sql: 'INSERT OR REPLACE INTO agentfs_overlay_base_content (path, token, data) VALUES (?, ?, ?)',
-          params: [path, stats.version, bytes],
-        })
+      await keepAncestor(this.view.q, path, stats.version, bytes)
     } else {
       await this.view.delta.mknod(path, stats.mode, stats.rdev)
     }

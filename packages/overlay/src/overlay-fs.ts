@@ -4,7 +4,6 @@ import {
   isFsError,
   joinPath,
   MERGE_LIMITS,
-  mergeableText,
   normalizePath,
   parentPath,
   type Queryable,
@@ -47,7 +46,7 @@ import {
   type PendingCommit,
   pendingCommit,
 } from './commit.js'
-import { CopyUp } from './copy-up.js'
+import { CopyUp, keepAncestor } from './copy-up.js'
 import { diffOverlay, type OverlayChange } from './diff.js'
 import { openListedDir, walkGlob, walkGrep } from './generic-search.js'
 import { MergedView } from './merged-view.js'
@@ -138,11 +137,7 @@ export class OverlayFs implements FileSystem {
         sql: 'INSERT INTO agentfs_overlay_base_state (path, token) VALUES (?, ?) ON CONFLICT(path) DO UPDATE SET token = excluded.token',
         params: [real, stats.version],
       })
-      if (bytes && mergeableText(bytes))
-        await tx.execute({
-          sql: 'INSERT OR REPLACE INTO agentfs_overlay_base_content (path, token, data) VALUES (?, ?, ?)',
-          params: [real, stats.version, bytes],
-        })
+      await keepAncestor(tx, real, stats.version, bytes)
     })
   }
 
