@@ -63,3 +63,45 @@ export function withSlotIds(driver: Driver, slot = 5): Driver {
     close: () => driver.close(),
   }
 }
+
+/**
+ * `driver` as an engine without FTS5 is (the Turso engine 0.7): it says so
+ * (`capabilities.fullTextSearch: false`) and refuses FTS5 statements, so the full-text index's
+ * postings store runs on it; results must equal the FTS5 store's.
+ */
+export function withoutFts5(driver: Driver): Driver {
+  const refuse = (statement: Pick<Statement, 'sql'>) => {
+    if (/\bfts5\b|agentfs_search_fts/i.test(statement.sql))
+      throw new Error(`no such module: fts5 [sql: ${statement.sql.slice(0, 60)}]`)
+  }
+  const guard = (executor: Executor): Executor => ({
+    execute(statement) {
+      refuse(statement)
+      return executor.execute(statement)
+    },
+    ...(executor.defer
+      ? {
+          defer(statement: Statement) {
+            refuse(statement)
+            executor.defer!(statement)
+          },
+        }
+      : {}),
+  })
+  return {
+    name: `${driver.name} (no FTS5)`,
+    get capabilities() {
+      return { ...driver.capabilities, fullTextSearch: false }
+    },
+    execute: async (statement) => {
+      refuse(statement)
+      return driver.execute(statement)
+    },
+    transaction: (fn) => driver.transaction((tx) => fn(guard(tx))),
+    executeScript: async (sql) => {
+      refuse({ sql })
+      return driver.executeScript(sql)
+    },
+    close: () => driver.close(),
+  }
+}

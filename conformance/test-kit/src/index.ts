@@ -6,7 +6,7 @@ export type {
   InitialTree,
 } from './differential.js'
 export { runDifferential, snapshotTree, writeTree } from './differential.js'
-export { withoutRecursiveQueries, withSlotIds } from './engine-limits.js'
+export { withoutFts5, withoutRecursiveQueries, withSlotIds } from './engine-limits.js'
 export type {
   FileSystemSuiteOptions,
   SuiteFs,

@@ -121,6 +121,12 @@ export interface DriverCapabilities {
    */
   readonly recursiveQueries?: boolean
   /**
+   * False when the engine has no FTS5 (the Turso engine 0.7): the full-text index then keeps
+   * its words in a table of its own (`agentfs_search_posting`), with the same results. True:
+   * FTS5 is there. Absent: the index asks the engine (`pragma_module_list`).
+   */
+  readonly fullTextSearch?: boolean
+  /**
    * True when every statement of the top-level handle runs on one connection where
    * `pragma_data_version` and `total_changes()` behave as SQLite's: the core may then keep
    * caches of what the database said, validated per statement (see `snapshotSource`). Absent:

@@ -399,6 +399,32 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
 )`,
     ],
   },
+  {
+    version: 18,
+    description:
+      'the full-text index (agentfs_search_doc, agentfs_search_posting): which version of each text file is indexed, and its words where the engine has no FTS5',
+    statements: [
+      // One row per regular file the index has looked at: the version (ctime in ns) it indexed,
+      // its word count, -1 when it is not indexed (not text, or over the size limit).
+      `CREATE TABLE agentfs_search_doc (
+  ino INTEGER PRIMARY KEY,
+  version INTEGER NOT NULL,
+  words INTEGER NOT NULL
+)`,
+      // The postings store (engines without FTS5): one row per word of a file version, its
+      // count and positions. Keyed by version, so rows of two synced clients that indexed
+      // different versions of one file never mix: only rows of the doc row's version count.
+      `CREATE TABLE agentfs_search_posting (
+  term TEXT NOT NULL,
+  ino INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  freq INTEGER NOT NULL,
+  positions TEXT NOT NULL,
+  PRIMARY KEY (term, ino, version)
+)`,
+      'CREATE INDEX agentfs_search_posting_ino ON agentfs_search_posting(ino)',
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

@@ -3,6 +3,7 @@ import type { Check, FindRow } from './fsck-check.js'
 import { HISTORY_CHECKS } from './fsck-history.js'
 import { ORPHAN_CHECKS } from './fsck-orphans.js'
 import { PAYLOAD_CHECKS } from './fsck-payloads.js'
+import { SEARCH_CHECKS } from './fsck-search.js'
 import { type Queryable, recursiveQueries } from './guard-driver.js'
 import {
   ROOT_INO,
@@ -282,6 +283,7 @@ UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i 
   },
   ...HISTORY_CHECKS,
   ...PAYLOAD_CHECKS,
+  ...SEARCH_CHECKS,
 ]
 
 /** The rule of findings SQLite reports itself: the file is damaged below the tables. */

@@ -45,6 +45,11 @@ export function recursiveQueries(executor: Executor): boolean {
   return (executor as Partial<Queryable>).capabilities?.recursiveQueries !== false
 }
 
+/** The driver's `capabilities.fullTextSearch` (undefined when it does not say). */
+export function fullTextSearch(executor: Executor): boolean | undefined {
+  return (executor as Partial<Queryable>).capabilities?.fullTextSearch
+}
+
 /**
  * The id for a new row of `table`: the synced database's choice, or undefined where the engine
  * chooses (AUTOINCREMENT).

@@ -82,7 +82,13 @@ export { countBadNames, fsck, SQLITE_INTEGRITY_RULE, unreachableInodes } from '.
 export type { GroupCommitOptions, GroupedDatabase } from './group-commit.js'
 export { groupCommits } from './group-commit.js'
 export type { GuardedDriver, Queryable, Transaction } from './guard-driver.js'
-export { explicitId, guardDriver, recursiveQueries, replaceOnRewrite } from './guard-driver.js'
+export {
+  explicitId,
+  fullTextSearch,
+  guardDriver,
+  recursiveQueries,
+  replaceOnRewrite,
+} from './guard-driver.js'
 export type {
   ArgumentsDigest,
   IdempotencyRecord,
@@ -193,6 +199,22 @@ export {
   SPEC_TABLES,
   SPEC_VERSION,
 } from './schema.js'
+export type { QueryPhrase } from './search-tokens.js'
+export {
+  BM25_B,
+  BM25_K1,
+  bm25,
+  fts5Expression,
+  MAX_QUERY,
+  MAX_QUERY_TERMS,
+  MAX_TOKEN,
+  parseQuery,
+  phrasePositions,
+  SEARCH_MAX_TOKENS,
+  textOf,
+  tokenize,
+  wordMatches,
+} from './search-tokens.js'
 export type { SlotAllocator } from './slot-ids.js'
 export { ID_TABLES, idColumn, MAX_SLOT, SLOT_SPAN, slotIds } from './slot-ids.js'
 export type { SnapshotSource, SnapshotToken } from './snapshot.js'

@@ -103,6 +103,8 @@ export interface SyncDriverSpec extends SyncDriverOptions {
   readonly turnEventLoopEvery?: number
   /** False when the engine has no `WITH RECURSIVE` (see `DriverCapabilities.recursiveQueries`). */
   readonly recursiveQueries?: boolean
+  /** False when the engine has no FTS5 (see `DriverCapabilities.fullTextSearch`). */
+  readonly fullTextSearch?: boolean
   /**
    * False when the engine lacks `pragma_data_version` or `total_changes()` (see
    * `DriverCapabilities.snapshotTokens`). Default true: SQLite's.
@@ -262,6 +264,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
       snapshotTokens: spec.snapshotTokens ?? true,
       arrayRows: true,
       ...(spec.recursiveQueries === undefined ? {} : { recursiveQueries: spec.recursiveQueries }),
+      ...(spec.fullTextSearch === undefined ? {} : { fullTextSearch: spec.fullTextSearch }),
     },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       // Fast path: the statement runs synchronously; only a lock wait or a busy retry goes async.
