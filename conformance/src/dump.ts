@@ -11,9 +11,11 @@ const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
 
 /**
  * Engine-internal objects a dump leaves out: the Turso engine keeps an AUTOINCREMENT sequence
- * table per table beside `sqlite_sequence` (which it keeps too).
+ * table per table beside `sqlite_sequence` (which it keeps too). The full-text index's FTS5
+ * table and its shadow tables exist only on engines with FTS5 (others keep the same words in
+ * `agentfs_search_posting`): a cache of file content, left out too.
  */
-const INTERNAL = "name NOT GLOB '__turso_internal_*'"
+const INTERNAL = "name NOT GLOB '__turso_internal_*' AND name NOT GLOB 'agentfs_search_fts*'"
 
 /**
  * DDL in a form that does not depend on how the engine stores its text: `IF NOT EXISTS` goes

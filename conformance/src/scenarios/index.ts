@@ -7,6 +7,7 @@ import { overlayFs } from './fs/factory.js'
 import { fsFiles } from './fs/files.js'
 import { fsHandles } from './fs/handles.js'
 import { fsLinks } from './fs/links.js'
+import { fsSearch } from './fs/search.js'
 import { historySnapshots } from './history/snapshots.js'
 import { kvStore } from './kv/store.js'
 import { migrationScenarios } from './migrations/from-layouts.js'
@@ -21,6 +22,7 @@ export const SCENARIOS: readonly Scenario[] = [
   fsFiles(),
   fsLinks(),
   fsHandles(),
+  fsSearch,
   kvStore,
   toolCallLog,
   crossDomainTransaction,

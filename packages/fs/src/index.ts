@@ -15,6 +15,23 @@ export {
 } from './node/sync-bridge.js'
 export type { ContentChange, ContentRule, FsOperation, FsPolicy } from './policy/policy.js'
 export { CONTENT_RULE_MAX_BYTES, policyReadable } from './policy/policy.js'
+export type {
+  ResolvedSearchSettings,
+  SearchHit,
+  SearchLine,
+  SearchOptions,
+  SearchResult,
+  SearchSettings,
+} from './search/fulltext/full-text.js'
+export {
+  clearIndex,
+  DEFAULT_MAX_FILE_SIZE,
+  MAX_CANDIDATES,
+  MAX_MAX_FILE_SIZE,
+  META_SEARCH_SETTINGS,
+  readSettings as readSearchSettings,
+} from './search/fulltext/full-text.js'
+export { FTS_TABLE, hasFts5, MAX_POSTINGS, META_SEARCH_STORE } from './search/fulltext/store.js'
 export type { GlobMatchOptions, LineMatcher, RegexOptions } from './search/matchers.js'
 export {
   compileGlob,

@@ -1,5 +1,10 @@
 import { fsError, normalizePath, type Queryable } from '@agentfs/core'
 import {
+  type SearchOptions,
+  type SearchResult,
+  searchFullText,
+} from '../search/fulltext/full-text.js'
+import {
   type GlobMatch,
   type GlobOptions,
   type GrepMatch,
@@ -249,5 +254,31 @@ export class Guard {
       await gate.read(options?.path ?? '/', 'grep')
       return gate.readablePaths(await grep(q, chunkSize, pattern, options), 'grep')
     })
+  }
+
+  /**
+   * Full-text search: the index catches up outside the policy's transaction (it reveals
+   * nothing), the ranking runs inside it and passes only paths the policy lets be read, before
+   * the limit (hidden files take no place).
+   */
+  search(query: string, options?: SearchOptions): Promise<SearchResult> {
+    const { q, chunkSize } = this.ctx
+    if (!this.#checks) return searchFullText(q, chunkSize, query, options)
+    return searchFullText(q, chunkSize, query, options, (read) =>
+      this.withGate(async (gate, ctx) => {
+        await gate.read(options?.path ?? '/', 'search')
+        return read(ctx.q, {
+          readable: async (paths) =>
+            new Set(
+              (
+                await gate.readablePaths(
+                  paths.map((path) => ({ path })),
+                  'search',
+                )
+              ).map((p) => p.path),
+            ),
+        })
+      }),
+    )
   }
 }

@@ -24,7 +24,7 @@ const W = 2
 const X = 1
 const STICKY = 0o1000
 /** Calls that read what the path names (not only reach it), so need r on it. */
-const READS = new Set(['open', 'scandir', 'opendir', 'copyfile', 'watch', 'grep', 'glob'])
+const READS = new Set(['open', 'scandir', 'opendir', 'copyfile', 'watch', 'grep', 'glob', 'search'])
 
 /** Whether `caller` may do `want` (R/W/X bits) on `node`, as the kernel decides. */
 export function permits(caller: Caller, node: InodeRow, want: number): boolean {

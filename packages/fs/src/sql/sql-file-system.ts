@@ -25,6 +25,14 @@ import { fsMode, fsRequiredMode } from '../node/node-args.js'
 import type { Judged } from '../policy/content-judge.js'
 import { Guard } from '../policy/guard.js'
 import { CompiledPolicy, type FsPolicy } from '../policy/policy.js'
+import {
+  type ResolvedSearchSettings,
+  readSettings,
+  type SearchOptions,
+  type SearchResult,
+  type SearchSettings,
+  writeSettings,
+} from '../search/fulltext/full-text.js'
 import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from '../search/search.js'
 import type { Dirent, Stats } from '../stats.js'
 import { readRange } from '../storage/chunks.js'
@@ -545,6 +553,33 @@ export class SqlFileSystem implements FileSystem {
   /** Lines matching a pattern in files below `options.path`, like `grep -rn`. */
   async grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
     return this.#guard.grep(pattern, options)
+  }
+
+  /**
+   * Files ranked by how well they match `query` (BM25): words, `"phrases"`, `prefix*`, all
+   * required. The index is brought up to date first, so it never finds a file by words it no
+   * longer holds. Each hit has the lines where the words are.
+   */
+  async search(query: string, options?: SearchOptions): Promise<SearchResult> {
+    return this.#guard.search(query, options)
+  }
+
+  /** Which files the full-text index holds (the database's settings). */
+  async searchSettings(): Promise<ResolvedSearchSettings> {
+    return readSettings(this.#ctx.q)
+  }
+
+  /**
+   * Changes which files the full-text index holds; the index is emptied in the same
+   * transaction and rebuilt by the next search. Refused (EPERM) under a policy or enforced
+   * permissions: the settings are the database owner's.
+   */
+  async setSearchSettings(settings: SearchSettings): Promise<ResolvedSearchSettings> {
+    if (this.#ctx.policy || this.#ctx.caller)
+      throw fsError('EPERM', 'search', undefined, {
+        hint: 'the search settings are changed through an unrestricted filesystem',
+      })
+    return writeSettings(this.#ctx.q, settings)
   }
 
   /**
