@@ -71,7 +71,7 @@ export function withSlotIds(driver: Driver, slot = 5): Driver {
  */
 export function withoutFts5(driver: Driver): Driver {
   const refuse = (statement: Pick<Statement, 'sql'>) => {
-    if (/\bfts5\b|agentfs_search_fts/i.test(statement.sql))
+    if (/\bUSING\s+fts5\b|\b(FROM|INTO|UPDATE|TABLE)\s+agentfs_search_fts\b/i.test(statement.sql))
       throw new Error(`no such module: fts5 [sql: ${statement.sql.slice(0, 60)}]`)
   }
   const guard = (executor: Executor): Executor => ({

@@ -2,6 +2,7 @@ import type { AuditKey } from './audit-chain.js'
 import { type Clock, type IdSource, randomIds, systemClock } from './clock.js'
 import type { Driver, QueryResult, SqlValue, Statement } from './driver.js'
 import { AgentFsError } from './errors.js'
+import { hiddenFtsPages } from './fsck.js'
 import {
   type GuardedDriver,
   guardDriver,
@@ -74,6 +75,16 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
   const clock = options.clock ?? systemClock()
   const ids = options.ids ?? randomIds()
   if (options.chunkSize !== undefined) checkChunkSize(options.chunkSize)
+
+  // The Turso engine 0.7 cannot load a schema holding FTS5 tables: its upserts then fail on
+  // every table. Refused here with what to do, before any statement could half-work.
+  if (await hiddenFtsPages(driver)) {
+    await driver.close().catch(() => {})
+    throw new AgentFsError(
+      'UNSUPPORTED_LAYOUT',
+      'This database keeps its full-text index in FTS5 tables, which this engine cannot open; switch the index to the portable store first with a driver that has FTS5 (better-sqlite3, libSQL): "agentfs search DB --settings --store postings"',
+    )
+  }
 
   let migration: MigrationPlan
   if (options.migrate === false) {

@@ -1,10 +1,10 @@
-import { placeholders } from './driver.js'
+import { type Executor, placeholders } from './driver.js'
 import type { Check, FindRow } from './fsck-check.js'
 import { HISTORY_CHECKS } from './fsck-history.js'
 import { ORPHAN_CHECKS } from './fsck-orphans.js'
 import { PAYLOAD_CHECKS } from './fsck-payloads.js'
 import { SEARCH_CHECKS } from './fsck-search.js'
-import { type Queryable, recursiveQueries } from './guard-driver.js'
+import { fullTextSearch, type Queryable, recursiveQueries } from './guard-driver.js'
 import {
   ROOT_INO,
   S_IFBLK,
@@ -306,16 +306,50 @@ const sqliteSays = (error: unknown) =>
 
 const RESTORE = 'restore the file from a backup (export copies out what can still be read)'
 
+const NEVER_USED = /^Page \d+: never used$/
+
+/**
+ * The problems `integrity_check` reported (its rows may hold several lines each): `ok` and the
+ * per-database headers dropped, and with `hidden` (see {@link hiddenFtsPages}) the pages it
+ * reports as never used.
+ */
+export function integrityLines(rows: readonly string[], hidden: boolean): string[] {
+  return rows
+    .flatMap((row) => row.split('\n'))
+    .map((line) => line.trim())
+    .filter(
+      (line) =>
+        line !== '' &&
+        line !== 'ok' &&
+        !/^\*\*\* in database \w+ \*\*\*$/.test(line) &&
+        !(hidden && NEVER_USED.test(line)),
+    )
+}
+
+/**
+ * True when the file holds the full-text index's FTS5 tables and the engine has no FTS5 (the
+ * Turso engine 0.7): it cannot read those tables (FTS5 makes them WITHOUT ROWID), so its
+ * `integrity_check` reports their pages as never used. Those lines are not damage.
+ */
+export async function hiddenFtsPages(q: Executor): Promise<boolean> {
+  if (fullTextSearch(q) !== false) return false
+  const { rows } = await q.execute<{ n: number }>({
+    sql: "SELECT count(*) AS n FROM sqlite_schema WHERE name GLOB 'agentfs_search_fts*'",
+  })
+  return Number(rows[0]?.n ?? 0) > 0
+}
+
 /** SQLite's own check of pages and indexes; engines without the pragma skip it. */
 async function integrity(q: Queryable): Promise<FsckFinding[]> {
   try {
     const { rows } = await q.execute<Record<string, unknown>>({
       sql: `PRAGMA integrity_check(${INTEGRITY_LINES})`,
     })
-    return rows
-      .map((row) => String(Object.values(row)[0]))
-      .filter((line) => line !== 'ok')
-      .map((line) => damaged(`SQLite finds the file damaged: ${line}; ${RESTORE}`))
+    const lines = integrityLines(
+      rows.map((row) => String(Object.values(row)[0])),
+      await hiddenFtsPages(q),
+    )
+    return lines.map((line) => damaged(`SQLite finds the file damaged: ${line}; ${RESTORE}`))
   } catch (error) {
     if (isCorrupt(error))
       return [damaged(`SQLite cannot check the file (${sqliteSays(error)}); ${RESTORE}`)]

@@ -78,7 +78,14 @@ export {
 export type { ExtensionMigration } from './extensions.js'
 export { EXTENSION_MIGRATIONS, SCHEMA_VERSION } from './extensions.js'
 export type { FsckFinding, FsckReport } from './fsck.js'
-export { countBadNames, fsck, SQLITE_INTEGRITY_RULE, unreachableInodes } from './fsck.js'
+export {
+  countBadNames,
+  fsck,
+  hiddenFtsPages,
+  integrityLines,
+  SQLITE_INTEGRITY_RULE,
+  unreachableInodes,
+} from './fsck.js'
 export type { GroupCommitOptions, GroupedDatabase } from './group-commit.js'
 export { groupCommits } from './group-commit.js'
 export type { GuardedDriver, Queryable, Transaction } from './guard-driver.js'

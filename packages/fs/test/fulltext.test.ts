@@ -150,7 +150,12 @@ for (const engine of Object.keys(ENGINES)) {
         maxFileSize: 1000,
         exclude: ['node_modules/**'],
       })
-      expect(settings).toEqual({ maxFileSize: 1000, include: [], exclude: ['node_modules/**'] })
+      expect(settings).toEqual({
+        maxFileSize: 1000,
+        include: [],
+        exclude: ['node_modules/**'],
+        store: 'auto',
+      })
       expect(await fs.searchSettings()).toEqual(settings)
       expect(paths(await fs.search('word'))).toEqual(['/keep.js'])
       // A rename changes which files the globs take, with no change of content.
@@ -169,6 +174,7 @@ for (const engine of Object.keys(ENGINES)) {
         maxFileSize: 8 << 20,
         include: ['*.js'],
         exclude: [],
+        store: 'auto',
       })
     })
 
@@ -246,6 +252,56 @@ describe('full-text search on a read-only database', () => {
         expect(result.behind).toBe(2)
       } finally {
         await reader.close()
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('full-text search across engines', () => {
+  test('an FTS5 index is refused by an engine without FTS5 until the index moves to the postings store', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'agentfs-fulltext-'))
+    try {
+      const path = join(dir, 'db')
+      const first = await openDatabase({ driver: betterSqlite3Driver({ path }) })
+      await createFileSystem(first).writeFile('/a.md', 'shared words here')
+      expect((await createFileSystem(first).search('words')).store).toBe('fts5')
+      await first.close()
+      // The Turso engine 0.7 cannot load a schema holding FTS5 tables: one clear refusal.
+      expect(await typedCode(openDatabase({ driver: tursoDriver({ path }) }))).toBe(
+        'UNSUPPORTED_LAYOUT',
+      )
+      const moving = await openDatabase({ driver: betterSqlite3Driver({ path }) })
+      const settings = await createFileSystem(moving).setSearchSettings({ store: 'postings' })
+      expect(settings.store).toBe('postings')
+      const { rows } = await moving.execute({
+        sql: "SELECT name FROM sqlite_schema WHERE name GLOB 'agentfs_search_fts*'",
+      })
+      expect(rows).toEqual([])
+      await moving.close()
+      const turso = await openDatabase({ driver: tursoDriver({ path }) })
+      try {
+        const fs = createFileSystem(turso)
+        await fs.writeFile('/b.md', 'more words')
+        const result = await fs.search('words')
+        expect(result.store).toBe('postings')
+        expect(paths(result).sort()).toEqual(['/a.md', '/b.md'])
+        expect((await fsck(turso)).findings).toEqual([])
+        expect(await typedCode(fs.setSearchSettings({ store: 'fts5' }))).toBe('INVALID_ARGUMENT')
+      } finally {
+        await turso.close()
+      }
+      const again = await openDatabase({ driver: betterSqlite3Driver({ path }) })
+      try {
+        const fs = createFileSystem(again)
+        await fs.unlink('/a.md')
+        const result = await fs.search('words')
+        expect(result.store).toBe('postings')
+        expect(paths(result)).toEqual(['/b.md'])
+        expect((await fsck(again)).findings).toEqual([])
+      } finally {
+        await again.close()
       }
     } finally {
       await rm(dir, { recursive: true, force: true })

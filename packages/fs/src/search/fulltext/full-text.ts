@@ -21,7 +21,7 @@ import { pathOf } from '../../storage/mutate.js'
 import { lookup } from '../../storage/resolver.js'
 import { compileGlob } from '../matchers.js'
 import { walkTree } from '../walk.js'
-import { type IndexStore, namedStore, openStore } from './store.js'
+import { type IndexStore, META_SEARCH_STORE, namedStore, openStore } from './store.js'
 
 /** Which files the index holds: text files up to a size, optionally by glob. */
 export interface SearchSettings {
@@ -31,6 +31,12 @@ export interface SearchSettings {
   readonly include?: readonly string[]
   /** Files whose path matches one of these globs are not indexed. */
   readonly exclude?: readonly string[]
+  /**
+   * Where the words are kept: `auto` (default) SQLite's FTS5 where the engine has it, else the
+   * postings table; `postings` always the table — a database the Turso engine 0.7 must open
+   * (it cannot load a schema holding FTS5 tables); `fts5` refused on an engine without it.
+   */
+  readonly store?: 'auto' | 'fts5' | 'postings'
 }
 
 /** The settings with every default filled in. */
@@ -123,10 +129,14 @@ export function resolveSettings(given: SearchSettings = {}): ResolvedSearchSetti
     for (const g of list) compileGlob(g, { dot: true, matchBase: true })
     return [...list]
   }
+  const store = given.store ?? 'auto'
+  if (store !== 'auto' && store !== 'fts5' && store !== 'postings')
+    throw invalid(`store must be auto, fts5 or postings, not ${String(store)}`)
   return {
     maxFileSize,
     include: globs('include', given.include),
     exclude: globs('exclude', given.exclude),
+    store,
   }
 }
 
@@ -156,16 +166,17 @@ export async function writeSettings(
   await q.transaction(async (tx) => {
     await writeMeta(tx, META_SEARCH_SETTINGS, JSON.stringify(settings))
     await clearIndex(tx)
+    // The store is chosen now: `postings` drops the FTS5 tables in this transaction.
+    await openStore(tx, settings.store)
   })
   return settings
 }
 
 /** Empties the index (its next catch-up rebuilds it). */
 export async function clearIndex(tx: Executor): Promise<void> {
-  const store = await openStore(tx)
-  await store.clear(tx)
   await tx.execute({ sql: 'DELETE FROM agentfs_search_doc' })
   await tx.execute({ sql: 'DELETE FROM agentfs_search_posting' })
+  await writeMeta(tx, META_SEARCH_STORE, undefined)
 }
 
 type Filter = (path: string) => boolean
@@ -284,8 +295,8 @@ export async function catchUp(q: Queryable, chunkSize: number, deadline: number)
     let done: boolean
     try {
       done = await q.transaction(async (tx) => {
-        const store = await openStore(tx)
         const settings = await readSettings(tx)
+        const store = await openStore(tx, settings.store)
         const { stale, gone } = await staleFiles(tx, settings, BATCH_FILES)
         for (const ino of gone) {
           await store.remove(tx, ino)
@@ -382,7 +393,9 @@ async function queryIndex(
   scope: SearchScope,
 ): Promise<SearchResult> {
   const { limit, lines, under, deadline, writable } = options
-  const store = writable ? await openStore(tx) : await namedStore(tx)
+  const store = writable
+    ? await openStore(tx, (await readSettings(tx)).store)
+    : await namedStore(tx)
   const behind = writable ? 0 : await countBehind(tx)
   if (!store) return { hits: [], behind, store: 'none' }
   // Below a directory other than the root: its files' paths, by inode (one walk).

@@ -1,4 +1,5 @@
 import {
+  AgentFsError,
   bm25,
   type Executor,
   FsError,
@@ -62,15 +63,25 @@ export async function hasFts5(q: Executor): Promise<boolean> {
 }
 
 /**
- * The store of this database on this engine, inside a write transaction: the one the database
- * names when the engine has it, else the best the engine has; switching empties the index (the
- * next catch-up rebuilds it in the new store).
+ * The store of this database on this engine, inside a write transaction: `postings` or `fts5`
+ * when the settings say so, else (`auto`) the one the database names when the engine has it,
+ * else the best the engine has. Switching empties the index (the next catch-up rebuilds it in
+ * the new store); switching to postings drops the FTS5 tables.
  */
-export async function openStore(tx: Executor): Promise<IndexStore> {
+export async function openStore(
+  tx: Executor,
+  preference: 'auto' | 'fts5' | 'postings' = 'auto',
+): Promise<IndexStore> {
   const fts5 = await hasFts5(tx)
+  if (preference === 'fts5' && !fts5)
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      'search settings: this engine has no FTS5; use store postings (or auto) here',
+    )
   const named = await readMeta(tx, META_SEARCH_STORE)
   let kind: StoreKind
-  if (named === 'postings' || (named === 'fts5' && fts5)) kind = named
+  if (preference !== 'auto') kind = preference
+  else if (named === 'postings' || (named === 'fts5' && fts5)) kind = named
   else kind = fts5 ? 'fts5' : 'postings'
   const store = kind === 'fts5' ? fts5Store : postingsStore
   if (named !== kind) {
@@ -78,6 +89,7 @@ export async function openStore(tx: Executor): Promise<IndexStore> {
       await tx.execute({
         sql: `CREATE VIRTUAL TABLE IF NOT EXISTS ${FTS_TABLE} USING fts5(body, tokenize = 'ascii')`,
       })
+    else if (fts5) await tx.execute({ sql: `DROP TABLE IF EXISTS ${FTS_TABLE}` })
     await tx.execute({ sql: 'DELETE FROM agentfs_search_doc' })
     await tx.execute({ sql: 'DELETE FROM agentfs_search_posting' })
     if (kind === 'fts5') await fts5Store.clear(tx)
