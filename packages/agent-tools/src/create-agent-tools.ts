@@ -14,6 +14,7 @@ import { KV_TOOLS } from './kv-tools.js'
 import { takeMessage, withMessageArgument } from './message.js'
 import { PATCH_TOOLS } from './patch-tools.js'
 import { createPathPolicy } from './paths.js'
+import { canSearch, SEARCH_TOOLS } from './search-tools.js'
 import { STREAM_TOOLS } from './stream-tools.js'
 import { TREE_TOOLS } from './tree-tools.js'
 import type {
@@ -31,6 +32,7 @@ export const TOOL_DEFINITIONS: readonly AgentToolDefinition<never>[] = [
   ...PATCH_TOOLS,
   ...STREAM_TOOLS,
   ...TREE_TOOLS,
+  ...SEARCH_TOOLS,
   ...KV_TOOLS,
   ...HISTORY_TOOLS,
 ] as unknown as readonly AgentToolDefinition<never>[]
@@ -150,7 +152,8 @@ export function createAgentTools(options: AgentToolsOptions): Map<string, AgentT
       (d.needs === 'fs' ||
         (d.needs === 'kv' && options.kv !== undefined) ||
         (d.needs === 'changes' && options.changes !== undefined) ||
-        (d.needs === 'history' && keepsHistory(options.fs))),
+        (d.needs === 'history' && keepsHistory(options.fs)) ||
+        (d.needs === 'search' && canSearch(options.fs))),
   )
   const tools = new Map<string, AgentTool>()
   for (const definition of selected) {

@@ -61,7 +61,7 @@ export interface AgentToolDefinition<Input = unknown> {
    */
   readonly idempotent?: boolean
   /** Which store it needs. */
-  readonly needs: 'fs' | 'kv' | 'changes' | 'history'
+  readonly needs: 'fs' | 'kv' | 'changes' | 'history' | 'search'
   readonly handler: (
     input: Input,
     env: ToolEnvironment,

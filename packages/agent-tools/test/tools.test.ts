@@ -307,6 +307,7 @@ describe('options and audit', () => {
       'glob',
       'grep',
       'stat',
+      'search',
       'kv_get',
       'kv_list',
       'file_history',

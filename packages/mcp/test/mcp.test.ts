@@ -88,6 +88,7 @@ test('every advertised tool works over MCP, and files are resources', async () =
       'read_file',
       'restore_version',
       'rmdir',
+      'search',
       'blame',
       'undelete',
       'stat',

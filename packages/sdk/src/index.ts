@@ -24,6 +24,12 @@ export type {
   FileVersion,
   FsOperation,
   FsPolicy,
+  ResolvedSearchSettings,
+  SearchHit,
+  SearchLine,
+  SearchOptions,
+  SearchResult,
+  SearchSettings,
   SqlFileSystem,
   Stats,
 } from '@agentfs/fs'
