@@ -6,6 +6,7 @@ import { registerBranch, registerHistory } from './commands/history.js'
 import { registerInspect } from './commands/inspect.js'
 import { registerKv } from './commands/kv.js'
 import { registerOverlay } from './commands/overlay.js'
+import { registerSearch } from './commands/search.js'
 import { registerServe, registerUi } from './commands/serve.js'
 import { registerSync } from './commands/sync.js'
 
@@ -15,6 +16,7 @@ export { colorDiff, useColor } from './commands/shared.js'
 export function registerCommands(program: Command): void {
   registerInit(program)
   registerFs(program)
+  registerSearch(program)
   registerTransfer(program)
   registerKv(program)
   registerInspect(program)

@@ -139,6 +139,14 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
   history: {
     examples: ['agentfs history my-agent /notes/todo.md'],
   },
+  search: {
+    examples: [
+      'agentfs search my-agent retry budget',
+      'agentfs search my-agent \'"max retries"\' --path /src --limit 5',
+      'agentfs search my-agent conf* --json',
+      "agentfs search my-agent --settings --exclude 'node_modules/**' --max-file-size 1MiB",
+    ],
+  },
   undelete: {
     examples: [
       'agentfs undelete my-agent / --list',

@@ -191,8 +191,8 @@ describe('CLI help examples', () => {
     await mkdir(world)
     sh(WORLD.replaceAll(SYNC_URL, server.url), world, { PATH: `${bin}:${process.env.PATH}` })
     groups = examples()
-    expect(groups.length).toBe(50)
-    expect(groups.flat().length).toBeGreaterThanOrEqual(50)
+    expect(groups.length).toBe(51)
+    expect(groups.flat().length).toBeGreaterThanOrEqual(51)
   }, 300_000) // some 40 CLI processes and a sync server: slow when the machine is busy
 
   test('every example exits 0, in the order its help shows, in a fresh copy of that world', async () => {
