@@ -222,6 +222,8 @@ export function tursoAsyncDriver(options: TursoAsyncDriverOptions): TursoAsyncDr
     inMemory: false,
     remote: false,
     recursiveQueries: false,
+    // No FTS5 in the 0.7 engine: the full-text index keeps its words in a table.
+    fullTextSearch: false,
     ...(options.sync === undefined ? {} : { sync: options.sync }),
   }
 

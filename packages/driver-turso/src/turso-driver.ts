@@ -148,6 +148,8 @@ export function tursoDriver(config: TursoDriverConfig): Driver {
     // of MiB before they run.
     turnEventLoopEvery: 100,
     recursiveQueries: false,
+    // No FTS5 in the 0.7 engine: the full-text index keeps its words in a table.
+    fullTextSearch: false,
     // The engine has no pragma_data_version table: nothing is cached across statements.
     snapshotTokens: false,
     open: async () => {
