@@ -11,6 +11,7 @@ import {
 } from './guard-driver.js'
 import { setIntegrityKeys } from './integrity-keys.js'
 import { inspectLayout } from './layout.js'
+import { readChunkSize } from './meta.js'
 import { checkChunkSize, type MigrationPlan, migrate, planFromReport } from './migrate.js'
 import { freeDeadOrphans } from './orphans.js'
 
@@ -102,16 +103,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
     )
   }
 
-  const config = await driver.execute<{ value: string }>({
-    sql: "SELECT value FROM fs_config WHERE key = 'chunk_size'",
-  })
-  const stored = Number(config.rows[0]?.value)
-  if (!Number.isInteger(stored) || stored <= 0) {
-    throw new AgentFsError(
-      'CORRUPT',
-      `fs_config.chunk_size is ${JSON.stringify(config.rows[0]?.value)}; expected a positive integer`,
-    )
-  }
+  const stored = await readChunkSize(driver)
   if (options.chunkSize !== undefined && options.chunkSize !== stored) {
     throw new AgentFsError(
       'INVALID_ARGUMENT',

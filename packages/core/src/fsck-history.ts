@@ -1,7 +1,7 @@
 import { HASH_BYTES } from './blob-store.js'
 import type { Check } from './fsck-check.js'
 import type { Queryable } from './guard-driver.js'
-import { META_HISTORY_TRIMMED } from './meta.js'
+import { META_HISTORY_TRIMMED, readChunkSize } from './meta.js'
 import { EXPANSION_LIMIT, overExpansion, snapshotExpansion } from './snapshot-expansion.js'
 
 /** How many references each chunk hash has from snapshot and version rows (hex → count). */
@@ -108,10 +108,7 @@ UNION ALL SELECT ino, since AS detail FROM agentfs_snap_dentry WHERE until IS NO
     rule: 'snapshot-expansion',
     repairable: false,
     async find(q) {
-      const config = await q.execute<{ value: string }>({
-        sql: "SELECT value FROM fs_config WHERE key = 'chunk_size'",
-      })
-      const chunkSize = Number(config.rows[0]?.value ?? 4096)
+      const chunkSize = await readChunkSize(q)
       // A cheap count first: only a snapshot whose chunk references could pass the floor is
       // read hash by hash.
       const { rows } = await q.execute<{ id: number; name: string | null; refs: number }>({

@@ -1,7 +1,7 @@
 import { readInode } from './blob-store.js'
 import type { Check, FindRow } from './fsck-check.js'
 import type { Queryable } from './guard-driver.js'
-import { readMeta } from './meta.js'
+import { readChunkSize, readMeta } from './meta.js'
 import { S_IFMT, S_IFREG } from './schema.js'
 import { textOf, tokenize } from './search-tokens.js'
 
@@ -19,10 +19,7 @@ const MAX_FINDINGS = 100
 async function staleWords(q: Queryable): Promise<FindRow[]> {
   const store = await readMeta(q, 'search.store')
   if (store !== 'fts5' && store !== 'postings') return []
-  const { rows: config } = await q.execute<{ value: string }>({
-    sql: "SELECT value FROM fs_config WHERE key = 'chunk_size'",
-  })
-  const chunkSize = Number(config[0]?.value ?? 4096)
+  const chunkSize = await readChunkSize(q)
   const found: FindRow[] = []
   let after = 0
   for (;;) {

@@ -127,7 +127,13 @@ export { integrityKeysOf, setIntegrityKeys } from './integrity-keys.js'
 export type { FoundObject, LayoutReport, SpecLayout } from './layout.js'
 export { inspectLayout } from './layout.js'
 export { classifySqliteCode, mapSqliteError } from './map-error.js'
-export { META_HISTORY_TIP, META_HISTORY_TRIMMED, readMeta, writeMeta } from './meta.js'
+export {
+  META_HISTORY_TIP,
+  META_HISTORY_TRIMMED,
+  readChunkSize,
+  readMeta,
+  writeMeta,
+} from './meta.js'
 export type { MigrateOptions, MigrationPlan, MigrationStep } from './migrate.js'
 export { checkChunkSize, migrate, planFromReport, planMigration } from './migrate.js'
 export type { MkdirParentsSteps } from './mkdir-parents.js'

@@ -1,4 +1,5 @@
 import type { Executor } from './driver.js'
+import { AgentFsError } from './errors.js'
 
 /** `agentfs_meta` rows of history: the snapshot the open rows describe, and the trimmed feed. */
 export const META_HISTORY_TIP = 'history.tip'
@@ -27,4 +28,21 @@ export async function writeMeta(
           params: [key, value],
         },
   )
+}
+
+/**
+ * The database's `fs_config.chunk_size`: what every reader of `fs_data` cuts by. CORRUPT when
+ * it is missing or not a positive whole number (a damaged or crafted file).
+ */
+export async function readChunkSize(q: Executor): Promise<number> {
+  const { rows } = await q.execute<{ value: unknown }>({
+    sql: "SELECT value FROM fs_config WHERE key = 'chunk_size'",
+  })
+  const size = Number(rows[0]?.value)
+  if (!Number.isSafeInteger(size) || size <= 0)
+    throw new AgentFsError(
+      'CORRUPT',
+      `fs_config.chunk_size is ${JSON.stringify(rows[0]?.value)}; expected a positive integer`,
+    )
+  return size
 }

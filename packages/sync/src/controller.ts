@@ -2,9 +2,9 @@ import { AgentFsError, fsck, type SlotAllocator } from '@agentfs/core'
 import type { TursoAsyncDriver } from '@agentfs/driver-turso'
 import type { AgentFS } from '@agentfs/sdk'
 import type { Database } from '@tursodatabase/sync'
-import { ancestorsOf } from './merge-swap.js'
+import { ancestorsOf, forgetOldest } from './merge-swap.js'
 import { logConflicts, reconcile, type SyncConflict } from './reconcile.js'
-import { newPushRecord, type PushRecord, type ReplacedContent } from './rules.js'
+import { newPushRecord, type PushRecord, REPLACED_BUDGET, type ReplacedContent } from './rules.js'
 import type { SyncRemote } from './server.js'
 import { type ClientState, writeState } from './state.js'
 import type { AgentSync, OpenSyncedOptions, PullReport, SyncedAgentFS } from './types.js'
@@ -46,7 +46,11 @@ export function withSync(
         // Kept even when the push failed: the server may have applied part of it.
         state.swaps.push(...record.swaps)
         state.kv.push(...record.kv)
-        for (const [ino, content] of ancestorsOf(record)) ancestors.set(ino, content)
+        for (const [ino, content] of ancestorsOf(record)) {
+          ancestors.delete(ino)
+          ancestors.set(ino, content)
+        }
+        forgetOldest(ancestors, REPLACED_BUDGET)
         save()
       }
       state.lastPushMs = Date.now()

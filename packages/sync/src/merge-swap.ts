@@ -7,6 +7,7 @@ import {
   type MergeHunk,
   mergeableText,
   mergeText,
+  readChunkSize,
   readInode,
   S_IFMT,
   S_IFREG,
@@ -108,12 +109,12 @@ export async function mergeSwap(
     Number.isSafeInteger(row.ctime_nsec)
   // A file with other links is shared: merging into a new inode would split it.
   if (!isFile(ours) || !isFile(theirs) || theirs.nlink !== 1) return { merged: false }
-  const { rows: config } = await q.execute<{ value: string }>({
-    sql: "SELECT value FROM fs_config WHERE key = 'chunk_size'",
-  })
-  const chunkSize = Number(config[0]?.value ?? 4096)
-  if (!Number.isSafeInteger(chunkSize) || chunkSize < 1)
+  let chunkSize: number
+  try {
+    chunkSize = await readChunkSize(q)
+  } catch {
     return { merged: false, why: 'the chunk size is damaged' }
+  }
   const base = assemble(ancestor, chunkSize)
   let mine: Uint8Array
   let other: Uint8Array
@@ -185,4 +186,19 @@ export async function mergeSwap(
       ),
   )
   return { merged: true, path }
+}
+
+/**
+ * Keeps the newest ancestors within `budget` bytes in all: while reconciliations keep failing,
+ * pushes would otherwise add up to 64 MiB each, without end. A forgotten ancestor only means
+ * that write stays a copy if it lost (as without one).
+ */
+export function forgetOldest(ancestors: Map<number, ReplacedContent>, budget: number): void {
+  let total = 0
+  for (const content of ancestors.values()) total += content.bytes
+  for (const [ino, content] of ancestors) {
+    if (total <= budget) return
+    ancestors.delete(ino)
+    total -= content.bytes
+  }
 }

@@ -433,7 +433,7 @@ async function queryIndex(
         path: p.path,
         score: -p.score,
         version: current.get(p.ino)!,
-        lines: lines === 0 ? [] : await linesOf(tx, chunkSize, p.ino, phrases, lines),
+        lines: lines === 0 ? [] : await linesOf(tx, chunkSize, p.ino, phrases, lines, deadline),
       })
     }
     page = []
@@ -471,6 +471,7 @@ async function linesOf(
   ino: number,
   phrases: readonly QueryPhrase[],
   max: number,
+  deadline: number,
 ): Promise<SearchLine[]> {
   const { rows } = await q.execute<{ size: number }>({
     sql: 'SELECT size FROM fs_inode WHERE ino = ?',
@@ -488,6 +489,7 @@ async function linesOf(
   for (const wanted of [phrases, firstWords]) {
     for (let i = 0; i < all.length && out.length < max; i++) {
       if (out.some((l) => l.line === i + 1)) continue
+      if (i % 4096 === 4095 && Date.now() > deadline) throw timedOut()
       const words = tokenize(all[i]!)
       if (wanted.some((p) => phrasePositions(words, p, 1).length > 0))
         out.push({ line: i + 1, text: window(all[i]!, phrases[0]!.words[0]!) })

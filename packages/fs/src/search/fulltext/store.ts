@@ -21,7 +21,7 @@ export const META_SEARCH_STORE = 'search.store'
 export const FTS_TABLE = 'agentfs_search_fts'
 
 /** Postings rows one query of the postings store reads at most (a word found everywhere). */
-export const MAX_POSTINGS = 2_000_000
+export const MAX_POSTINGS = 1_000_000
 
 /** A ranked candidate: an inode and its bm25 score (smaller ranks first). */
 export interface Ranked {
@@ -223,10 +223,12 @@ async function postingsOf(
   word: string,
   prefix: boolean,
   budget: { left: number },
+  positions = true,
 ): Promise<Posting[]> {
   const range = prefix ? 'p.term >= ? AND p.term < ?' : 'p.term = ?'
+  // Positions only for phrases: a one-word phrase needs counts, and reads far fewer bytes.
   const { rows } = await q.execute<Posting>({
-    sql: `SELECT p.ino AS ino, p.term AS term, p.freq AS freq, p.positions AS positions FROM agentfs_search_posting p JOIN agentfs_search_doc d ON d.ino = p.ino AND d.version = p.version WHERE ${range} LIMIT ?`,
+    sql: `SELECT p.ino AS ino, p.term AS term, p.freq AS freq, ${positions ? 'p.positions' : "''"} AS positions FROM agentfs_search_posting p JOIN agentfs_search_doc d ON d.ino = p.ino AND d.version = p.version WHERE ${range} LIMIT ?`,
     params: [...(prefix ? [word, `${word}\u{10ffff}`] : [word]), budget.left + 1],
   })
   budget.left -= rows.length
@@ -248,7 +250,7 @@ async function phraseFrequencies(
   const last = phrase.words.length - 1
   const out = new Map<number, number>()
   if (last === 0) {
-    for (const p of await postingsOf(q, phrase.words[0]!, phrase.prefix, budget))
+    for (const p of await postingsOf(q, phrase.words[0]!, phrase.prefix, budget, false))
       out.set(Number(p.ino), (out.get(Number(p.ino)) ?? 0) + Number(p.freq))
     return out
   }
