@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { guardDriver, isAgentFsError, recursiveQueries } from '@agentfs/core'
+import { fullTextSearch, guardDriver, isAgentFsError, recursiveQueries } from '@agentfs/core'
 import { connect } from '@tursodatabase/database'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { tursoAsyncDriver, tursoDriver } from '../src/index.js'
@@ -17,7 +17,7 @@ afterEach(async () => {
 })
 
 describe('tursoDriver', () => {
-  test('a local file: WAL, no blocking busy wait, and no WITH RECURSIVE in its capabilities', async () => {
+  test('a local file: WAL, no blocking busy wait, and no WITH RECURSIVE or FTS5 in its capabilities', async () => {
     const db = guardDriver(tursoDriver({ path: join(dir, 'a.db') }))
     const pragma = async (name: string) =>
       Object.values((await db.execute({ sql: `PRAGMA ${name}` })).rows[0]!)[0]
@@ -28,11 +28,13 @@ describe('tursoDriver', () => {
       inMemory: false,
       remote: false,
       recursiveQueries: false,
+      fullTextSearch: false,
       snapshotTokens: false,
       // The kit builds array rows from the engine's objects.
       arrayRows: true,
     })
     expect(recursiveQueries(db)).toBe(false)
+    expect(fullTextSearch(db)).toBe(false)
     await db.close()
   })
 
