@@ -3,16 +3,18 @@ import { type Driver, type Executor, type Statement, slotIds } from '@agentfs/co
 const RECURSIVE = /\bWITH\s+RECURSIVE\b/i
 
 /**
- * `driver` as an engine without `WITH RECURSIVE` would be (the Turso engine 0.7): it says so in
- * `capabilities.recursiveQueries`, and any statement that uses one fails as such an engine
- * fails it. Running a suite on it proves the non-recursive paths are taken and correct.
+ * `driver` as an engine that lacks a feature: `capabilities` says so, and every statement
+ * `refused` matches fails with `message`, as such an engine fails it (in transactions too).
  */
-export function withoutRecursiveQueries(driver: Driver): Driver {
+function lacking(
+  driver: Driver,
+  name: string,
+  capabilities: Partial<Driver['capabilities']>,
+  refused: RegExp,
+  message: (sql: string) => string,
+): Driver {
   const refuse = (statement: Pick<Statement, 'sql'>) => {
-    if (RECURSIVE.test(statement.sql))
-      throw new Error(
-        `prepare failed: Parse error: Recursive CTEs are not yet supported [sql: ${statement.sql.slice(0, 60)}]`,
-      )
+    if (refused.test(statement.sql)) throw new Error(message(statement.sql.slice(0, 60)))
   }
   const guard = (executor: Executor): Executor => ({
     execute(statement) {
@@ -29,9 +31,9 @@ export function withoutRecursiveQueries(driver: Driver): Driver {
       : {}),
   })
   return {
-    name: `${driver.name} (no WITH RECURSIVE)`,
+    name: `${driver.name} (${name})`,
     get capabilities() {
-      return { ...driver.capabilities, recursiveQueries: false }
+      return { ...driver.capabilities, ...capabilities }
     },
     execute: async (statement) => {
       refuse(statement)
@@ -44,6 +46,21 @@ export function withoutRecursiveQueries(driver: Driver): Driver {
     },
     close: () => driver.close(),
   }
+}
+
+/**
+ * `driver` as an engine without `WITH RECURSIVE` would be (the Turso engine 0.7): it says so in
+ * `capabilities.recursiveQueries`, and any statement that uses one fails as such an engine
+ * fails it. Running a suite on it proves the non-recursive paths are taken and correct.
+ */
+export function withoutRecursiveQueries(driver: Driver): Driver {
+  return lacking(
+    driver,
+    'no WITH RECURSIVE',
+    { recursiveQueries: false },
+    RECURSIVE,
+    (sql) => `prepare failed: Parse error: Recursive CTEs are not yet supported [sql: ${sql}]`,
+  )
 }
 
 /**
@@ -70,38 +87,11 @@ export function withSlotIds(driver: Driver, slot = 5): Driver {
  * postings store runs on it; results must equal the FTS5 store's.
  */
 export function withoutFts5(driver: Driver): Driver {
-  const refuse = (statement: Pick<Statement, 'sql'>) => {
-    if (/\bUSING\s+fts5\b|\b(FROM|INTO|UPDATE|TABLE)\s+agentfs_search_fts\b/i.test(statement.sql))
-      throw new Error(`no such module: fts5 [sql: ${statement.sql.slice(0, 60)}]`)
-  }
-  const guard = (executor: Executor): Executor => ({
-    execute(statement) {
-      refuse(statement)
-      return executor.execute(statement)
-    },
-    ...(executor.defer
-      ? {
-          defer(statement: Statement) {
-            refuse(statement)
-            executor.defer!(statement)
-          },
-        }
-      : {}),
-  })
-  return {
-    name: `${driver.name} (no FTS5)`,
-    get capabilities() {
-      return { ...driver.capabilities, fullTextSearch: false }
-    },
-    execute: async (statement) => {
-      refuse(statement)
-      return driver.execute(statement)
-    },
-    transaction: (fn) => driver.transaction((tx) => fn(guard(tx))),
-    executeScript: async (sql) => {
-      refuse({ sql })
-      return driver.executeScript(sql)
-    },
-    close: () => driver.close(),
-  }
+  return lacking(
+    driver,
+    'no FTS5',
+    { fullTextSearch: false },
+    /\bUSING\s+fts5\b|\b(FROM|INTO|UPDATE|TABLE)\s+agentfs_search_fts\b/i,
+    (sql) => `no such module: fts5 [sql: ${sql}]`,
+  )
 }
