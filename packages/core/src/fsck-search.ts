@@ -1,4 +1,5 @@
 import { readInode } from './blob-store.js'
+import { isFsError } from './errors.js'
 import type { Check, FindRow } from './fsck-check.js'
 import type { Queryable } from './guard-driver.js'
 import { readChunkSize, readMeta } from './meta.js'
@@ -30,7 +31,17 @@ WHERE d.ino > ? AND d.words >= 0 AND (i.mode & ${S_IFMT}) = ${S_IFREG} AND d.ver
     })
     for (const row of rows) {
       const ino = Number(row.ino)
-      const text = textOf(await readInode(q, ino, Number(row.size), chunkSize))
+      const size = Number(row.size)
+      // An impossible size is the size rule's finding; a chunk that is not a BLOB, the chunk
+      // rules'. Neither may stop this check.
+      if (!Number.isSafeInteger(size) || size < 0 || size > 1 << 30) continue
+      let text: string | undefined
+      try {
+        text = textOf(await readInode(q, ino, size, chunkSize))
+      } catch (error) {
+        if (isFsError(error, 'EIO')) continue
+        throw error
+      }
       const want = text === undefined ? undefined : tokenize(text)
       const got = await storedWords(q, store, ino)
       if (got === null) return found

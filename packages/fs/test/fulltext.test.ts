@@ -308,3 +308,25 @@ describe('full-text search across engines', () => {
     }
   })
 })
+
+describe('full-text search on a hostile database', () => {
+  test('a file with an impossible size or a chunk that is not a BLOB is left out, never fails the search', async () => {
+    const { fs, db } = await freshDb('better-sqlite3')
+    await fs.writeFile('/good.txt', 'needle here')
+    await fs.writeFile('/negative.txt', 'needle too')
+    await fs.writeFile('/text-chunk.txt', 'needle again')
+    await db.execute({
+      sql: 'UPDATE fs_inode SET size = -5 WHERE ino = ?',
+      params: [(await fs.stat('/negative.txt')).ino],
+    })
+    await db.execute({
+      sql: "UPDATE fs_data SET data = 'needle as text' WHERE ino = ?",
+      params: [(await fs.stat('/text-chunk.txt')).ino],
+    })
+    expect(paths(await fs.search('needle'))).toEqual(['/good.txt'])
+    // fsck reports the damage by its own rules and still runs the index check.
+    const rules = (await fsck(db)).findings.map((f) => f.rule)
+    expect(rules).toContain('size')
+    expect(rules).not.toContain('search-index')
+  })
+})

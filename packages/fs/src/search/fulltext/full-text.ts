@@ -3,6 +3,7 @@ import {
   type Executor,
   fsError,
   isAgentFsError,
+  isFsError,
   normalizePath,
   parseQuery,
   phrasePositions,
@@ -267,8 +268,8 @@ async function indexFile(
 ): Promise<number> {
   let words: string[] | undefined
   let read = 0
-  if (file.wanted && file.size <= settings.maxFileSize) {
-    const text = textOf(await readInode(tx, file.ino, file.size, chunkSize))
+  if (file.wanted && sizeOk(file.size) && file.size <= settings.maxFileSize) {
+    const text = await textOrDamaged(tx, file.ino, file.size, chunkSize)
     read = file.size
     if (text !== undefined) words = tokenize(text)
   }
@@ -281,6 +282,28 @@ ON CONFLICT(ino) DO UPDATE SET version = excluded.version, words = excluded.word
   if (words) await store.add(tx, file.ino, words)
   else await store.remove(tx, file.ino)
   return read
+}
+
+const sizeOk = (size: number) => Number.isSafeInteger(size) && size >= 0
+
+/**
+ * A file's text; undefined when it is not text, or when its rows are damaged (a size or chunk
+ * no file can have, as a crafted database or a sync peer may hold): such a file is left out of
+ * the index, never the reason every search fails (fsck reports it).
+ */
+async function textOrDamaged(
+  q: Executor,
+  ino: number,
+  size: number,
+  chunkSize: number,
+): Promise<string | undefined> {
+  if (!sizeOk(size)) return undefined
+  try {
+    return textOf(await readInode(q, ino, size, chunkSize))
+  } catch (error) {
+    if (isFsError(error, 'EIO')) return undefined
+    throw error
+  }
 }
 
 /** Catch-up transactions one search runs at most before it searches what is indexed. */
@@ -478,7 +501,7 @@ async function linesOf(
     params: [ino],
   })
   const size = Number(rows[0]?.size ?? 0)
-  const text = textOf(await readInode(q, ino, Math.min(size, MAX_MAX_FILE_SIZE), chunkSize))
+  const text = await textOrDamaged(q, ino, Math.min(size, MAX_MAX_FILE_SIZE), chunkSize)
   if (text === undefined) return []
   const out: SearchLine[] = []
   const all = text.split('\n')
