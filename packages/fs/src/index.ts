@@ -16,21 +16,20 @@ export {
 export type { ContentChange, ContentRule, FsOperation, FsPolicy } from './policy/policy.js'
 export { CONTENT_RULE_MAX_BYTES, policyReadable } from './policy/policy.js'
 export type {
-  ResolvedSearchSettings,
   SearchHit,
   SearchLine,
   SearchOptions,
   SearchResult,
-  SearchSettings,
 } from './search/fulltext/full-text.js'
+export { MAX_CANDIDATES } from './search/fulltext/full-text.js'
+export type { ResolvedSearchSettings, SearchSettings } from './search/fulltext/settings.js'
 export {
   clearIndex,
   DEFAULT_MAX_FILE_SIZE,
-  MAX_CANDIDATES,
   MAX_MAX_FILE_SIZE,
   META_SEARCH_SETTINGS,
   readSettings as readSearchSettings,
-} from './search/fulltext/full-text.js'
+} from './search/fulltext/settings.js'
 export { FTS_TABLE, hasFts5, MAX_POSTINGS, META_SEARCH_STORE } from './search/fulltext/store.js'
 export type { GlobMatchOptions, LineMatcher, RegexOptions } from './search/matchers.js'
 export {

@@ -25,14 +25,13 @@ import { fsMode, fsRequiredMode } from '../node/node-args.js'
 import type { Judged } from '../policy/content-judge.js'
 import { Guard } from '../policy/guard.js'
 import { CompiledPolicy, type FsPolicy } from '../policy/policy.js'
+import type { SearchOptions, SearchResult } from '../search/fulltext/full-text.js'
 import {
   type ResolvedSearchSettings,
   readSettings,
-  type SearchOptions,
-  type SearchResult,
   type SearchSettings,
   writeSettings,
-} from '../search/fulltext/full-text.js'
+} from '../search/fulltext/settings.js'
 import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from '../search/search.js'
 import type { Dirent, Stats } from '../stats.js'
 import { readRange } from '../storage/chunks.js'
