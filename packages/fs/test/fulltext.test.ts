@@ -231,82 +231,82 @@ for (const engine of Object.keys(ENGINES)) {
   })
 }
 
+/** Runs `fn` on a database file in a fresh directory, removed afterwards. */
+async function inFile(fn: (path: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'agentfs-fulltext-'))
+  try {
+    await fn(join(dir, 'db'))
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+/** Opens a database on `driver`, runs `fn` on it and its filesystem, closes it. */
+async function opened<T>(
+  driver: Driver,
+  fn: (fs: SqlFileSystem, db: AgentDatabase) => Promise<T>,
+): Promise<T> {
+  const db = await openDatabase({ driver })
+  try {
+    return await fn(createFileSystem(db), db)
+  } finally {
+    await db.close()
+  }
+}
+
 describe('full-text search on a read-only database', () => {
-  test('searches what is indexed and says how many files it could not see', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'agentfs-fulltext-'))
-    try {
-      const path = join(dir, 'db')
-      const writer = await openDatabase({ driver: betterSqlite3Driver({ path }) })
-      const fs = createFileSystem(writer)
-      await fs.writeFile('/a', 'apple')
-      await fs.writeFile('/b', 'apple banana')
-      expect((await fs.search('apple')).hits).toHaveLength(2)
-      await fs.writeFile('/b', 'banana')
-      await fs.writeFile('/c', 'apple')
-      await writer.close()
-      const reader = await openDatabase({ driver: betterSqlite3Driver({ path, readonly: true }) })
-      try {
-        const result = await createFileSystem(reader).search('apple')
+  test('searches what is indexed and says how many files it could not see', () =>
+    inFile(async (path) => {
+      await opened(betterSqlite3Driver({ path }), async (fs) => {
+        await fs.writeFile('/a', 'apple')
+        await fs.writeFile('/b', 'apple banana')
+        expect((await fs.search('apple')).hits).toHaveLength(2)
+        await fs.writeFile('/b', 'banana')
+        await fs.writeFile('/c', 'apple')
+      })
+      await opened(betterSqlite3Driver({ path, readonly: true }), async (fs) => {
+        const result = await fs.search('apple')
         // /b changed and /c is new: neither is searched (never a stale hit), both are counted.
         expect(paths(result)).toEqual(['/a'])
         expect(result.behind).toBe(2)
-      } finally {
-        await reader.close()
-      }
-    } finally {
-      await rm(dir, { recursive: true, force: true })
-    }
-  })
+      })
+    }))
 })
 
 describe('full-text search across engines', () => {
-  test('an FTS5 index is refused by an engine without FTS5 until the index moves to the postings store', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'agentfs-fulltext-'))
-    try {
-      const path = join(dir, 'db')
-      const first = await openDatabase({ driver: betterSqlite3Driver({ path }) })
-      await createFileSystem(first).writeFile('/a.md', 'shared words here')
-      expect((await createFileSystem(first).search('words')).store).toBe('fts5')
-      await first.close()
+  test('an FTS5 index is refused by an engine without FTS5 until the index moves to the postings store', () =>
+    inFile(async (path) => {
+      await opened(betterSqlite3Driver({ path }), async (fs) => {
+        await fs.writeFile('/a.md', 'shared words here')
+        expect((await fs.search('words')).store).toBe('fts5')
+      })
       // The Turso engine 0.7 cannot load a schema holding FTS5 tables: one clear refusal.
       expect(await typedCode(openDatabase({ driver: tursoDriver({ path }) }))).toBe(
         'UNSUPPORTED_LAYOUT',
       )
-      const moving = await openDatabase({ driver: betterSqlite3Driver({ path }) })
-      const settings = await createFileSystem(moving).setSearchSettings({ store: 'postings' })
-      expect(settings.store).toBe('postings')
-      const { rows } = await moving.execute({
-        sql: "SELECT name FROM sqlite_schema WHERE name GLOB 'agentfs_search_fts*'",
+      await opened(betterSqlite3Driver({ path }), async (fs, db) => {
+        expect((await fs.setSearchSettings({ store: 'postings' })).store).toBe('postings')
+        const { rows } = await db.execute({
+          sql: "SELECT name FROM sqlite_schema WHERE name GLOB 'agentfs_search_fts*'",
+        })
+        expect(rows).toEqual([])
       })
-      expect(rows).toEqual([])
-      await moving.close()
-      const turso = await openDatabase({ driver: tursoDriver({ path }) })
-      try {
-        const fs = createFileSystem(turso)
+      await opened(tursoDriver({ path }), async (fs, db) => {
         await fs.writeFile('/b.md', 'more words')
         const result = await fs.search('words')
         expect(result.store).toBe('postings')
         expect(paths(result).sort()).toEqual(['/a.md', '/b.md'])
-        expect((await fsck(turso)).findings).toEqual([])
+        expect((await fsck(db)).findings).toEqual([])
         expect(await typedCode(fs.setSearchSettings({ store: 'fts5' }))).toBe('INVALID_ARGUMENT')
-      } finally {
-        await turso.close()
-      }
-      const again = await openDatabase({ driver: betterSqlite3Driver({ path }) })
-      try {
-        const fs = createFileSystem(again)
+      })
+      await opened(betterSqlite3Driver({ path }), async (fs, db) => {
         await fs.unlink('/a.md')
         const result = await fs.search('words')
         expect(result.store).toBe('postings')
         expect(paths(result)).toEqual(['/b.md'])
-        expect((await fsck(again)).findings).toEqual([])
-      } finally {
-        await again.close()
-      }
-    } finally {
-      await rm(dir, { recursive: true, force: true })
-    }
-  })
+        expect((await fsck(db)).findings).toEqual([])
+      })
+    }))
 })
 
 describe('full-text search on a hostile database', () => {
