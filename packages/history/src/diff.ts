@@ -1,4 +1,4 @@
-import { type Executor, unifiedDiff } from '@agentfs/core'
+import { AgentFsError, type Executor, unifiedDiff } from '@agentfs/core'
 import { isDirMode, isLinkMode, isRegMode, type SnapInode } from './rows.js'
 import { contentOf, walkAt } from './view.js'
 
@@ -7,11 +7,26 @@ export interface SnapshotChange {
   readonly path: string
   readonly kind: 'added' | 'modified' | 'deleted'
   readonly type: 'file' | 'directory' | 'symlink' | 'other' | 'kv'
-  /** Unified diff, for text files up to 1 MiB on both sides. */
+  /**
+   * Unified diff, for text files up to 1 MiB on both sides, while the diff's text budget lasts
+   * (see {@link DiffOptions.maxTextBytes}); files after it is spent are listed without one.
+   */
   readonly diff?: string
 }
 
+/** Options of {@link diffSnapshots} and `history.diff`. */
+export interface DiffOptions {
+  /**
+   * Bytes of file content, both sides counted, that unified diffs are made of at most in one
+   * call (default 64 MiB): a tree of many large text files cannot make one diff hold them all
+   * in memory. The changes themselves are all listed.
+   */
+  readonly maxTextBytes?: number
+}
+
 const TEXT_LIMIT = 1024 * 1024
+/** Default of {@link DiffOptions.maxTextBytes}. */
+export const DIFF_TEXT_BUDGET = 64 * 1024 * 1024
 
 const typeOf = (mode: number): SnapshotChange['type'] =>
   isRegMode(mode) ? 'file' : isDirMode(mode) ? 'directory' : isLinkMode(mode) ? 'symlink' : 'other'
@@ -40,9 +55,13 @@ async function textDiff(
   path: string,
   before: SnapInode | undefined,
   after: SnapInode | undefined,
+  budget: { left: number },
 ): Promise<string | undefined> {
   for (const side of [before, after])
     if (side && (!isRegMode(side.mode) || side.size > TEXT_LIMIT)) return undefined
+  const cost = (before?.size ?? 0) + (after?.size ?? 0)
+  if (cost > budget.left) return undefined
+  budget.left -= cost
   const a = before ? await contentOf(q, before, path) : Buffer.alloc(0)
   const b = after ? await contentOf(q, after, path) : Buffer.alloc(0)
   if (a.subarray(0, 8192).includes(0) || b.subarray(0, 8192).includes(0)) return undefined
@@ -59,7 +78,23 @@ export async function diffSnapshots(
   q: Executor,
   from: number,
   to: number,
+  options: DiffOptions = {},
 ): Promise<SnapshotChange[]> {
+  const maxTextBytes = options.maxTextBytes ?? DIFF_TEXT_BUDGET
+  if (!Number.isSafeInteger(maxTextBytes) || maxTextBytes < 0)
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `diff: maxTextBytes must be a whole number of bytes ≥ 0, not ${String(maxTextBytes)}`,
+    )
+  const budget = { left: maxTextBytes }
+  const withDiff = async (
+    path: string,
+    was: SnapInode | undefined,
+    now: SnapInode | undefined,
+  ): Promise<{ diff?: string }> => {
+    const diff = await textDiff(q, path, was, now, budget)
+    return diff === undefined ? {} : { diff }
+  }
   const before = new Map<string, SnapInode>()
   for await (const { path, node } of walkAt(q, from)) before.set(path, node)
   const changes: SnapshotChange[] = []
@@ -73,14 +108,14 @@ export async function diffSnapshots(
         path,
         kind: 'added',
         type: typeOf(node.mode),
-        ...(await withDiff(q, path, undefined, node)),
+        ...(await withDiff(path, undefined, node)),
       })
     } else if (differs(was, node)) {
       changes.push({
         path,
         kind: 'modified',
         type: typeOf(node.mode),
-        ...(await withDiff(q, path, was, node)),
+        ...(await withDiff(path, was, node)),
       })
     }
   }
@@ -90,21 +125,11 @@ export async function diffSnapshots(
       path,
       kind: 'deleted',
       type: typeOf(node.mode),
-      ...(await withDiff(q, path, node, undefined)),
+      ...(await withDiff(path, node, undefined)),
     })
   }
   changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   return [...changes, ...(await diffKv(q, from, to))]
-}
-
-async function withDiff(
-  q: Executor,
-  path: string,
-  before: SnapInode | undefined,
-  after: SnapInode | undefined,
-): Promise<{ diff?: string }> {
-  const diff = await textDiff(q, path, before, after)
-  return diff === undefined ? {} : { diff }
 }
 
 async function diffKv(q: Executor, from: number, to: number): Promise<SnapshotChange[]> {

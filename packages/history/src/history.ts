@@ -20,7 +20,7 @@ import {
   readTip,
   writeTip,
 } from './capture.js'
-import { diffSnapshots, type SnapshotChange } from './diff.js'
+import { type DiffOptions, diffSnapshots, type SnapshotChange } from './diff.js'
 import { readOverlayState, writeOverlayState } from './overlay-state.js'
 import { applySnapshot } from './restore.js'
 import { checkName } from './rows.js'
@@ -222,14 +222,14 @@ export class History {
    * What changed from snapshot `from` to snapshot `to` (default: now). Kinds per path, unified
    * diffs for text, then kv keys as `kv:<key>`.
    */
-  async diff(from: string, to?: string): Promise<SnapshotChange[]> {
+  async diff(from: string, to?: string, options: DiffOptions = {}): Promise<SnapshotChange[]> {
     const a = await need(this.#q, from)
-    if (to !== undefined) return diffSnapshots(this.#q, a.id, (await need(this.#q, to)).id)
+    if (to !== undefined) return diffSnapshots(this.#q, a.id, (await need(this.#q, to)).id, options)
     // Against now: a snapshot taken and rolled back in one transaction.
     try {
       await this.#q.transaction(async (tx) => {
         const now = await this.#take(tx, undefined, { kind: 'auto' })
-        throw new Rollback(await diffSnapshots(tx, a.id, now.id))
+        throw new Rollback(await diffSnapshots(tx, a.id, now.id, options))
       })
     } catch (error) {
       if (error instanceof Rollback) return error.value as SnapshotChange[]

@@ -137,6 +137,22 @@ describe('snapshots', () => {
     expect(change!.diff!.match(/^@@ -1,10000 \+1,10000 @@$/gm)).toHaveLength(1)
   })
 
+  test('the text a diff is made of has a budget; every change is still listed', async () => {
+    const { fs, history } = await fresh(fixedClock())
+    for (const name of ['a', 'b', 'c']) await fs.writeFile(`/${name}.txt`, `${name} one\n`)
+    await history.snapshot('s')
+    for (const name of ['a', 'b', 'c']) await fs.writeFile(`/${name}.txt`, `${name} two\n`)
+    // 12 bytes a file, both sides: the budget covers the first two files in path order.
+    const diff = await history.diff('s', undefined, { maxTextBytes: 24 })
+    expect(diff.map((c) => [c.path, c.kind, c.diff !== undefined])).toEqual([
+      ['/a.txt', 'modified', true],
+      ['/b.txt', 'modified', true],
+      ['/c.txt', 'modified', false],
+    ])
+    expect((await history.diff('s')).every((c) => c.diff !== undefined)).toBe(true)
+    await expect(history.diff('s', undefined, { maxTextBytes: -1 })).rejects.toThrow(/maxTextBytes/)
+  })
+
   test('diff against now does not keep a snapshot', async () => {
     const { fs, history } = await fresh(fixedClock())
     await fs.writeFile('/a', 'a\n')
