@@ -1,4 +1,10 @@
-import { joinPath, type Queryable, undefinedIfAbsent, unifiedDiff } from '@agentfs/core'
+import {
+  AgentFsError,
+  joinPath,
+  type Queryable,
+  undefinedIfAbsent,
+  unifiedDiff,
+} from '@agentfs/core'
 import type { Dirent, FileSystem, Stats } from '@agentfs/fs'
 import type { OverlayFs } from './overlay-fs.js'
 
@@ -7,7 +13,10 @@ export interface OverlayChange {
   readonly path: string
   readonly kind: 'added' | 'modified' | 'deleted'
   readonly type: 'file' | 'directory' | 'symlink' | 'other'
-  /** Unified diff, for text files up to 1 MiB. */
+  /**
+   * Unified diff, for text files up to 1 MiB, while the diff's text budget lasts (see
+   * {@link OverlayDiffOptions.maxTextBytes}); files after it is spent are listed without one.
+   */
   readonly diff?: string
   /**
    * Permission bits (`mode & 0o7777`) before and after, when they changed (an added entry:
@@ -37,6 +46,18 @@ export function specialBitNames(mode: number): string[] {
 export const typeOf = (s: Stats): OverlayChange['type'] =>
   s.isFile() ? 'file' : s.isDirectory() ? 'directory' : s.isSymbolicLink() ? 'symlink' : 'other'
 
+/** Options of {@link diffOverlay} and `overlay.diff`. */
+export interface OverlayDiffOptions {
+  /**
+   * Bytes of file content, both sides counted, that unified diffs are made of at most in one
+   * call (default 64 MiB): many large text files cannot make one diff hold them all in memory.
+   * Every change is still listed.
+   */
+  readonly maxTextBytes?: number
+}
+
+/** Default of {@link OverlayDiffOptions.maxTextBytes}. */
+export const OVERLAY_DIFF_TEXT_BUDGET = 64 * 1024 * 1024
 const TEXT_LIMIT = 1024 * 1024
 const isText = (bytes: Buffer) => !bytes.subarray(0, 8192).includes(0)
 
@@ -74,12 +95,16 @@ async function textDiff(
   path: string,
   before: Stats | undefined,
   after: Stats | undefined,
+  budget: { left: number },
 ) {
   if (
     (before && (!before.isFile() || before.size > TEXT_LIMIT)) ||
     (after && (!after.isFile() || after.size > TEXT_LIMIT))
   )
     return undefined
+  const cost = (before?.size ?? 0) + (after?.size ?? 0)
+  if (cost > budget.left) return undefined
+  budget.left -= cost
   const old = before ? await overlay.base.readFile(path) : Buffer.alloc(0)
   const now = after ? await overlay.delta.readFile(path) : Buffer.alloc(0)
   if (!isText(old) || !isText(now)) return undefined
@@ -93,7 +118,18 @@ async function textDiff(
 }
 
 /** What the overlay changed relative to its base: added, modified and deleted entries. */
-export async function diffOverlay(overlay: OverlayFs, q: Queryable): Promise<OverlayChange[]> {
+export async function diffOverlay(
+  overlay: OverlayFs,
+  q: Queryable,
+  options: OverlayDiffOptions = {},
+): Promise<OverlayChange[]> {
+  const maxTextBytes = options.maxTextBytes ?? OVERLAY_DIFF_TEXT_BUDGET
+  if (!Number.isSafeInteger(maxTextBytes) || maxTextBytes < 0)
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `diff: maxTextBytes must be a whole number of bytes ≥ 0, not ${String(maxTextBytes)}`,
+    )
+  const budget = { left: maxTextBytes }
   const changes: OverlayChange[] = []
   const entries = (await overlay.delta.readdir('/', {
     recursive: true,
@@ -108,7 +144,7 @@ export async function diffOverlay(overlay: OverlayFs, q: Queryable): Promise<Ove
         path,
         kind: 'added',
         type: typeOf(now),
-        ...withDiff(await textDiff(overlay, path, undefined, now)),
+        ...withDiff(await textDiff(overlay, path, undefined, now, budget)),
         ...(now.isSymbolicLink() ? {} : { mode: { after: now.mode & 0o7777 } }),
       })
       continue
@@ -127,7 +163,7 @@ export async function diffOverlay(overlay: OverlayFs, q: Queryable): Promise<Ove
         path,
         kind: 'modified',
         type: typeOf(now),
-        ...withDiff(await textDiff(overlay, path, before, now)),
+        ...withDiff(await textDiff(overlay, path, before, now, budget)),
         ...(modeChanged
           ? { mode: { before: before.mode & 0o7777, after: now.mode & 0o7777 } }
           : {}),
@@ -153,7 +189,7 @@ export async function diffOverlay(overlay: OverlayFs, q: Queryable): Promise<Ove
         path,
         kind: 'deleted',
         type: typeOf(before),
-        ...withDiff(await textDiff(overlay, path, before, undefined)),
+        ...withDiff(await textDiff(overlay, path, before, undefined, budget)),
       })
   }
   return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))

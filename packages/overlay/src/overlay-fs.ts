@@ -47,7 +47,7 @@ import {
   pendingCommit,
 } from './commit.js'
 import { CopyUp, keepAncestor } from './copy-up.js'
-import { diffOverlay, type OverlayChange } from './diff.js'
+import { diffOverlay, type OverlayChange, type OverlayDiffOptions } from './diff.js'
 import { openListedDir, walkGlob, walkGrep } from './generic-search.js'
 import { MergedView } from './merged-view.js'
 import { OverlayNamespace } from './namespace.js'
@@ -94,8 +94,8 @@ export class OverlayFs implements FileSystem {
   }
 
   /** Added, modified and deleted entries relative to the base, with unified diffs for text. */
-  diff(): Promise<OverlayChange[]> {
-    return diffOverlay(this, this.#q)
+  diff(options: OverlayDiffOptions = {}): Promise<OverlayChange[]> {
+    return diffOverlay(this, this.#q, options)
   }
 
   /**

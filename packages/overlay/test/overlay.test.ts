@@ -153,6 +153,17 @@ describe('overlay over a host directory', () => {
     ])
     expect(changes[0]!.diff).toContain('-Line two.\n+Line 2.')
     expect(changes[2]!.diff).toContain('+hello')
+    // The text diffs are made of has a budget (both sides counted); every change still listed.
+    const [readme, guide] = changes.map((c) => c.path)
+    const readmeCost = (await overlay.base.stat(readme!)).size + (await overlay.stat(readme!)).size
+    const budgeted = await overlay.diff({ maxTextBytes: readmeCost })
+    expect(budgeted.map((c) => [c.path, c.diff !== undefined])).toEqual([
+      ['/README.md', true],
+      [guide, false],
+      ['/notes.txt', false],
+      ['/src/index.ts', false],
+    ])
+    await expect(overlay.diff({ maxTextBytes: -1 })).rejects.toThrow(/maxTextBytes/)
     await overlay.discard()
     expect(await overlay.diff()).toEqual([])
     expect(await overlay.readFile('/docs/guide.md', 'utf8')).toBe('guide\n')
