@@ -256,7 +256,7 @@ export {
 } from './snapshot-view.js'
 export { databaseOf, STORE_DATABASE } from './store-database.js'
 export type { BoundedDiff, DiffBudget, DiffMethod } from './text-diff.js'
-export { DIFF_BUDGET, unifiedDiff } from './text-diff.js'
+export { DIFF_BUDGET, DIFF_TEXT_BUDGET, diffTextBudget, unifiedDiff } from './text-diff.js'
 export {
   MERGE_LIMITS,
   type MergeHunk,

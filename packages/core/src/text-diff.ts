@@ -1,4 +1,5 @@
 import { formatPatch, type StructuredPatch, structuredPatch } from 'diff'
+import { AgentFsError } from './errors.js'
 
 /**
  * What one unified diff may cost. Myers' algorithm (the `diff` library's) costs about
@@ -154,4 +155,30 @@ function linearPatch(
     lines,
   })
   return patch
+}
+
+/** Default of `maxTextBytes`: the file text one tree diff makes unified diffs of at most. */
+export const DIFF_TEXT_BUDGET = 64 * 1024 * 1024
+
+/**
+ * The file text a tree diff (history's, an overlay's) makes unified diffs of in one call:
+ * `take(bytes)` says whether the next file's diff fits, and counts it when it does. A tree of
+ * many large text files cannot make one call hold them all in memory.
+ */
+export function diffTextBudget(maxTextBytes: number = DIFF_TEXT_BUDGET): {
+  take(bytes: number): boolean
+} {
+  if (!Number.isSafeInteger(maxTextBytes) || maxTextBytes < 0)
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `diff: maxTextBytes must be a whole number of bytes ≥ 0, not ${String(maxTextBytes)}`,
+    )
+  let left = maxTextBytes
+  return {
+    take(bytes) {
+      if (bytes > left) return false
+      left -= bytes
+      return true
+    },
+  }
 }

@@ -1,4 +1,4 @@
-import { AgentFsError, type Executor, unifiedDiff } from '@agentfs/core'
+import { diffTextBudget, type Executor, unifiedDiff } from '@agentfs/core'
 import { isDirMode, isLinkMode, isRegMode, type SnapInode } from './rows.js'
 import { contentOf, walkAt } from './view.js'
 
@@ -25,8 +25,6 @@ export interface DiffOptions {
 }
 
 const TEXT_LIMIT = 1024 * 1024
-/** Default of {@link DiffOptions.maxTextBytes}. */
-export const DIFF_TEXT_BUDGET = 64 * 1024 * 1024
 
 const typeOf = (mode: number): SnapshotChange['type'] =>
   isRegMode(mode) ? 'file' : isDirMode(mode) ? 'directory' : isLinkMode(mode) ? 'symlink' : 'other'
@@ -55,13 +53,11 @@ async function textDiff(
   path: string,
   before: SnapInode | undefined,
   after: SnapInode | undefined,
-  budget: { left: number },
+  budget: ReturnType<typeof diffTextBudget>,
 ): Promise<string | undefined> {
   for (const side of [before, after])
     if (side && (!isRegMode(side.mode) || side.size > TEXT_LIMIT)) return undefined
-  const cost = (before?.size ?? 0) + (after?.size ?? 0)
-  if (cost > budget.left) return undefined
-  budget.left -= cost
+  if (!budget.take((before?.size ?? 0) + (after?.size ?? 0))) return undefined
   const a = before ? await contentOf(q, before, path) : Buffer.alloc(0)
   const b = after ? await contentOf(q, after, path) : Buffer.alloc(0)
   if (a.subarray(0, 8192).includes(0) || b.subarray(0, 8192).includes(0)) return undefined
@@ -80,13 +76,7 @@ export async function diffSnapshots(
   to: number,
   options: DiffOptions = {},
 ): Promise<SnapshotChange[]> {
-  const maxTextBytes = options.maxTextBytes ?? DIFF_TEXT_BUDGET
-  if (!Number.isSafeInteger(maxTextBytes) || maxTextBytes < 0)
-    throw new AgentFsError(
-      'INVALID_ARGUMENT',
-      `diff: maxTextBytes must be a whole number of bytes ≥ 0, not ${String(maxTextBytes)}`,
-    )
-  const budget = { left: maxTextBytes }
+  const budget = diffTextBudget(options.maxTextBytes)
   const withDiff = async (
     path: string,
     was: SnapInode | undefined,

@@ -1,5 +1,5 @@
 import {
-  AgentFsError,
+  diffTextBudget,
   joinPath,
   type Queryable,
   undefinedIfAbsent,
@@ -56,8 +56,6 @@ export interface OverlayDiffOptions {
   readonly maxTextBytes?: number
 }
 
-/** Default of {@link OverlayDiffOptions.maxTextBytes}. */
-export const OVERLAY_DIFF_TEXT_BUDGET = 64 * 1024 * 1024
 const TEXT_LIMIT = 1024 * 1024
 const isText = (bytes: Buffer) => !bytes.subarray(0, 8192).includes(0)
 
@@ -95,16 +93,14 @@ async function textDiff(
   path: string,
   before: Stats | undefined,
   after: Stats | undefined,
-  budget: { left: number },
+  budget: ReturnType<typeof diffTextBudget>,
 ) {
   if (
     (before && (!before.isFile() || before.size > TEXT_LIMIT)) ||
     (after && (!after.isFile() || after.size > TEXT_LIMIT))
   )
     return undefined
-  const cost = (before?.size ?? 0) + (after?.size ?? 0)
-  if (cost > budget.left) return undefined
-  budget.left -= cost
+  if (!budget.take((before?.size ?? 0) + (after?.size ?? 0))) return undefined
   const old = before ? await overlay.base.readFile(path) : Buffer.alloc(0)
   const now = after ? await overlay.delta.readFile(path) : Buffer.alloc(0)
   if (!isText(old) || !isText(now)) return undefined
@@ -123,13 +119,7 @@ export async function diffOverlay(
   q: Queryable,
   options: OverlayDiffOptions = {},
 ): Promise<OverlayChange[]> {
-  const maxTextBytes = options.maxTextBytes ?? OVERLAY_DIFF_TEXT_BUDGET
-  if (!Number.isSafeInteger(maxTextBytes) || maxTextBytes < 0)
-    throw new AgentFsError(
-      'INVALID_ARGUMENT',
-      `diff: maxTextBytes must be a whole number of bytes ≥ 0, not ${String(maxTextBytes)}`,
-    )
-  const budget = { left: maxTextBytes }
+  const budget = diffTextBudget(options.maxTextBytes)
   const changes: OverlayChange[] = []
   const entries = (await overlay.delta.readdir('/', {
     recursive: true,

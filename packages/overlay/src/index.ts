@@ -10,7 +10,7 @@ export {
 export type { CreateOverlayOptions, OpenOverlayOptions, OverlayBaseDescription } from './config.js'
 export { createOverlay, openOverlay, readOverlayBase, saveOverlayBase } from './config.js'
 export type { OverlayChange, OverlayDiffOptions } from './diff.js'
-export { OVERLAY_DIFF_TEXT_BUDGET, SPECIAL_BITS, specialBitNames } from './diff.js'
+export { SPECIAL_BITS, specialBitNames } from './diff.js'
 export { walkGlob, walkGrep } from './generic-search.js'
 export type { HostFileSystemOptions } from './host-fs.js'
 export { HostFileSystem, statsFromNode } from './host-fs.js'
