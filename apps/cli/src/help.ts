@@ -145,6 +145,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs search my-agent \'"max retries"\' --path /src --limit 5',
       'agentfs search my-agent conf* --json',
       "agentfs search my-agent --settings --exclude 'node_modules/**' --max-file-size 1MiB",
+      'agentfs search my-agent --update   # index now, before the file goes to read-only readers',
     ],
   },
   undelete: {

@@ -55,6 +55,15 @@ test('search ranks files with their lines; --settings changes what is indexed', 
     store: 'auto',
   })
 
+  expect(ok('search', 's', '--update')).toBe(
+    'search index up to date: 0 files looked at again, 0 gone files dropped\n',
+  )
+  expect(JSON.parse(ok('search', 's', '--update', '--rebuild', '--json'))).toEqual({
+    writable: true,
+    files: 4,
+    dropped: 0,
+  })
+  expect(run('search', 's', '--rebuild').err).toMatch(/--rebuild goes with --update/)
   // Refusals: one line, what to do, exit 1, nothing changed.
   const unclosed = run('search', 's', '"retry')
   expect([unclosed.code, unclosed.err.trim()]).toEqual([

@@ -31,6 +31,7 @@ export {
   readSettings as readSearchSettings,
 } from './search/fulltext/settings.js'
 export { FTS_TABLE, hasFts5, MAX_POSTINGS, META_SEARCH_STORE } from './search/fulltext/store.js'
+export type { Upkeep as SearchIndexUpdate } from './search/fulltext/upkeep.js'
 export type { GlobMatchOptions, LineMatcher, RegexOptions } from './search/matchers.js'
 export {
   compileGlob,

@@ -273,6 +273,39 @@ describe('full-text search on a read-only database', () => {
     }))
 })
 
+describe('updating the search index ahead of readers that cannot write', () => {
+  test('updateSearchIndex leaves nothing behind; rebuild starts from nothing; refused where it cannot write', () =>
+    inFile(async (path) => {
+      await opened(betterSqlite3Driver({ path }), async (fs, db) => {
+        await fs.writeFile('/a', 'apple')
+        await fs.writeFile('/b', 'banana')
+        expect(await fs.updateSearchIndex()).toEqual({ writable: true, files: 2, dropped: 0 })
+        await fs.writeFile('/b', 'apple banana')
+        await fs.unlink('/a')
+        expect(await fs.updateSearchIndex()).toEqual({ writable: true, files: 1, dropped: 1 })
+        expect(await fs.updateSearchIndex({ rebuild: true })).toEqual({
+          writable: true,
+          files: 1,
+          dropped: 0,
+        })
+        expect(await code(fs.restrict({ read: ['/**'] }).updateSearchIndex())).toBe('EPERM')
+        expect(await code(fs.updateSearchIndex({ timeoutMs: 0 }))).toBe('EINVAL')
+        expect((await fsck(db)).ok).toBe(true)
+      })
+      await opened(betterSqlite3Driver({ path, readonly: true }), async (fs) => {
+        const result = await fs.search('apple')
+        expect([paths(result), result.behind]).toEqual([['/b'], 0])
+        // Nothing to do: nothing to refuse.
+        expect((await fs.updateSearchIndex()).files).toBe(0)
+      })
+      await opened(betterSqlite3Driver({ path }), (fs) => fs.writeFile('/c', 'apple'))
+      await opened(betterSqlite3Driver({ path, readonly: true }), async (fs) => {
+        expect((await fs.search('apple')).behind).toBe(1)
+        expect(await typedCode(fs.updateSearchIndex())).toBe('READONLY')
+      })
+    }))
+})
+
 describe('full-text search across engines', () => {
   test('an FTS5 index is refused by an engine without FTS5 until the index moves to the postings store', () =>
     inFile(async (path) => {

@@ -14,6 +14,8 @@ interface SearchFlags {
   include?: string[]
   exclude?: string[]
   store?: string
+  update?: boolean
+  rebuild?: boolean
 }
 
 /** `agentfs search`: ranked full-text search, and the index's settings. */
@@ -42,9 +44,24 @@ export function registerSearch(program: Command): void {
       '--store <kind>',
       'with --settings: auto (FTS5 where the engine has it), fts5, or postings (a table any engine opens, the Turso engine too)',
     )
+    .option(
+      '--update',
+      'bring the index up to date now (a search does it anyway): before the database goes to readers that cannot write',
+    )
+    .option('--rebuild', 'with --update: build the index again from nothing')
     .option('--json', 'print JSON')
     .action(async (db: string, words: string[], o: SearchFlags) =>
       withAgent(db, async (agent) => {
+        if (o.update || o.rebuild) {
+          if (!o.update) throw new Error('--rebuild goes with --update')
+          if (words.length > 0)
+            throw new Error('--update takes no query; run the search without it')
+          const done = await agent.fs.updateSearchIndex(o.rebuild ? { rebuild: true } : {})
+          if (o.json) return json(done)
+          return print(
+            `search index up to date: ${done.files} files looked at again, ${done.dropped} gone files dropped`,
+          )
+        }
         if (o.settings) {
           if (words.length > 0)
             throw new Error('--settings takes no query; run the search without --settings')

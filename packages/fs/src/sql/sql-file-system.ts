@@ -32,6 +32,7 @@ import {
   type SearchSettings,
   writeSettings,
 } from '../search/fulltext/settings.js'
+import { type Upkeep, updateIndex } from '../search/fulltext/upkeep.js'
 import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from '../search/search.js'
 import type { Dirent, Stats } from '../stats.js'
 import { readRange } from '../storage/chunks.js'
@@ -561,6 +562,19 @@ export class SqlFileSystem implements FileSystem {
    */
   async search(query: string, options?: SearchOptions): Promise<SearchResult> {
     return this.#guard.search(query, options)
+  }
+
+  /**
+   * Brings the full-text index up to date now, or with `rebuild` from nothing (a search does
+   * it anyway): before the database goes to readers that cannot write. READONLY on a
+   * read-only database; EPERM under a policy or enforced permissions.
+   */
+  async updateSearchIndex(options?: { rebuild?: boolean; timeoutMs?: number }): Promise<Upkeep> {
+    if (this.#ctx.policy || this.#ctx.caller)
+      throw fsError('EPERM', 'search', undefined, {
+        hint: 'the search index is updated through an unrestricted filesystem',
+      })
+    return updateIndex(this.#ctx.q, this.#ctx.chunkSize, options)
   }
 
   /** Which files the full-text index holds (the database's settings). */

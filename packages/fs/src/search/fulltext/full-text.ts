@@ -109,7 +109,7 @@ export async function searchFullText(
   const checked = checkOptions(options)
   const deadline = Date.now() + checked.timeoutMs
   const under = normalizePath(options.path ?? '/', 'search')
-  const writable = await catchUp(q, chunkSize, deadline)
+  const { writable } = await catchUp(q, chunkSize, deadline)
   const read = (tx: Queryable, scope: SearchScope) =>
     queryIndex(tx, chunkSize, phrases, { ...checked, under, deadline, writable }, scope)
   if (within) return within(read)

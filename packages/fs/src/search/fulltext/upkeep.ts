@@ -1,4 +1,5 @@
 import {
+  AgentFsError,
   type Executor,
   fsError,
   isAgentFsError,
@@ -12,7 +13,7 @@ import {
   tokenize,
 } from '@agentfs/core'
 import { walkTree } from '../walk.js'
-import { membership, type ResolvedSearchSettings, readSettings } from './settings.js'
+import { clearIndex, membership, type ResolvedSearchSettings, readSettings } from './settings.js'
 import { type IndexStore, openStore } from './store.js'
 
 // Keeping the index up to date: off the write path, brought up to the files as they are by
@@ -146,11 +147,23 @@ export async function textOrDamaged(
 /** Catch-up transactions one search runs at most before it searches what is indexed. */
 const MAX_ROUNDS = 10_000
 
+/** What one upkeep pass did. */
+export interface Upkeep {
+  /** False when the database is read-only (nothing could be written). */
+  readonly writable: boolean
+  /** Files looked at again (indexed, or found not text, too large or left out). */
+  readonly files: number
+  /** Index rows of files that are gone, dropped. */
+  readonly dropped: number
+}
+
 /**
- * Brings the index up to the files as they are, a batch per transaction. Returns false when the
- * database is read-only (nothing could be written).
+ * Brings the index up to the files as they are, a batch per transaction. A read-only database
+ * is left as it is (`writable: false`).
  */
-export async function catchUp(q: Queryable, chunkSize: number, deadline: number): Promise<boolean> {
+export async function catchUp(q: Queryable, chunkSize: number, deadline: number): Promise<Upkeep> {
+  let files = 0
+  let dropped = 0
   for (let round = 0; round < MAX_ROUNDS; round++) {
     let done: boolean
     try {
@@ -169,16 +182,41 @@ export async function catchUp(q: Queryable, chunkSize: number, deadline: number)
           bytes += await indexFile(tx, store, chunkSize, settings, file)
           indexed++
         }
+        files += indexed
+        dropped += gone.length
         return indexed === stale.length && stale.length < BATCH_FILES && gone.length < BATCH_FILES
       })
     } catch (error) {
-      if (isAgentFsError(error, 'READONLY')) return false
+      if (isAgentFsError(error, 'READONLY')) return { writable: false, files, dropped }
       throw error
     }
-    if (done) return true
+    if (done) break
     if (Date.now() > deadline) throw timedOut()
   }
-  return true
+  return { writable: true, files, dropped }
+}
+
+/**
+ * Brings the index up to date now (a search does it anyway): before a database is handed to
+ * readers that cannot write (a read-only copy, evidence), or with `rebuild` from nothing.
+ * Refused (READONLY) on a read-only database.
+ */
+export async function updateIndex(
+  q: Queryable,
+  chunkSize: number,
+  options: { rebuild?: boolean; timeoutMs?: number } = {},
+): Promise<Upkeep> {
+  const timeoutMs = options.timeoutMs ?? 600_000
+  if (!(timeoutMs > 0))
+    throw fsError('EINVAL', 'search', undefined, { hint: 'timeoutMs must be a positive number' })
+  if (options.rebuild) await q.transaction((tx) => clearIndex(tx))
+  const done = await catchUp(q, chunkSize, Date.now() + timeoutMs)
+  if (!done.writable)
+    throw new AgentFsError(
+      'READONLY',
+      'the search index cannot be updated: the database is read-only; open it writable',
+    )
+  return done
 }
 
 export const timedOut = () =>
