@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -86,8 +86,10 @@ describe('HostFileSystem never writes or reads outside its root', () => {
       const writes = Array.from({ length: 6 }, (_, i) =>
         fs.writeFile(`/work/f${round}-${i}`, 'x').catch(() => undefined),
       )
+      // rename, not rm -r: the writes still running would refill a directory being emptied
+      // (ENOTEMPTY); a rename swaps it in one step, as an attacker's script would
       const swap = (async () => {
-        await rm(join(root, 'work'), { recursive: true, force: true })
+        await rename(join(root, 'work'), join(root, `gone-${round}`))
         await symlink(outside, join(root, 'work'))
       })()
       await Promise.all([swap, ...writes])
