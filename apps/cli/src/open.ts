@@ -104,7 +104,7 @@ export function explainDatabaseError(error: unknown, path: string): unknown {
   if (code === 'CORRUPT')
     return new AgentFsError(
       'CORRUPT',
-      `${path} is damaged or is not a SQLite database; restore it from a backup`,
+      `${path} is damaged, encrypted or not a SQLite database: if it is encrypted, give its key (--key-file FILE or AGENTFS_KEY), else restore it from a backup`,
       { cause: error },
     )
   if (code === 'READONLY') {

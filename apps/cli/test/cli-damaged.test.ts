@@ -86,7 +86,7 @@ describe('agentfs on damaged and foreign files', () => {
     const text = agentfs(['fsck', 'noise.db'])
     expect(text.code).toBe(1)
     expect(text.out).toMatch(
-      /^problem {3}sqlite-integrity: .*noise\.db is damaged or is not a SQLite database.*restore it from a backup\n1 problem\(s\)\n$/,
+      /^problem {3}sqlite-integrity: .*noise\.db is damaged, encrypted or not a SQLite database.*restore it from a backup\n1 problem\(s\)\n$/,
     )
     const report = JSON.parse(agentfs(['fsck', '--json', 'noise.db']).out)
     expect(report).toMatchObject({ ok: false, repaired: [] })
@@ -95,7 +95,7 @@ describe('agentfs on damaged and foreign files', () => {
     ])
     const info = agentfs(['info', 'noise.db'])
     expect(info.code).toBe(1)
-    expect(info.err).toMatch(/^agentfs: .*noise\.db is damaged or is not a SQLite database/)
+    expect(info.err).toMatch(/^agentfs: .*noise\.db is damaged, encrypted or not a SQLite database/)
     expect(info.err.trim().split('\n')).toHaveLength(1)
     expect(JSON.parse(agentfs(['info', '--json', 'noise.db']).out).error.code).toBe('CORRUPT')
   })

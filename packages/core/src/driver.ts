@@ -127,6 +127,11 @@ export interface DriverCapabilities {
    */
   readonly fullTextSearch?: boolean
   /**
+   * True when the database file (and its WAL) is encrypted at rest with a key the driver was
+   * given. Absent or false: stored as SQLite stores it, readable by anyone who can read the file.
+   */
+  readonly encrypted?: boolean
+  /**
    * True when every statement of the top-level handle runs on one connection where
    * `pragma_data_version` and `total_changes()` behave as SQLite's: the core may then keep
    * caches of what the database said, validated per statement (see `snapshotSource`). Absent:

@@ -29,6 +29,11 @@ export const ErrorCode = {
   CORRUPT: 'CORRUPT',
   /** The database file could not be opened. */
   CANT_OPEN: 'CANT_OPEN',
+  /**
+   * The database is encrypted and the key given does not open it: a wrong key or cipher, no key
+   * for an encrypted file, or a key for a file that is not encrypted.
+   */
+  WRONG_KEY: 'WRONG_KEY',
   /** A string or BLOB exceeded the engine's size limit. */
   TOO_BIG: 'TOO_BIG',
   /** The statement was interrupted. */

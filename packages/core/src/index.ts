@@ -62,6 +62,7 @@ export type {
   SyncCapabilities,
 } from './driver.js'
 export { executeDeferred, fromSqlInteger, insertedRowid, placeholders } from './driver.js'
+export type { DatabaseKey } from './driver-kit/encryption.js'
 export type { AgentFsErrorOptions, FsErrorInit, PosixCode } from './errors.js'
 export {
   AgentFsError,

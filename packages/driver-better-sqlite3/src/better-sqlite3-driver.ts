@@ -1,13 +1,17 @@
 import { createRequire } from 'node:module'
-import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
+import { AgentFsError, type DatabaseKey, type Driver, mapSqliteError } from '@agentfs/core'
 import {
   connectionOver,
   createSyncDriver,
+  fileHeader,
+  isNotADatabase,
+  keyBytes,
   type LocalDriverConfig,
   localSource,
   type SyncConnection,
   type SyncStatement,
   statementOver,
+  wrongKeyError,
 } from '@agentfs/core/driver-kit'
 
 /** The parts of a better-sqlite3 `Statement` this driver uses (structural: no type dependency). */
@@ -33,10 +37,41 @@ export interface BetterSqlite3Database {
   close(): this
 }
 
+/**
+ * The ciphers of SQLite3 Multiple Ciphers (`better-sqlite3-multiple-ciphers`) a key can use:
+ * `sqlcipher` (the default: SQLCipher 4's format, AES-256-CBC with an HMAC-SHA512 on every
+ * page, readable by the `sqlcipher` shell and DB Browser), `chacha20` (ChaCha20-Poly1305, the
+ * library's own default), `aes256cbc` (the format of libSQL's `encryptionKey`: a file both open;
+ * no page authentication), `ascon128` and `aegis`.
+ */
+export const BETTER_SQLITE3_CIPHERS = [
+  'sqlcipher',
+  'chacha20',
+  'aes256cbc',
+  'ascon128',
+  'aegis',
+] as const
+export type BetterSqlite3Cipher = (typeof BETTER_SQLITE3_CIPHERS)[number]
+
 /** Options of {@link betterSqlite3Driver}. Give exactly one of `path` and `database`. */
 export interface BetterSqlite3DriverConfig extends LocalDriverConfig<BetterSqlite3Database> {
   /** Open the file read-only (only with `path`). */
   readonly readonly?: boolean
+  /**
+   * Encrypt the database at rest (only with `path`): a passphrase, or bytes. The file, its WAL
+   * and its journal are encrypted page by page; temporary tables stay in memory. A new file is
+   * created encrypted; an existing one must have been encrypted with this key and `cipher`
+   * (else `WRONG_KEY`). Needs `better-sqlite3-multiple-ciphers` installed (it replaces
+   * better-sqlite3 for this database).
+   */
+  readonly key?: DatabaseKey
+  /** The cipher of `key` (default `sqlcipher`); see {@link BETTER_SQLITE3_CIPHERS}. */
+  readonly cipher?: BetterSqlite3Cipher
+}
+
+/** The encrypting build's extra methods (better-sqlite3-multiple-ciphers). */
+interface CipherDatabase extends BetterSqlite3Database {
+  key(key: Buffer): unknown
 }
 
 /**
@@ -46,27 +81,28 @@ export interface BetterSqlite3DriverConfig extends LocalDriverConfig<BetterSqlit
  */
 export function checkEngineVersion(
   node = process.versions.node,
-  engine = betterSqlite3Version(),
+  engine = engineVersion('better-sqlite3'),
+  name: 'better-sqlite3' | 'better-sqlite3-multiple-ciphers' = 'better-sqlite3',
 ): void {
   if (engine === undefined) return
   const nodeMajor = Number(node.split('.')[0])
   const engineMajor = Number(engine.split('.')[0])
+  const [old, current] = name === 'better-sqlite3' ? ['12.6.2', '13.2.0'] : ['12.6.2', '13.0.3']
   if (engineMajor >= 13 && nodeMajor < 22)
     throw new AgentFsError(
       'CANT_OPEN',
-      `better-sqlite3 ${engine} needs Node.js 22 or newer, and this is Node.js ${node}: install better-sqlite3 12 (npm install better-sqlite3@12.6.2) or use a newer Node.js`,
+      `${name} ${engine} needs Node.js 22 or newer, and this is Node.js ${node}: install ${name} 12 (npm install ${name}@${old}) or use a newer Node.js`,
     )
   if (engineMajor <= 12 && nodeMajor >= 24)
     throw new AgentFsError(
       'CANT_OPEN',
-      `better-sqlite3 ${engine} crashes on Node.js ${node}: install better-sqlite3 13 (npm install better-sqlite3@13.2.0)`,
+      `${name} ${engine} crashes on Node.js ${node}: install ${name} 13 (npm install ${name}@${current})`,
     )
 }
 
-function betterSqlite3Version(): string | undefined {
+function engineVersion(name: string): string | undefined {
   try {
-    return (createRequire(import.meta.url)('better-sqlite3/package.json') as { version: string })
-      .version
+    return (createRequire(import.meta.url)(`${name}/package.json`) as { version?: string }).version
   } catch {
     return undefined
   }
@@ -81,31 +117,123 @@ function isUnbuiltBinding(error: unknown): boolean {
   )
 }
 
-/** Opens a file with better-sqlite3, with errors that say what to install or build. */
-async function openFile(path: string, readonly: boolean): Promise<BetterSqlite3Database> {
-  checkEngineVersion()
-  const { default: Database } = await import('better-sqlite3').catch((error: unknown) => {
-    throw new AgentFsError(
-      'CANT_OPEN',
-      'better-sqlite3 is not installed: npm install better-sqlite3 (it is a peer dependency of @agentfs/driver-better-sqlite3)',
-      { cause: error },
-    )
-  })
-  try {
-    return new Database(path, {
-      readonly,
-      fileMustExist: readonly,
-      timeout: 0,
-    }) as unknown as BetterSqlite3Database
-  } catch (error) {
-    if (isUnbuiltBinding(error))
+type DatabaseConstructor = new (
+  path: string,
+  options: { readonly: boolean; fileMustExist: boolean; timeout: number },
+) => BetterSqlite3Database
+
+async function loadEngine(encrypting: boolean): Promise<DatabaseConstructor> {
+  if (!encrypting) {
+    checkEngineVersion()
+    const loaded = await import('better-sqlite3').catch((error: unknown) => {
       throw new AgentFsError(
         'CANT_OPEN',
-        "better-sqlite3's native module is not built (pnpm 10 skips dependency build scripts until they are approved): run pnpm approve-builds, or npm rebuild better-sqlite3",
+        'better-sqlite3 is not installed: npm install better-sqlite3 (it is a peer dependency of @agentfs/driver-better-sqlite3)',
         { cause: error },
       )
+    })
+    return loaded.default as unknown as DatabaseConstructor
+  }
+  const name = 'better-sqlite3-multiple-ciphers'
+  checkEngineVersion(process.versions.node, engineVersion(name), name)
+  try {
+    return createRequire(import.meta.url)(name) as DatabaseConstructor
+  } catch (error) {
+    if (isUnbuiltBinding(error)) throw unbuilt(name, error)
+    throw new AgentFsError(
+      'CANT_OPEN',
+      `an encrypted database needs ${name}: npm install ${name} (an optional peer dependency of @agentfs/driver-better-sqlite3)`,
+      { cause: error },
+    )
+  }
+}
+
+const unbuilt = (name: string, cause: unknown) =>
+  new AgentFsError(
+    'CANT_OPEN',
+    `${name}'s native module is not built (pnpm 10 skips dependency build scripts until they are approved): run pnpm approve-builds, or npm rebuild ${name}`,
+    { cause },
+  )
+
+interface Encryption {
+  readonly key: Buffer
+  readonly cipher: BetterSqlite3Cipher
+}
+
+function encryptionOf(config: BetterSqlite3DriverConfig): Encryption | undefined {
+  if (config.key === undefined) {
+    if (config.cipher !== undefined)
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        'betterSqlite3Driver: cipher without key; give the key too, or neither',
+      )
+    return undefined
+  }
+  if (config.database !== undefined)
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      'betterSqlite3Driver: key goes with path; a database handed in open is keyed by whoever opened it',
+    )
+  const cipher = config.cipher ?? 'sqlcipher'
+  if (!(BETTER_SQLITE3_CIPHERS as readonly string[]).includes(cipher))
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `betterSqlite3Driver: unknown cipher ${JSON.stringify(cipher)}; one of ${BETTER_SQLITE3_CIPHERS.join(', ')}`,
+    )
+  return { key: keyBytes(config.key, 'betterSqlite3Driver'), cipher }
+}
+
+/**
+ * Keys a freshly opened encrypting connection, before anything reads the file, and proves the
+ * key by reading the schema: a wrong key is `WRONG_KEY` here, not a "corrupt" file later.
+ */
+function applyKey(db: CipherDatabase, path: string, { key, cipher }: Encryption): void {
+  db.prepare(`PRAGMA cipher = '${cipher}'`).all()
+  // SQLCipher 4's parameters (page size 4096, 256,000 PBKDF2-HMAC-SHA512 rounds).
+  if (cipher === 'sqlcipher') db.prepare('PRAGMA legacy = 4').all()
+  db.key(key)
+  // Sorts and temporary tables that spill go to memory, never to a plaintext temp file.
+  db.prepare('PRAGMA temp_store = MEMORY').run()
+  try {
+    db.prepare('SELECT count(*) FROM sqlite_schema').all()
+  } catch (error) {
+    if (isNotADatabase(error)) throw wrongKeyError(path, true, error)
+    throw error
+  }
+}
+
+/** Opens a file with better-sqlite3, with errors that say what to install or build. */
+async function openFile(
+  path: string,
+  readonly: boolean,
+  encryption: Encryption | undefined,
+): Promise<BetterSqlite3Database> {
+  const Database = await loadEngine(encryption !== undefined)
+  let db: BetterSqlite3Database
+  try {
+    db = new Database(path, { readonly, fileMustExist: readonly, timeout: 0 })
+  } catch (error) {
+    if (isUnbuiltBinding(error))
+      throw unbuilt(encryption ? 'better-sqlite3-multiple-ciphers' : 'better-sqlite3', error)
     throw mapSqliteError(error)
   }
+  const memory = path === ':memory:' || path === ''
+  try {
+    if (encryption && !memory) applyKey(db as CipherDatabase, path, encryption)
+    else if (!memory && fileHeader(path) === 'other') {
+      // Not SQLite's header: encrypted, or no database at all. Said now, by what it is.
+      try {
+        db.prepare('SELECT count(*) FROM sqlite_schema').all()
+      } catch (error) {
+        if (isNotADatabase(error)) throw wrongKeyError(path, false, error)
+        throw error
+      }
+    }
+  } catch (error) {
+    db.close()
+    throw error
+  }
+  return db
 }
 
 /** A prepared better-sqlite3 statement as the kit's {@link SyncStatement}. */
@@ -149,8 +277,9 @@ const toBuffer = (value: Uint8Array): Buffer =>
  * const db = await openDatabase({ driver })
  */
 export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
+  const encryption = encryptionOf(config)
   const given = localSource('betterSqlite3Driver', config, (path) =>
-    openFile(path, config.readonly ?? false),
+    openFile(path, config.readonly ?? false, encryption),
   )
   return createSyncDriver({
     ...config,
@@ -160,5 +289,6 @@ export function betterSqlite3Driver(config: BetterSqlite3DriverConfig): Driver {
     reopenable: given.reopenable,
     open: async () => connection(await given.open()),
     blob: toBuffer,
+    ...(encryption && !given.memory ? { encrypted: true } : {}),
   })
 }

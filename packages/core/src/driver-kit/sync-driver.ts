@@ -110,6 +110,8 @@ export interface SyncDriverSpec extends SyncDriverOptions {
    * `DriverCapabilities.snapshotTokens`). Default true: SQLite's.
    */
   readonly snapshotTokens?: boolean
+  /** True when the binding opens the file with a key (see `DriverCapabilities.encrypted`). */
+  readonly encrypted?: boolean
 }
 
 const same = (rows: unknown[]): unknown[] => rows
@@ -265,6 +267,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
       arrayRows: true,
       ...(spec.recursiveQueries === undefined ? {} : { recursiveQueries: spec.recursiveQueries }),
       ...(spec.fullTextSearch === undefined ? {} : { fullTextSearch: spec.fullTextSearch }),
+      ...(spec.encrypted ? { encrypted: true } : {}),
     },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       // Fast path: the statement runs synchronously; only a lock wait or a busy retry goes async.
