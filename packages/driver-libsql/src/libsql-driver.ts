@@ -7,7 +7,7 @@ import {
   type SqlValue,
   type Statement,
 } from '@agentfs/core'
-import { FileLock, lazyConnection, Mutex, retryBusy } from '@agentfs/core/driver-kit'
+import { FileLock, keyBytes, lazyConnection, Mutex, retryBusy } from '@agentfs/core/driver-kit'
 import { bindArgs, type LibsqlClient, toResult } from './client.js'
 import { clientTransaction, type TransactionContext } from './client-transaction.js'
 import { localEngineDriver } from './local-engine.js'
@@ -39,6 +39,12 @@ export interface LibsqlDriverConfig {
   readonly synchronous?: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
   /** Local files: WAL size kept after checkpoints, in bytes (default 64 MiB). */
   readonly journalSizeLimit?: number
+  /**
+   * Local files: encrypt the database at rest with this key (libSQL's AES-256-CBC, the format
+   * `better-sqlite3-multiple-ciphers` reads with `cipher: 'aes256cbc'`). A new file is created
+   * encrypted; an existing one must have been encrypted with this key (else `WRONG_KEY`).
+   */
+  readonly encryptionKey?: string
 }
 
 /** The file behind a local `file:` URL, or undefined for memory and remote URLs. */
@@ -81,14 +87,31 @@ export function libsqlDriver(config: LibsqlDriverConfig): Driver {
       `libsqlDriver's url must be a URL: write \`file:${config.url}\` for a local file (or a libsql://, http(s):// or ws(s):// server URL)`,
     )
   const declaredLocal = config.url === undefined ? undefined : isLocalUrl(config.url)
+  if (config.encryptionKey !== undefined) {
+    if (!declaredLocal)
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        'libsqlDriver: encryptionKey is for local files (a file: url); a server encrypts its own databases',
+      )
+    if (typeof config.encryptionKey !== 'string')
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        'libsqlDriver: encryptionKey must be a string (libSQL takes a passphrase)',
+      )
+    keyBytes(config.encryptionKey, 'libsqlDriver')
+  }
   if (declaredLocal)
-    return localEngineDriver(localFilePath(config.url!) ?? ':memory:', {
-      ...(config.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: config.busyTimeoutMs }),
-      ...(config.synchronous === undefined ? {} : { synchronous: config.synchronous }),
-      ...(config.journalSizeLimit === undefined
-        ? {}
-        : { journalSizeLimit: config.journalSizeLimit }),
-    })
+    return localEngineDriver(
+      localFilePath(config.url!) ?? ':memory:',
+      {
+        ...(config.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: config.busyTimeoutMs }),
+        ...(config.synchronous === undefined ? {} : { synchronous: config.synchronous }),
+        ...(config.journalSizeLimit === undefined
+          ? {}
+          : { journalSizeLimit: config.journalSizeLimit }),
+      },
+      config.encryptionKey,
+    )
   let client: LibsqlClient | undefined
   let opening: Promise<LibsqlClient> | undefined
   let closed = false

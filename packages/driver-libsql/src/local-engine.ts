@@ -3,10 +3,13 @@ import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
 import {
   connectionOver,
   createSyncDriver,
+  fileHeader,
+  isNotADatabase,
   type SyncConnection,
   type SyncDriverOptions,
   type SyncStatement,
   statementOver,
+  wrongKeyError,
 } from '@agentfs/core/driver-kit'
 
 /** The parts of the `libsql` engine's `Statement` this driver uses (structural). */
@@ -27,7 +30,10 @@ interface EngineDatabase {
   close(): void
 }
 
-type EngineConstructor = new (path: string, options?: { timeout?: number }) => EngineDatabase
+type EngineConstructor = new (
+  path: string,
+  options?: { timeout?: number; encryptionKey?: string },
+) => EngineDatabase
 
 /**
  * A reader is a statement that returns rows; of those, only `… RETURNING` changes anything (the
@@ -39,7 +45,7 @@ const RETURNING = /\bRETURNING\b/i
 const toBuffer = (value: Uint8Array): Buffer =>
   Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength)
 
-function openEngine(path: string): EngineDatabase {
+function openEngine(path: string, encryptionKey: string | undefined): EngineDatabase {
   let Database: EngineConstructor
   try {
     Database = createRequire(import.meta.url)('libsql') as EngineConstructor
@@ -50,11 +56,24 @@ function openEngine(path: string): EngineDatabase {
       { cause: error },
     )
   }
+  let db: EngineDatabase
   try {
-    return new Database(path, { timeout: 0 })
+    db = new Database(path, { timeout: 0, ...(encryptionKey ? { encryptionKey } : {}) })
   } catch (error) {
     throw mapSqliteError(error)
   }
+  const memory = path === ':memory:' || path === ''
+  // A key is proved at once (a wrong one is WRONG_KEY here, not a "corrupt" file later); a file
+  // without SQLite's header opened without one is said to be encrypted or damaged.
+  if (!memory && (encryptionKey !== undefined || fileHeader(path) === 'other'))
+    try {
+      db.prepare('SELECT count(*) FROM sqlite_schema').all([])
+    } catch (error) {
+      db.close()
+      if (isNotADatabase(error)) throw wrongKeyError(path, encryptionKey !== undefined, error)
+      throw mapSqliteError(error)
+    }
+  return db
 }
 
 /**
@@ -95,7 +114,11 @@ function connection(db: EngineDatabase, file: string | undefined): SyncConnectio
  * statement anew and keeps native memory the garbage collector does not see; this path does
  * neither. `path` is a file path or `:memory:`.
  */
-export function localEngineDriver(path: string, options: SyncDriverOptions): Driver {
+export function localEngineDriver(
+  path: string,
+  options: SyncDriverOptions,
+  encryptionKey?: string,
+): Driver {
   const memory = path === ':memory:' || path === ''
   return createSyncDriver({
     ...options,
@@ -103,10 +126,11 @@ export function localEngineDriver(path: string, options: SyncDriverOptions): Dri
     target: path,
     memory,
     reopenable: true,
-    open: () => connection(openEngine(path), memory ? undefined : path),
+    open: () => connection(openEngine(path, encryptionKey), memory ? undefined : path),
     blob: toBuffer,
     // The engine frees each result set in a finalizer Node defers to `setImmediate` (about
     // 0.9 KiB each): letting the event loop turn every 1,000 reads keeps that bounded.
     turnEventLoopEvery: 1000,
+    ...(encryptionKey !== undefined && !memory ? { encrypted: true } : {}),
   })
 }

@@ -5,5 +5,10 @@ export type {
   TursoAsyncStatement,
 } from './async-driver.js'
 export { tursoAsyncDriver } from './async-driver.js'
-export type { TursoDatabase, TursoDriverConfig, TursoStatement } from './turso-driver.js'
-export { tursoDriver } from './turso-driver.js'
+export type {
+  TursoCipher,
+  TursoDatabase,
+  TursoDriverConfig,
+  TursoStatement,
+} from './turso-driver.js'
+export { TURSO_CIPHERS, tursoDriver } from './turso-driver.js'

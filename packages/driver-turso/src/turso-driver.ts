@@ -1,12 +1,14 @@
 import { createRequire } from 'node:module'
-import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
+import { AgentFsError, type DatabaseKey, type Driver, mapSqliteError } from '@agentfs/core'
 import {
   connectionOver,
   createSyncDriver,
+  keyBytes,
   type LocalDriverConfig,
   localSource,
   type SyncConnection,
   type SyncStatement,
+  wrongKeyError,
 } from '@agentfs/core/driver-kit'
 import { HexVariants, hexParams } from './blob-binding.js'
 import { engineError, PRAGMA_FUNCTION, RETURNING, rethrow } from './engine.js'
@@ -29,15 +31,85 @@ export interface TursoDatabase {
   close(): void
 }
 
+/** The Turso engine's ciphers, with the size of their keys in bytes. */
+export const TURSO_CIPHERS = {
+  aegis256: 32,
+  aegis256x2: 32,
+  aegis128l: 16,
+  aegis128x2: 16,
+  aegis128x4: 16,
+  aes256gcm: 32,
+  aes128gcm: 16,
+} as const
+export type TursoCipher = keyof typeof TURSO_CIPHERS
+
 /**
  * Options of {@link tursoDriver}: a `path`, or a `database` from `@tursodatabase/database/compat`
  * (the synchronous API). Give exactly one.
  */
-export type TursoDriverConfig = LocalDriverConfig<TursoDatabase>
+export interface TursoDriverConfig extends LocalDriverConfig<TursoDatabase> {
+  /**
+   * Encrypt the database at rest with the engine's own encryption (only with `path`): a raw key
+   * of the cipher's size, as hex digits (`openssl rand -hex 32` for a 256-bit cipher) or bytes
+   * — the key the `agentfs` CLI of the Turso project takes. A new file is created encrypted; an
+   * existing one must have been encrypted with this key and cipher (else `WRONG_KEY`).
+   */
+  readonly key?: DatabaseKey
+  /** The cipher of `key` (default `aegis256`); see {@link TURSO_CIPHERS}. */
+  readonly cipher?: TursoCipher
+}
 
-type TursoConstructor = new (path: string, options?: { timeout?: number }) => TursoDatabase
+interface TursoEncryption {
+  readonly cipher: TursoCipher
+  readonly hexkey: string
+}
 
-function openFile(path: string): TursoDatabase {
+function encryptionOf(config: TursoDriverConfig): TursoEncryption | undefined {
+  if (config.key === undefined) {
+    if (config.cipher !== undefined)
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        'tursoDriver: cipher without key; give the key too, or neither',
+      )
+    return undefined
+  }
+  if (config.database !== undefined)
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      'tursoDriver: key goes with path; a database handed in open is keyed by whoever opened it',
+    )
+  const cipher = config.cipher ?? 'aegis256'
+  const size = Object.hasOwn(TURSO_CIPHERS, cipher) ? TURSO_CIPHERS[cipher] : undefined
+  if (size === undefined)
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `tursoDriver: unknown cipher ${JSON.stringify(cipher)}; one of ${Object.keys(TURSO_CIPHERS).join(', ')}`,
+    )
+  const key = config.key
+  const bytes =
+    typeof key === 'string'
+      ? /^(?:[0-9a-fA-F]{2})+$/.test(key.trim())
+        ? Buffer.from(key.trim(), 'hex')
+        : undefined
+      : keyBytes(key, 'tursoDriver')
+  if (bytes === undefined || bytes.length !== size)
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `tursoDriver: ${cipher} takes a raw key of ${size} bytes (${size * 2} hex digits, e.g. from openssl rand -hex ${size}), not a passphrase`,
+    )
+  return { cipher, hexkey: bytes.toString('hex') }
+}
+
+type TursoConstructor = new (
+  path: string,
+  options?: {
+    timeout?: number
+    encryption?: TursoEncryption
+    experimental?: string[]
+  },
+) => TursoDatabase
+
+function openFile(path: string, encryption: TursoEncryption | undefined): TursoDatabase {
   let Database: TursoConstructor
   try {
     const compat = createRequire(import.meta.url)('@tursodatabase/database/compat') as {
@@ -51,7 +123,16 @@ function openFile(path: string): TursoDatabase {
       { cause: error },
     )
   }
-  return new Database(path)
+  try {
+    return encryption === undefined
+      ? new Database(path)
+      : new Database(path, { encryption, experimental: ['encryption'] })
+  } catch (error) {
+    // A wrong key fails page 1's decryption; no key on an encrypted file reads no header.
+    if (/Decryption failed|not a database/i.test(String((error as Error)?.message)))
+      throw wrongKeyError(path, encryption !== undefined, error)
+    throw error
+  }
 }
 
 function statementOf(db: TursoDatabase, sql: string): SyncStatement {
@@ -135,7 +216,8 @@ function connection(db: TursoDatabase, file: string | undefined): SyncConnection
  * const db = await openDatabase({ driver })
  */
 export function tursoDriver(config: TursoDriverConfig): Driver {
-  const given = localSource('tursoDriver', config, openFile)
+  const encryption = encryptionOf(config)
+  const given = localSource('tursoDriver', config, (path) => openFile(path, encryption))
   const memory = given.memory
   return createSyncDriver({
     ...config,
@@ -152,6 +234,7 @@ export function tursoDriver(config: TursoDriverConfig): Driver {
     fullTextSearch: false,
     // The engine has no pragma_data_version table: nothing is cached across statements.
     snapshotTokens: false,
+    ...(encryption && !memory ? { encrypted: true } : {}),
     open: async () => {
       let db: TursoDatabase
       try {
