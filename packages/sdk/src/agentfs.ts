@@ -10,6 +10,7 @@ import {
   applyOnce,
   auditHead,
   type Clock,
+  type DatabaseKey,
   type Driver,
   type GroupCommitOptions,
   type GroupedDatabase,
@@ -84,6 +85,17 @@ export interface AgentFSOptions {
    * without one, off: each write then also stores the file's chunks (deduplicated).
    */
   readonly versions?: boolean | VersionRetention
+  /**
+   * Default driver only: encrypt the database at rest with this key (a passphrase, or bytes).
+   * A new database is created encrypted; an existing one opens only with the key it was
+   * encrypted with (else `WRONG_KEY`). Needs `@agentfs/driver-better-sqlite3` and
+   * `better-sqlite3-multiple-ciphers`. Keep the key outside the database's folder (a file only
+   * you can read, or a secret manager). With your own driver, give the key to it
+   * (`libsqlDriver({ encryptionKey })`, `tursoDriver({ key })`).
+   */
+  readonly key?: DatabaseKey
+  /** The cipher of `key` (default `sqlcipher`: SQLCipher 4's format); see the README. */
+  readonly cipher?: 'sqlcipher' | 'chacha20' | 'aes256cbc' | 'ascon128' | 'aegis'
   /** Default driver only: `PRAGMA synchronous` (`NORMAL`, or `FULL` to fsync every commit). */
   readonly synchronous?: 'NORMAL' | 'FULL'
   /** Default driver only: how long to wait for another process's write lock (default 5000 ms). */
@@ -211,6 +223,11 @@ export class AgentFS implements AgentScope {
         'audit.previousKeys needs audit.key: pass the current key as key and the replaced ones as previousKeys',
       )
     const owned = options.driver === undefined
+    if (options.driver !== undefined && (options.key !== undefined || options.cipher !== undefined))
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        'key and cipher are for the default driver; give the key to your driver instead (betterSqlite3Driver({ path, key }), libsqlDriver({ url, encryptionKey }), tursoDriver({ path, key }))',
+      )
     if (options.driver !== undefined) {
       driver = options.driver
     } else {
@@ -226,7 +243,7 @@ export class AgentFS implements AgentScope {
         path = resolve(options.dir ?? '.agentfs', `${id}.db`)
       }
       // The driver loads before anything is created: a missing one leaves no folder behind.
-      const local = await localDriver()
+      const local = await localDriver(options.key !== undefined)
       // An id's folder (.agentfs/, or `dir`) is made on demand; a path's folder must exist, so a
       // mistyped path fails instead of planting folders.
       if (options.path === undefined) mkdirSync(dirname(path), { recursive: true })
@@ -239,6 +256,8 @@ export class AgentFS implements AgentScope {
         path,
         ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
         ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
+        ...(options.key === undefined ? {} : { key: options.key }),
+        ...(options.cipher === undefined ? {} : { cipher: options.cipher }),
       })
     }
     let db: AgentDatabase
@@ -499,6 +518,8 @@ type LocalDriver = (config: {
   path: string
   synchronous?: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
   busyTimeoutMs?: number
+  key?: DatabaseKey
+  cipher?: NonNullable<AgentFSOptions['cipher']>
 }) => Driver
 
 /**
@@ -506,7 +527,7 @@ type LocalDriver = (config: {
  * Node's built-in `node:sqlite` through `@agentfs/driver-node-sqlite` (Node.js 22.16+, nothing
  * native to build). Neither installed: an error naming what to install.
  */
-async function localDriver(): Promise<LocalDriver> {
+async function localDriver(encrypted = false): Promise<LocalDriver> {
   const require = createRequire(import.meta.url)
   const installed = (name: string) => {
     try {
@@ -515,6 +536,16 @@ async function localDriver(): Promise<LocalDriver> {
     } catch {
       return false
     }
+  }
+  if (encrypted) {
+    // Only better-sqlite3-multiple-ciphers encrypts among the default drivers (node:sqlite
+    // cannot); the driver itself says what to do when that engine is missing or unbuilt.
+    const better = await import('@agentfs/driver-better-sqlite3').catch(() => undefined)
+    if (better && installed('better-sqlite3-multiple-ciphers')) return better.betterSqlite3Driver
+    throw new AgentFsError(
+      'CANT_OPEN',
+      'an encrypted database (the key option) needs @agentfs/driver-better-sqlite3 and better-sqlite3-multiple-ciphers: npm install @agentfs/driver-better-sqlite3 better-sqlite3-multiple-ciphers',
+    )
   }
   const node = await import('@agentfs/driver-node-sqlite').catch(() => undefined)
   const nodeUsable = node !== undefined && node.nodeSqliteProblem() === undefined
