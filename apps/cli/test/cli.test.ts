@@ -57,8 +57,8 @@ describe('agentfs', () => {
   })
 
   test('every command has a description and examples in its help', () => {
-    // Built in this process (the same program the binary parses): 50 helps without spawning
-    // 50 processes; the binary's own --help is checked once below.
+    // Built in this process (the same program the binary parses): 53 helps without spawning
+    // 53 processes; the binary's own --help is checked once below.
     const program = buildProgram('0.0.0')
     const helpOf = (command: Command) => {
       let out = ''
@@ -73,7 +73,7 @@ describe('agentfs', () => {
       if (subs.length === 0) paths.push([[command.name()], command])
       for (const sub of subs) paths.push([[command.name(), sub.name()], sub])
     }
-    expect(paths.length).toBe(50)
+    expect(paths.length).toBe(53)
     for (const [path, command] of paths) {
       const help = helpOf(command)
       expect(help, path.join(' ')).toMatch(/^Usage: agentfs .+\n\n\S.+\n/)
@@ -87,6 +87,16 @@ describe('agentfs', () => {
     expect(top.out).toContain('Examples:')
     const one = agentfs(['fs', 'write', '--help'])
     expect(one.out).toBe(helpOf(paths.find(([p]) => p.join(' ') === 'fs write')![1]))
+  })
+
+  test('fs write reads a large standard input whole (a pipe a Node.js parent made is non-blocking)', () => {
+    expect(agentfs(['init', 'stdin-db']).code).toBe(0)
+    const data = `${'0123456789abcdef'.repeat(4096)}\n`.repeat(96)
+    const written = agentfs(['fs', 'write', 'stdin-db', '/big.txt'], data)
+    expect(written.err).toBe('')
+    expect(written.code).toBe(0)
+    const stat = JSON.parse(agentfs(['fs', 'stat', '--json', 'stdin-db', '/big.txt']).out)
+    expect(stat.size).toBe(data.length)
   })
 
   test('init by id, then fs commands, with one clear error line on failure', () => {

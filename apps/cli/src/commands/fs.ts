@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import type { Dirent, FileSystem } from '@agentfs/fs'
 import { withMessage } from '@agentfs/sdk'
 import type { Command } from 'commander'
@@ -100,7 +99,7 @@ export function registerFs(program: Command): void {
             process.stderr.write(
               'agentfs: reading the content from standard input (end it with Ctrl-D)\n',
             )
-          const data = content ?? readFileSync(0)
+          const data = content ?? (await readStdin())
           const parent = path.slice(0, path.lastIndexOf('/'))
           const write = async (view: FileSystem) => {
             if (parent)
@@ -219,4 +218,14 @@ export function registerFs(program: Command): void {
         for (const [k, v] of Object.entries(info)) print(`${k.padEnd(8)} ${v}`)
       }),
     )
+}
+
+/**
+ * All of standard input. Read as a stream: a synchronous read of fd 0 fails with EAGAIN when the
+ * pipe is non-blocking (as Node.js parents make them) and more than one pipe buffer is coming.
+ */
+async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks)
 }
