@@ -1,6 +1,7 @@
 import type { Command } from 'commander'
 import { registerVerify } from './commands/audit.js'
 import { registerInit, registerMigrate, registerTransfer } from './commands/database.js'
+import { registerEncryption } from './commands/encryption.js'
 import { registerFs } from './commands/fs.js'
 import { registerBranch, registerHistory } from './commands/history.js'
 import { registerInspect } from './commands/inspect.js'
@@ -22,6 +23,7 @@ export function registerCommands(program: Command): void {
   registerInspect(program)
   registerVerify(program)
   registerMigrate(program)
+  registerEncryption(program)
   registerOverlay(program)
   registerHistory(program)
   registerBranch(program)

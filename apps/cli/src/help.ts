@@ -8,6 +8,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
       'agentfs init ./data/agent.db --chunk-size 65536',
       'agentfs init session.db --base ./project   # copy-on-write view of ./project',
       'agentfs init --sync-url libsql://agents-org.turso.io agent-a   # token: $AGENTFS_SYNC_TOKEN',
+      '(umask 077; openssl rand -hex 32 > db.key) && agentfs init --key-file db.key secret-agent   # encrypted at rest',
     ],
   },
   'fs ls': {
@@ -119,6 +120,23 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
   },
   migrate: {
     examples: ['agentfs migrate --dry-run old-agent.db', 'agentfs migrate old-agent.db'],
+  },
+  encrypt: {
+    examples: [
+      '(umask 077; openssl rand -hex 32 > db.key) && agentfs encrypt --key-file db.key agent.db && agentfs fs ls --key-file db.key agent.db /',
+      'agentfs init notes.db && (umask 077; openssl rand -hex 32 > notes.key) && AGENTFS_KEY_FILE=notes.key agentfs encrypt notes.db && AGENTFS_KEY_FILE=notes.key agentfs info notes.db',
+    ],
+  },
+  decrypt: {
+    examples: [
+      '(umask 077; openssl rand -hex 32 > db.key) && agentfs encrypt --key-file db.key agent.db && agentfs decrypt --key-file db.key agent.db',
+    ],
+  },
+  rekey: {
+    examples: [
+      '(umask 077; openssl rand -hex 32 > old.key; openssl rand -hex 32 > new.key) && agentfs encrypt --key-file old.key agent.db && agentfs rekey --key-file old.key --new-key-file new.key agent.db',
+      'agentfs init r.db && (umask 077; openssl rand -hex 32 > r.key) && agentfs encrypt --key-file r.key r.db && agentfs rekey --key-file r.key --new-key-file r.key --new-cipher chacha20 r.db',
+    ],
   },
   diff: {
     examples: [
@@ -266,6 +284,9 @@ Examples:
   $ agentfs init my-agent && agentfs fs write my-agent /notes.md '# Notes'
   $ agentfs timeline my-agent --errors
   $ mkdir /tmp/agent && agentfs mount my-agent /tmp/agent
-  $ agentfs run --db build -- sh -c 'make && make test' && agentfs diff build`,
+  $ agentfs run --db build -- sh -c 'make && make test' && agentfs diff build
+
+An encrypted database opens with its key on every command: --key-file FILE, or
+$AGENTFS_KEY (the key) or $AGENTFS_KEY_FILE; --cipher or $AGENTFS_CIPHER names its cipher.`,
   )
 }

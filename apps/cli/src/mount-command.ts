@@ -4,6 +4,7 @@ import { constants, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Command } from 'commander'
 import { positiveInteger } from './commands/shared.js'
+import { agentEnv } from './db-key.js'
 import { activeMounts, fuseLimitation, type MountOptions, mount } from './fuse.js'
 import {
   DEFAULT_COMMIT_DELAY_MS,
@@ -196,7 +197,7 @@ Examples:
           // process waits for it to start.
           const child = spawn('sh', ['-c', 'cd "$AGENTFS_MOUNT" && exec "$@"', 'sh', ...argv], {
             stdio: 'inherit',
-            env: { ...process.env, AGENTFS_MOUNT: target },
+            env: agentEnv({ AGENTFS_MOUNT: target }),
           })
           code = await new Promise<number>((done) => {
             child.on('error', (error) => {

@@ -29,6 +29,7 @@ import {
 } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import { auditFromEnv } from './audit-key.js'
+import { encryption } from './db-key.js'
 import type { ChangeSource } from './fuse-mount.js'
 
 /** Like the reference CLI: a bare id means `.agentfs/<id>.db`; anything else is a path. */
@@ -145,7 +146,7 @@ function writable(path: string): boolean {
  * needs migration, unless `migrate`): commands never convert or upgrade a file by surprise.
  */
 async function checkAgentFsFile(path: string, target: string, migrate: boolean): Promise<void> {
-  const driver = guardDriver(betterSqlite3Driver({ path, readonly: true }))
+  const driver = guardDriver(betterSqlite3Driver({ path, readonly: true, ...encryption() }))
   try {
     const report = await inspectLayout(driver).catch((error: unknown) => {
       throw explainDatabaseError(error, path)
@@ -188,6 +189,7 @@ export function checkToken(token: string | undefined, source: string): string | 
  * the sync engine, so the changes commands make are captured and pushed by `agentfs sync`.
  */
 async function openSyncedFile(path: string): Promise<AgentFS> {
+  refuseKeyForSync()
   const { openSynced, readSyncState } = await import('@agentfs/sync')
   const state = readSyncState(path)!
   const token = syncToken()
@@ -196,6 +198,17 @@ async function openSyncedFile(path: string): Promise<AgentFS> {
     audit: auditFromEnv(),
     sync: { url: state.url, ...(token === undefined ? {} : { authToken: token }) },
   })
+}
+
+/**
+ * A synced database is a replica of a server's: the server (Turso) encrypts what it stores, and
+ * its local file is the sync engine's, which the CLI opens without a key.
+ */
+export function refuseKeyForSync(): void {
+  if (encryption().key !== undefined)
+    throw new Error(
+      'a synced database (init --sync-url) cannot be encrypted by agentfs yet: its local file belongs to the sync engine; drop --key-file/--key/$AGENTFS_KEY for it',
+    )
 }
 
 /** True when `path` is a synced database (made by `agentfs init --sync-url`). */
@@ -213,6 +226,7 @@ export async function openExisting(
   await checkAgentFsFile(path, target, options.migrate === true)
   const agent = await AgentFS.open({
     path,
+    ...encryption(),
     audit: auditFromEnv(),
     // An interrupted commit is said by every command that opens the database.
     onWarning: (message) => process.stderr.write(`agentfs: warning: ${message}\n`),

@@ -1,5 +1,6 @@
 import { Command } from 'commander'
 import { registerCommands } from './commands.js'
+import { addKeyOptions } from './db-key.js'
 import { addHelp } from './help.js'
 import { registerMount } from './mount-command.js'
 import { registerRun, registerRuns } from './run-command.js'
@@ -18,6 +19,7 @@ export function buildProgram(version: string): Command {
   registerMount(program)
   registerRun(program)
   registerRuns(program)
+  addKeyOptions(program)
   addHelp(program)
   return program
 }

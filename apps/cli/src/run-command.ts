@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path'
 import { openOverlay, readOverlayBase, saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
+import { agentEnv, encryption } from './db-key.js'
 import { mount } from './fuse.js'
 import { commitDelayArg } from './mount-command.js'
 import { mountSession, openExisting, RUN_COMMIT_DELAY_MS, runSessionPath, runsDir } from './open.js'
@@ -27,7 +28,7 @@ function canUseNamespace(): boolean {
 /** Opens the session database, creating it as an overlay over `project` when new. */
 async function openSession(path: string, project: string): Promise<AgentFS> {
   await mkdir(dirname(path), { recursive: true })
-  const agent = await AgentFS.open({ path })
+  const agent = await AgentFS.open({ path, ...encryption() })
   try {
     const base = await readOverlayBase(agent.db)
     if (!base) {
@@ -68,9 +69,9 @@ function runIn(argv: string[], view: string, project: string, namespace: boolean
           command,
           ...args,
         ],
-        { stdio: 'inherit', cwd: project },
+        { stdio: 'inherit', cwd: project, env: agentEnv() },
       )
-    : spawn(command, args, { stdio: 'inherit', cwd: view, env: { ...process.env, PWD: view } })
+    : spawn(command, args, { stdio: 'inherit', cwd: view, env: agentEnv({ PWD: view }) })
   return new Promise<number>((done, fail) => {
     child.on('error', (error) =>
       fail(new Error(`cannot run ${command}: ${(error as NodeJS.ErrnoException).code ?? error}`)),

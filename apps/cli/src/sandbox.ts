@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, lstatSync, readFileSync, statSync } from 'node:fs'
 import { constants } from 'node:os'
 import { isAbsolute, resolve } from 'node:path'
+import { agentEnv } from './db-key.js'
 
 /**
  * `agentfs run --sandbox`: the command runs under bubblewrap (`bwrap`, Debian's `bubblewrap`)
@@ -152,6 +153,7 @@ export function runSandboxed(argv: readonly string[], o: SandboxOptions): Promis
   // bwrap reports the command's host pid on --info-fd, so signals go to it, not to bwrap.
   const child = spawn('bwrap', ['--info-fd', '3', ...args], {
     stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+    env: agentEnv(),
   })
   let info = ''
   let commandPid: number | undefined

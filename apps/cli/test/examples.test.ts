@@ -115,7 +115,8 @@ const initialised = (lines: string[]) =>
     ),
   )
 
-const env = () => ({ ...process.env, PATH: `${bin}:${process.env.PATH}`, NO_COLOR: '1' })
+// HOME is the sandbox's: examples keep keys in ~/ and must not touch the user's own.
+const env = () => ({ ...process.env, PATH: `${bin}:${process.env.PATH}`, NO_COLOR: '1', HOME: cwd })
 
 let world: string
 let bin: string
@@ -189,10 +190,12 @@ describe('CLI help examples', () => {
     await chmod(join(bin, 'agentfs'), 0o755)
     world = join(cwd, 'world')
     await mkdir(world)
+    // The examples' home (HOME is the sandbox): npm's cache, which a sandbox example may write.
+    await mkdir(join(cwd, '.npm'), { recursive: true })
     sh(WORLD.replaceAll(SYNC_URL, server.url), world, { PATH: `${bin}:${process.env.PATH}` })
     groups = examples()
-    expect(groups.length).toBe(51)
-    expect(groups.flat().length).toBeGreaterThanOrEqual(51)
+    expect(groups.length).toBe(54)
+    expect(groups.flat().length).toBeGreaterThanOrEqual(54)
   }, 300_000) // some 40 CLI processes and a sync server: slow when the machine is busy
 
   test('every example exits 0, in the order its help shows, in a fresh copy of that world', async () => {

@@ -25,6 +25,7 @@ export async function bundleCli(): Promise<{ cli: string; dispose(): Promise<voi
     conditions: ['@agentfs/source'],
     external: [
       'better-sqlite3',
+      'better-sqlite3-multiple-ciphers',
       '@libsql/client',
       // Loaded only by `serve mcp --bash`: kept out so every other command starts without it.
       '@agentfs/just-bash',

@@ -40,7 +40,7 @@ export interface BetterSqlite3Database {
 /**
  * The ciphers of SQLite3 Multiple Ciphers (`better-sqlite3-multiple-ciphers`) a key can use:
  * `sqlcipher` (the default: SQLCipher 4's format, AES-256-CBC with an HMAC-SHA512 on every
- * page, readable by the `sqlcipher` shell and DB Browser), `chacha20` (ChaCha20-Poly1305, the
+ * page), `chacha20` (ChaCha20-Poly1305, the
  * library's own default), `aes256cbc` (the format of libSQL's `encryptionKey`: a file both open;
  * no page authentication), `ascon128` and `aegis`.
  */

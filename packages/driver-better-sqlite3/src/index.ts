@@ -11,3 +11,5 @@ export {
   betterSqlite3Driver,
   checkEngineVersion,
 } from './better-sqlite3-driver.js'
+export type { KeySpec, RekeyOptions } from './rekey.js'
+export { rekeyDatabase } from './rekey.js'

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -136,6 +136,24 @@ describe('betterSqlite3Driver({ key })', () => {
       await again.close()
     },
   )
+
+  test('sqlcipher authenticates every page: a flipped byte is refused, not read as data', async () => {
+    const path = join(dir, 'tamper.db')
+    const db = guardDriver(betterSqlite3Driver({ path, key: 'k' }))
+    await db.execute({ sql: 'CREATE TABLE t(x TEXT)' })
+    for (let i = 0; i < 200; i++)
+      await db.execute({ sql: 'INSERT INTO t VALUES (?)', params: [`${MARKER} ${i}`] })
+    await db.execute({ sql: 'PRAGMA wal_checkpoint(TRUNCATE)' })
+    await db.close()
+    const bytes = readFileSync(path)
+    // A byte in the middle of page 2 (pages are 4096 bytes).
+    bytes[4096 + 2000] = bytes[4096 + 2000]! ^ 0x01
+    writeFileSync(path, bytes)
+    const again = guardDriver(betterSqlite3Driver({ path, key: 'k' }))
+    const error = await errorOf(again.execute({ sql: 'SELECT count(*) FROM t' }))
+    expect(['CORRUPT', 'WRONG_KEY']).toContain(error.code)
+    await again.close()
+  })
 
   test('bad options are refused before anything opens', () => {
     const path = join(dir, 'never.db')

@@ -3,6 +3,7 @@ import { planMigration } from '@agentfs/core'
 import { saveOverlayBase } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import type { Command } from 'commander'
+import { encryption } from '../db-key.js'
 import {
   checkToken,
   databasePath,
@@ -12,6 +13,7 @@ import {
   newDatabasePath,
   openExisting,
   refuseDirectory,
+  refuseKeyForSync,
   syncToken,
   viewOf,
 } from '../open.js'
@@ -65,6 +67,7 @@ export function registerInit(program: Command): void {
             throw new Error(
               '--sync-url and --base cannot be combined; a synced database is not an overlay',
             )
+          refuseKeyForSync()
           const { openSynced } = await import('@agentfs/sync')
           const token = checkToken(options.token, '--token') ?? syncToken()
           const synced = await openSynced({
@@ -80,6 +83,7 @@ export function registerInit(program: Command): void {
         if (options.token !== undefined) throw new Error('--token needs --sync-url')
         const agent = await AgentFS.open({
           path: newDatabasePath(target),
+          ...encryption(),
           ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
         }).catch((error: unknown) => {
           throw explainCreateError(error, path)
@@ -110,7 +114,7 @@ export function registerTransfer(program: Command): void {
       if (!existsSync(hostDir)) throw new Error(`no such directory: ${hostDir}`)
       const agent = existsSync(databasePath(db))
         ? await openExisting(db)
-        : await AgentFS.open({ path: newDatabasePath(db) })
+        : await AgentFS.open({ path: newDatabasePath(db), ...encryption() })
       try {
         const result = await importTree(hostDir, await viewOf(agent), { force: o.force ?? false })
         print(`imported ${result.entries} entries (${result.bytes} bytes) into ${agent.path}`)
@@ -155,7 +159,7 @@ export function registerMigrate(program: Command): void {
       if (o.dryRun) {
         const { betterSqlite3Driver } = await import('@agentfs/driver-better-sqlite3')
         const { guardDriver } = await import('@agentfs/core')
-        const driver = guardDriver(betterSqlite3Driver({ path, readonly: true }))
+        const driver = guardDriver(betterSqlite3Driver({ path, readonly: true, ...encryption() }))
         try {
           const plan = await planMigration(driver)
           print(

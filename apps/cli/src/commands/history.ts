@@ -18,6 +18,7 @@ import {
   storeVersions,
 } from '@agentfs/sdk'
 import type { Command } from 'commander'
+import { encryption } from '../db-key.js'
 import { databasePath, openBranchBase } from '../open.js'
 import {
   changeTarget,
@@ -402,7 +403,7 @@ export function registerBranch(program: Command): void {
         return live.db.chunkSize
       })
       mkdirSync(dirname(path), { recursive: true })
-      const agent = await AgentFS.open({ path, chunkSize })
+      const agent = await AgentFS.open({ path, chunkSize, ...encryption() })
       try {
         await saveOverlayBase(agent.db, { kind: 'snapshot', path: databasePath(db), snapshot })
       } finally {
