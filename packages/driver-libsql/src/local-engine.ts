@@ -73,6 +73,8 @@ function openEngine(path: string, encryptionKey: string | undefined): EngineData
       if (isNotADatabase(error)) throw wrongKeyError(path, encryptionKey !== undefined, error)
       throw mapSqliteError(error)
     }
+  // Sorts and temporary tables that spill go to memory, never to a plaintext temp file.
+  if (encryptionKey !== undefined) db.exec('PRAGMA temp_store = MEMORY')
   return db
 }
 

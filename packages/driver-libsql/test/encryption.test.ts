@@ -32,6 +32,7 @@ describe('libsqlDriver({ encryptionKey })', () => {
     const path = join(dir, 'secret.db')
     const db = guardDriver(libsqlDriver({ url: `file:${path}`, encryptionKey: 'libsql pass' }))
     expect(db.driver.capabilities.encrypted).toBe(true)
+    expect(Object.values((await db.execute({ sql: 'PRAGMA temp_store' })).rows[0]!)[0]).toBe(2)
     await db.execute({ sql: 'CREATE TABLE t(x TEXT)' })
     for (let i = 0; i < 40; i++)
       await db.execute({

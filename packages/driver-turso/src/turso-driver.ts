@@ -124,9 +124,11 @@ function openFile(path: string, encryption: TursoEncryption | undefined): TursoD
     )
   }
   try {
-    return encryption === undefined
-      ? new Database(path)
-      : new Database(path, { encryption, experimental: ['encryption'] })
+    if (encryption === undefined) return new Database(path)
+    const db = new Database(path, { encryption, experimental: ['encryption'] })
+    // Sorts and temporary tables that spill go to memory, never to a plaintext temp file.
+    db.exec('PRAGMA temp_store = MEMORY')
+    return db
   } catch (error) {
     // A wrong key fails page 1's decryption; no key on an encrypted file reads no header.
     if (/Decryption failed|not a database/i.test(String((error as Error)?.message)))

@@ -34,6 +34,7 @@ describe('tursoDriver({ key, cipher })', () => {
     const path = join(dir, 'secret.db')
     const db = guardDriver(tursoDriver({ path, key: KEY }))
     expect(db.driver.capabilities.encrypted).toBe(true)
+    expect(Object.values((await db.execute({ sql: 'PRAGMA temp_store' })).rows[0]!)[0]).toBe(2)
     await db.execute({ sql: 'CREATE TABLE t(x TEXT)' })
     for (let i = 0; i < 30; i++)
       await db.execute({
