@@ -95,3 +95,18 @@ export function withoutFts5(driver: Driver): Driver {
     (sql) => `no such module: fts5 [sql: ${sql}]`,
   )
 }
+
+/**
+ * `driver` as an engine without libSQL's vector functions is (SQLite, `node:sqlite`): it says so
+ * (`capabilities.vectors: false`) and refuses `vector_distance_cos`, so semantic search ranks in
+ * JavaScript; results must equal the engine's.
+ */
+export function withoutVectors(driver: Driver): Driver {
+  return lacking(
+    driver,
+    'no vector functions',
+    { vectors: false },
+    /\bvector_distance_cos\s*\(|\bvector32\s*\(/i,
+    (sql) => `no such function: vector_distance_cos [sql: ${sql}]`,
+  )
+}

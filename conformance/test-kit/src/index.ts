@@ -6,7 +6,14 @@ export type {
   InitialTree,
 } from './differential.js'
 export { runDifferential, snapshotTree, writeTree } from './differential.js'
-export { withoutFts5, withoutRecursiveQueries, withSlotIds } from './engine-limits.js'
+export type { TestEmbedder } from './embedders.js'
+export { bagOfWordsEmbedder } from './embedders.js'
+export {
+  withoutFts5,
+  withoutRecursiveQueries,
+  withoutVectors,
+  withSlotIds,
+} from './engine-limits.js'
 export type {
   FileSystemSuiteOptions,
   SuiteFs,

@@ -127,6 +127,11 @@ export interface DriverCapabilities {
    */
   readonly fullTextSearch?: boolean
   /**
+   * True when the engine has libSQL's vector functions (`vector32`, `vector_distance_cos`):
+   * semantic search then ranks in SQL. False or absent: in JavaScript, with the same results.
+   */
+  readonly vectors?: boolean
+  /**
    * True when the database file (and its WAL) is encrypted at rest with a key the driver was
    * given. Absent or false: stored as SQLite stores it, readable by anyone who can read the file.
    */

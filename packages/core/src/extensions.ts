@@ -425,6 +425,34 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
       'CREATE INDEX agentfs_search_posting_ino ON agentfs_search_posting(ino)',
     ],
   },
+  {
+    version: 19,
+    description:
+      "semantic search (agentfs_embedding_doc, agentfs_embedding): which version of each text file a model's vectors describe, and the vector of each of its chunks",
+    statements: [
+      // One row per regular file and model the embedder has looked at: the version (ctime in
+      // ns) embedded, its chunk count, -1 when it is not embedded (not text, or too large).
+      `CREATE TABLE agentfs_embedding_doc (
+  ino INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  chunks INTEGER NOT NULL,
+  PRIMARY KEY (ino, model)
+)`,
+      // One row per chunk of a file version: the lines it spans and its vector (little-endian
+      // float32s). Keyed by version: only rows of the doc row's version count.
+      `CREATE TABLE agentfs_embedding (
+  ino INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  chunk INTEGER NOT NULL,
+  start_line INTEGER NOT NULL,
+  end_line INTEGER NOT NULL,
+  vector BLOB NOT NULL,
+  PRIMARY KEY (ino, model, version, chunk)
+)`,
+    ],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

@@ -18,6 +18,7 @@ export { CONTENT_RULE_MAX_BYTES, policyReadable } from './policy/policy.js'
 export type {
   SearchHit,
   SearchLine,
+  SearchMode,
   SearchOptions,
   SearchResult,
 } from './search/fulltext/full-text.js'
@@ -42,6 +43,13 @@ export {
 } from './search/matchers.js'
 export type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from './search/search.js'
 export { GREP_MAX_BYTES, GREP_TIMEOUT_MS, LineSplitter, SearchBudget } from './search/search.js'
+export type { TextChunk } from './search/semantic/chunks.js'
+export { CHUNK_CHARS, chunkText, MAX_CHUNKS } from './search/semantic/chunks.js'
+export type { Embedder } from './search/semantic/embedder.js'
+export { MAX_DIMENSIONS } from './search/semantic/embedder.js'
+export { MAX_VECTORS } from './search/semantic/rank.js'
+export type { EmbeddingUpdate } from './search/semantic/upkeep.js'
+export { embeddingBacklog, updateEmbeddings } from './search/semantic/upkeep.js'
 export type { TreeEntry, WalkOptions } from './search/walk.js'
 export { compareCodePoints, MAX_TREE_DEPTH, walkTree } from './search/walk.js'
 export { ConflictError } from './sql/conflict.js'

@@ -262,23 +262,29 @@ export class Guard {
    * the limit (hidden files take no place).
    */
   search(query: string, options?: SearchOptions): Promise<SearchResult> {
-    const { q, chunkSize } = this.ctx
-    if (!this.#checks) return searchFullText(q, chunkSize, query, options)
-    return searchFullText(q, chunkSize, query, options, (read) =>
-      this.withGate(async (gate, ctx) => {
-        await gate.read(options?.path ?? '/', 'search')
-        return read(ctx.q, {
-          readable: async (paths) =>
-            new Set(
-              (
-                await gate.readablePaths(
-                  paths.map((path) => ({ path })),
-                  'search',
-                )
-              ).map((p) => p.path),
-            ),
-        })
-      }),
+    const { q, chunkSize, embedder } = this.ctx
+    if (!this.#checks) return searchFullText(q, chunkSize, query, options, undefined, embedder)
+    return searchFullText(
+      q,
+      chunkSize,
+      query,
+      options,
+      (read) =>
+        this.withGate(async (gate, ctx) => {
+          await gate.read(options?.path ?? '/', 'search')
+          return read(ctx.q, {
+            readable: async (paths) =>
+              new Set(
+                (
+                  await gate.readablePaths(
+                    paths.map((path) => ({ path })),
+                    'search',
+                  )
+                ).map((p) => p.path),
+              ),
+          })
+        }),
+      embedder,
     )
   }
 }

@@ -14,6 +14,7 @@ import {
 import { fsMode } from '../node/node-args.js'
 import type { Caller } from '../policy/permissions.js'
 import { type CompiledPolicy, enforceLimits, type FsPolicy, usage } from '../policy/policy.js'
+import type { Embedder } from '../search/semantic/embedder.js'
 import type { Holds } from '../storage/holds.js'
 import type { InodeRow } from '../storage/inode.js'
 import { type Lookup, lookup } from '../storage/resolver.js'
@@ -45,6 +46,12 @@ export interface FileSystemOptions {
    * the session and tool call it came from. On by default; `{ enabled: false }` turns it off.
    */
   readonly feed?: FeedOptions
+  /**
+   * Semantic search: your embedding model (no model is bundled). With it, `search` ranks by
+   * words and meaning (`mode: 'hybrid'`) over the vectors `updateEmbeddings` makes off the
+   * write path (`AgentFS.open({ embed })` runs it in the background).
+   */
+  readonly embed?: Embedder
 }
 
 /** What every filesystem operation needs: where to run SQL and how to stamp changes. */
@@ -61,6 +68,8 @@ export interface FsContext {
   readonly caller?: Caller
   /** The inodes this process holds open over the database (kept when unlinked while open). */
   readonly holds: Holds
+  /** The embedding model of semantic search, if any. */
+  readonly embedder?: Embedder
   /** Where changes are recorded; undefined when the feed is off. */
   readonly feed?: {
     readonly sessionId?: string

@@ -1,5 +1,6 @@
 import { type AgentDatabase, type FeedOptions, versionRetention } from '@agentfs/core'
 import { CompiledPolicy } from '../policy/policy.js'
+import { checkEmbedder } from '../search/semantic/embedder.js'
 import { holdsOf } from '../storage/holds.js'
 import type { FileSystemOptions, FsContext } from './context.js'
 import { SqlFileSystem } from './sql-file-system.js'
@@ -35,6 +36,7 @@ export function createFileSystem(
         }
       : {}),
     ...(options.feed?.enabled === false ? {} : { feed: feedOf(options.feed) }),
+    ...(options.embed === undefined ? {} : { embedder: checkEmbedder(options.embed) }),
   })
 }
 

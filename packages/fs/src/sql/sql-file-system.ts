@@ -34,6 +34,7 @@ import {
 } from '../search/fulltext/settings.js'
 import { type Upkeep, updateIndex } from '../search/fulltext/upkeep.js'
 import type { GlobMatch, GlobOptions, GrepMatch, GrepOptions } from '../search/search.js'
+import { type EmbeddingUpdate, embedPending, notConfigured } from '../search/semantic/upkeep.js'
 import type { Dirent, Stats } from '../stats.js'
 import { readRange } from '../storage/chunks.js'
 import { isDir } from '../storage/inode.js'
@@ -575,6 +576,22 @@ export class SqlFileSystem implements FileSystem {
         hint: 'the search index is updated through an unrestricted filesystem',
       })
     return updateIndex(this.#ctx.q, this.#ctx.chunkSize, options)
+  }
+
+  /**
+   * Makes the vectors semantic search compares (see `updateEmbeddings`) with this filesystem's
+   * embedder. MISUSE without one; EPERM under a policy or enforced permissions.
+   */
+  async updateEmbeddings(options?: {
+    maxFiles?: number
+    timeoutMs?: number
+  }): Promise<EmbeddingUpdate> {
+    if (this.#ctx.policy || this.#ctx.caller)
+      throw fsError('EPERM', 'search', undefined, {
+        hint: 'vectors are made through an unrestricted filesystem',
+      })
+    if (!this.#ctx.embedder) throw notConfigured()
+    return embedPending(this.#ctx.q, this.#ctx.chunkSize, this.#ctx.embedder, options)
   }
 
   /** Which files the full-text index holds (the database's settings). */

@@ -12,10 +12,20 @@ import {
 } from '@agentfs/core'
 import { pathOf } from '../../storage/mutate.js'
 import { lookup } from '../../storage/resolver.js'
+import { type Embedder, embedAll } from '../semantic/embedder.js'
+import { rankSemantic } from '../semantic/rank.js'
+import { embeddingBacklog, notConfigured } from '../semantic/upkeep.js'
 import { walkTree } from '../walk.js'
 import { MAX_MAX_FILE_SIZE, readSettings } from './settings.js'
-import { namedStore, openStore } from './store.js'
+import { type IndexStore, namedStore, openStore } from './store.js'
 import { catchUp, countBehind, textOrDamaged, timedOut, VERSION_SQL } from './upkeep.js'
+
+/**
+ * How `search` ranks: `text` by BM25 over the words (every word required), `semantic` by the
+ * cosine similarity of the embedder's vectors (the closest chunk of each file), `hybrid` both,
+ * fused by reciprocal rank (a file high in either list ranks high).
+ */
+export type SearchMode = 'text' | 'semantic' | 'hybrid'
 
 /** Options of `search`. */
 export interface SearchOptions {
@@ -27,6 +37,8 @@ export interface SearchOptions {
   readonly lines?: number
   /** Give up with ETIMEDOUT after this many milliseconds (default 30,000). */
   readonly timeoutMs?: number
+  /** Default `hybrid` with an embedder (the `embed` option), else `text`. */
+  readonly mode?: SearchMode
 }
 
 /** A line of a hit where the query's words are. */
@@ -40,7 +52,10 @@ export interface SearchLine {
 /** One file that matches. */
 export interface SearchHit {
   readonly path: string
-  /** Relevance, larger is better: the negated FTS5 `bm25()` of the file. */
+  /**
+   * Relevance, larger is better: the negated FTS5 `bm25()` of the file (`text`), the cosine
+   * similarity of its closest chunk (`semantic`), or the fused reciprocal-rank score (`hybrid`).
+   */
   readonly score: number
   /** The file's version token (as `stat`'s `version`: pass it to a guarded write). */
   readonly version: string
@@ -52,7 +67,8 @@ export interface SearchResult {
   readonly hits: readonly SearchHit[]
   /**
    * Files changed since the index last saw them and so not searched: 0 unless the database is
-   * read-only (a search of a writable database brings the index up to date first).
+   * read-only (a search of a writable database brings the index up to date first) — plus, for
+   * `semantic` and `hybrid`, the files whose vectors are not made yet (the embedder's backlog).
    */
   readonly behind: number
   /** The index's storage on this engine: SQLite's FTS5, or a postings table where it has none. */
@@ -81,6 +97,10 @@ function checkOptions(options: SearchOptions) {
   const timeoutMs = options.timeoutMs ?? SEARCH_TIMEOUT_MS
   if (!(timeoutMs > 0))
     throw fsError('EINVAL', 'search', undefined, { hint: 'timeoutMs must be a positive number' })
+  if (options.mode !== undefined && !['text', 'semantic', 'hybrid'].includes(options.mode))
+    throw fsError('EINVAL', 'search', undefined, {
+      hint: "mode must be 'text', 'semantic' or 'hybrid'",
+    })
   return { limit, lines, timeoutMs }
 }
 
@@ -104,32 +124,69 @@ export async function searchFullText(
   within?: (
     read: (tx: Queryable, scope: SearchScope) => Promise<SearchResult>,
   ) => Promise<SearchResult>,
+  embedder?: Embedder,
 ): Promise<SearchResult> {
   const phrases = parseQuery(query)
   const checked = checkOptions(options)
+  const mode = options.mode ?? (embedder ? 'hybrid' : 'text')
+  if (mode !== 'text' && !embedder) throw notConfigured()
   const deadline = Date.now() + checked.timeoutMs
   const under = normalizePath(options.path ?? '/', 'search')
+  // The query's vector before any transaction: the model may be slow or remote.
+  const vector = mode === 'text' ? undefined : (await embedAll(embedder!, [query]))[0]
   const { writable } = await catchUp(q, chunkSize, deadline)
+  const semantic = vector && { q, model: embedder!.model, vector }
   const read = (tx: Queryable, scope: SearchScope) =>
-    queryIndex(tx, chunkSize, phrases, { ...checked, under, deadline, writable }, scope)
+    queryIndex(
+      tx,
+      chunkSize,
+      phrases,
+      { ...checked, under, deadline, writable, mode },
+      scope,
+      semantic,
+    )
   if (within) return within(read)
   // One transaction for what is read, where the database takes one (not when read-only).
   return writable ? q.transaction((tx) => read(tx, {})) : read(q, {})
 }
 
+/** A file in ranked order, with its score (larger is better) and, from vectors, its best chunk. */
+interface Candidate {
+  readonly ino: number
+  readonly score: number
+  readonly chunk?: { readonly startLine: number; readonly endLine: number }
+}
+
+/** Files one ranked list contributes to a hybrid ranking, at most. */
+const FUSED_FILES = 10_000
+/** Reciprocal rank fusion's constant: a file's fused score is the sum of 1 / (60 + rank). */
+const RRF_K = 60
+
 async function queryIndex(
   tx: Queryable,
   chunkSize: number,
   phrases: QueryPhrase[],
-  options: { limit: number; lines: number; under: string; deadline: number; writable: boolean },
+  options: {
+    limit: number
+    lines: number
+    under: string
+    deadline: number
+    writable: boolean
+    mode: SearchMode
+  },
   scope: SearchScope,
+  semantic: { q: Queryable; model: string; vector: Float32Array } | undefined,
 ): Promise<SearchResult> {
-  const { limit, lines, under, deadline, writable } = options
-  const store = writable
-    ? await openStore(tx, (await readSettings(tx)).store)
-    : await namedStore(tx)
-  const behind = writable ? 0 : await countBehind(tx)
-  if (!store) return { hits: [], behind, store: 'none' }
+  const { limit, lines, under, deadline, writable, mode } = options
+  const store =
+    mode === 'semantic'
+      ? undefined
+      : writable
+        ? await openStore(tx, (await readSettings(tx)).store)
+        : await namedStore(tx)
+  let behind = writable || mode === 'semantic' ? 0 : await countBehind(tx)
+  if (semantic) behind += await embeddingBacklog(tx, semantic.model)
+  if (!store && mode === 'text') return { hits: [], behind, store: 'none' }
   // Below a directory other than the root: its files' paths, by inode (one walk).
   let inside: Map<number, string> | undefined
   if (under !== '/') {
@@ -142,36 +199,36 @@ async function queryIndex(
         if ((e.mode & S_IFMT) === S_IFREG && !inside.has(e.ino))
           inside.set(e.ino, `${under}/${e.rel}`)
   }
+  const candidates = ranked(tx, phrases, store, semantic, mode, inside, deadline)
   const hits: SearchHit[] = []
   let scanned = 0
-  let page: { ino: number; score: number }[] = []
+  let page: Candidate[] = []
   const flush = async () => {
     const current = await currentDocs(
       tx,
       page.map((c) => c.ino),
     )
-    const paths: { path: string; ino: number; score: number }[] = []
+    const paths: { path: string; c: Candidate }[] = []
     for (const c of page) {
-      const version = current.get(c.ino)
-      if (version === undefined) continue
+      if (!current.has(c.ino)) continue
       const path = inside ? inside.get(c.ino) : await pathOf(tx, c.ino)
-      if (path !== undefined) paths.push({ path, ino: c.ino, score: c.score })
+      if (path !== undefined) paths.push({ path, c })
     }
     const allowed = scope.readable ? await scope.readable(paths.map((p) => p.path)) : undefined
-    for (const p of paths) {
+    for (const { path, c } of paths) {
       if (hits.length >= limit) break
-      if (allowed && !allowed.has(p.path)) continue
-      hits.push({
-        path: p.path,
-        score: -p.score,
-        version: current.get(p.ino)!,
-        lines: lines === 0 ? [] : await linesOf(tx, chunkSize, p.ino, phrases, lines, deadline),
-      })
+      if (allowed && !allowed.has(path)) continue
+      let shown: SearchLine[] = []
+      if (lines > 0 && mode !== 'semantic')
+        shown = await linesOf(tx, chunkSize, c.ino, phrases, lines, deadline)
+      if (lines > 0 && shown.length === 0 && c.chunk)
+        shown = await chunkLines(tx, chunkSize, c.ino, c.chunk, lines)
+      hits.push({ path, score: c.score, version: current.get(c.ino)!, lines: shown })
     }
     page = []
     if (Date.now() > deadline) throw timedOut()
   }
-  for await (const candidate of store.rank(tx, phrases)) {
+  for await (const candidate of candidates) {
     if (inside && !inside.has(candidate.ino)) continue
     page.push(candidate)
     if (++scanned > MAX_CANDIDATES) break
@@ -179,7 +236,83 @@ async function queryIndex(
     if (hits.length >= limit) break
   }
   if (page.length > 0 && hits.length < limit) await flush()
-  return { hits, behind, store: store.kind }
+  return { hits, behind, store: store?.kind ?? 'none' }
+}
+
+/** The candidates of a search in ranked order: by words, by vectors, or both fused. */
+async function* ranked(
+  tx: Queryable,
+  phrases: QueryPhrase[],
+  store: IndexStore | undefined,
+  semantic: { q: Queryable; model: string; vector: Float32Array } | undefined,
+  mode: SearchMode,
+  inside: Map<number, string> | undefined,
+  deadline: number,
+): AsyncGenerator<Candidate> {
+  if (mode === 'text') {
+    for await (const c of store!.rank(tx, phrases)) yield { ino: c.ino, score: -c.score }
+    return
+  }
+  const byVector = (
+    await rankSemantic(
+      semantic!.q,
+      tx,
+      semantic!.model,
+      semantic!.vector,
+      FUSED_FILES,
+      deadline,
+      timedOut,
+    )
+  ).filter((c) => !inside || inside.has(c.ino))
+  if (mode === 'semantic') {
+    for (const c of byVector)
+      yield { ino: c.ino, score: c.score, chunk: { startLine: c.startLine, endLine: c.endLine } }
+    return
+  }
+  const byWords: number[] = []
+  if (store)
+    for await (const c of store.rank(tx, phrases)) {
+      if (inside && !inside.has(c.ino)) continue
+      byWords.push(c.ino)
+      if (byWords.length >= FUSED_FILES) break
+    }
+  const fused = new Map<number, { score: number; chunk?: Candidate['chunk'] }>()
+  byWords.forEach((ino, i) => {
+    fused.set(ino, { score: 1 / (RRF_K + i + 1) })
+  })
+  byVector.forEach((c, i) => {
+    const had = fused.get(c.ino)
+    fused.set(c.ino, {
+      score: (had?.score ?? 0) + 1 / (RRF_K + i + 1),
+      chunk: { startLine: c.startLine, endLine: c.endLine },
+    })
+  })
+  const order = [...fused.entries()].sort((a, b) => b[1].score - a[1].score || a[0] - b[0])
+  for (const [ino, f] of order)
+    yield { ino, score: f.score, ...(f.chunk === undefined ? {} : { chunk: f.chunk }) }
+}
+
+/** Up to `max` non-blank lines of a file's chunk (a semantic hit's best match). */
+async function chunkLines(
+  q: Executor,
+  chunkSize: number,
+  ino: number,
+  chunk: { readonly startLine: number; readonly endLine: number },
+  max: number,
+): Promise<SearchLine[]> {
+  const { rows } = await q.execute<{ size: number }>({
+    sql: 'SELECT size FROM fs_inode WHERE ino = ?',
+    params: [ino],
+  })
+  const size = Number(rows[0]?.size ?? 0)
+  const text = await textOrDamaged(q, ino, Math.min(size, MAX_MAX_FILE_SIZE), chunkSize)
+  if (text === undefined) return []
+  const all = text.split('\n')
+  const out: SearchLine[] = []
+  const end = Math.min(chunk.endLine, all.length)
+  for (let line = Math.max(1, chunk.startLine); line <= end && out.length < max; line++)
+    if (all[line - 1]!.trim().length > 0) out.push({ line, text: window(all[line - 1]!, '') })
+  return out
 }
 
 /** Version tokens of the given inodes whose doc row is current (indexed at their version). */

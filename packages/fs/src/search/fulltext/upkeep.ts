@@ -4,6 +4,7 @@ import {
   fsError,
   isAgentFsError,
   isFsError,
+  placeholders,
   type Queryable,
   ROOT_INO,
   readInode,
@@ -29,29 +30,46 @@ const NOT_TEXT = -1
 /** `words` of a doc row: left out by the include/exclude globs. */
 const LEFT_OUT = -2
 
-interface Stale {
+export interface Stale {
   readonly ino: number
   readonly size: number
   /** False: the globs leave it out. */
   readonly wanted: boolean
 }
 
+/**
+ * The rows that say which version of each file an index holds: the full-text index's, or the
+ * vectors' of one model (`model` set: the table has a `model` column).
+ */
+export interface DocTable {
+  readonly table: 'agentfs_search_doc' | 'agentfs_embedding_doc'
+  /** The column that is {@link LEFT_OUT} for a file the globs leave out. */
+  readonly count: 'words' | 'chunks'
+  readonly model?: string
+}
+
+const SEARCH_DOCS: DocTable = { table: 'agentfs_search_doc', count: 'words' }
+
 /** Up to `limit` files whose doc row is missing or out of date, and doc rows of gone files. */
-async function staleFiles(
+export async function staleFiles(
   q: Queryable,
   settings: ResolvedSearchSettings,
   limit: number,
+  docs: DocTable = SEARCH_DOCS,
 ): Promise<{ stale: Stale[]; gone: number[] }> {
+  const { table, count } = docs
+  const byModel = docs.model === undefined ? '' : ' AND d.model = ?'
+  const model = docs.model === undefined ? [] : [docs.model]
   const filter = membership(settings)
   if (!filter) {
     const { rows } = await q.execute<{ ino: number; size: number }>({
-      sql: `SELECT i.ino AS ino, i.size AS size FROM fs_inode i LEFT JOIN agentfs_search_doc d ON d.ino = i.ino
-WHERE ${REGULAR} AND i.nlink > 0 AND (d.ino IS NULL OR d.version != ${VERSION_SQL} OR d.words = ${LEFT_OUT}) LIMIT ?`,
-      params: [limit],
+      sql: `SELECT i.ino AS ino, i.size AS size FROM fs_inode i LEFT JOIN ${table} d ON d.ino = i.ino${byModel}
+WHERE ${REGULAR} AND i.nlink > 0 AND (d.ino IS NULL OR d.version != ${VERSION_SQL} OR d.${count} = ${LEFT_OUT}) LIMIT ?`,
+      params: [...model, limit],
     })
     const { rows: gone } = await q.execute<{ ino: number }>({
-      sql: `SELECT d.ino AS ino FROM agentfs_search_doc d LEFT JOIN fs_inode i ON i.ino = d.ino WHERE i.ino IS NULL OR NOT ${REGULAR} OR i.nlink = 0 LIMIT ?`,
-      params: [limit],
+      sql: `SELECT d.ino AS ino FROM ${table} d LEFT JOIN fs_inode i ON i.ino = d.ino WHERE (i.ino IS NULL OR NOT ${REGULAR} OR i.nlink = 0)${byModel} LIMIT ?`,
+      params: [...model, limit],
     })
     return {
       stale: rows.map((r) => ({ ...numbers(r), wanted: true })),
@@ -64,27 +82,28 @@ WHERE ${REGULAR} AND i.nlink > 0 AND (d.ino IS NULL OR d.version != ${VERSION_SQ
   for (const e of entries)
     if ((e.mode & S_IFMT) === S_IFREG)
       files.set(e.ino, (files.get(e.ino) ?? false) || filter(`/${e.rel}`))
-  const { rows: docs } = await q.execute<{ ino: number; words: number; current: number | null }>({
-    sql: `SELECT d.ino AS ino, d.words AS words, d.version = ${VERSION_SQL} AS current FROM agentfs_search_doc d LEFT JOIN fs_inode i ON i.ino = d.ino AND ${REGULAR} AND i.nlink > 0`,
+  const { rows: docRows } = await q.execute<{ ino: number; n: number; current: number | null }>({
+    sql: `SELECT d.ino AS ino, d.${count} AS n, d.version = ${VERSION_SQL} AS current FROM ${table} d LEFT JOIN fs_inode i ON i.ino = d.ino AND ${REGULAR} AND i.nlink > 0${docs.model === undefined ? '' : ' WHERE d.model = ?'}`,
+    params: model,
   })
   const gone: number[] = []
-  const seen = new Map<number, { current: boolean; words: number }>()
-  for (const d of docs) {
+  const seen = new Map<number, { current: boolean; n: number }>()
+  for (const d of docRows) {
     const ino = Number(d.ino)
     if (d.current === null || !files.has(ino)) {
       if (gone.length < limit) gone.push(ino)
-    } else seen.set(ino, { current: Number(d.current) === 1, words: Number(d.words) })
+    } else seen.set(ino, { current: Number(d.current) === 1, n: Number(d.n) })
   }
   const candidates: number[] = []
   for (const [ino, wanted] of files) {
     const doc = seen.get(ino)
-    if (!doc?.current || (doc.words === LEFT_OUT) === wanted) candidates.push(ino)
+    if (!doc?.current || (doc.n === LEFT_OUT) === wanted) candidates.push(ino)
   }
   const stale: Stale[] = []
   for (let i = 0; i < candidates.length && stale.length < limit; i += 500) {
     const batch = candidates.slice(i, Math.min(i + 500, i + limit - stale.length))
     const { rows } = await q.execute<{ ino: number; size: number }>({
-      sql: `SELECT i.ino AS ino, i.size AS size FROM fs_inode i WHERE i.ino IN (${batch.map(() => '?').join(', ')}) AND ${REGULAR} AND i.nlink > 0`,
+      sql: `SELECT i.ino AS ino, i.size AS size FROM fs_inode i WHERE i.ino IN (${placeholders(batch.length)}) AND ${REGULAR} AND i.nlink > 0`,
       params: batch,
     })
     for (const r of rows) stale.push({ ...numbers(r), wanted: files.get(Number(r.ino)) === true })
