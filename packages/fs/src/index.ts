@@ -46,7 +46,7 @@ export { GREP_MAX_BYTES, GREP_TIMEOUT_MS, LineSplitter, SearchBudget } from './s
 export type { TextChunk } from './search/semantic/chunks.js'
 export { CHUNK_CHARS, chunkText, MAX_CHUNKS } from './search/semantic/chunks.js'
 export type { Embedder } from './search/semantic/embedder.js'
-export { MAX_DIMENSIONS } from './search/semantic/embedder.js'
+export { checkEmbedder, MAX_DIMENSIONS } from './search/semantic/embedder.js'
 export { MAX_VECTORS } from './search/semantic/rank.js'
 export type { EmbeddingUpdate } from './search/semantic/upkeep.js'
 export { embeddingBacklog, updateEmbeddings } from './search/semantic/upkeep.js'

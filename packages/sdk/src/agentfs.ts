@@ -29,11 +29,16 @@ import {
   verifyAudit,
 } from '@agentfs/core'
 import {
+  checkEmbedder,
   createFileSystem,
+  type Embedder,
+  type EmbeddingUpdate,
+  embeddingBacklog,
   type FileSystemOptions,
   type FsPolicy,
   type NodeFs,
   type SqlFileSystem,
+  updateEmbeddings,
 } from '@agentfs/fs'
 import {
   Branch,
@@ -45,6 +50,7 @@ import {
 import { createKvStore, type KvStore } from '@agentfs/kv'
 import { pendingCommit } from '@agentfs/overlay'
 import { createToolCalls, type ToolCalls } from '@agentfs/tool-calls'
+import { EmbedLoop } from './embed-loop.js'
 import { type SyncNodeFs, syncNodeFs } from './sync-fs.js'
 
 /** Options of {@link AgentFS.open}. With none, the database is `.agentfs/default.db`. */
@@ -96,6 +102,16 @@ export interface AgentFSOptions {
   readonly key?: DatabaseKey
   /** The cipher of `key` (default `sqlcipher`: SQLCipher 4's format); see the README. */
   readonly cipher?: 'sqlcipher' | 'chacha20' | 'aes256cbc' | 'ascon128' | 'aegis'
+  /**
+   * Semantic search with your embedding model (`{ model, dimensions, embed(texts) }`; no model
+   * is bundled): `agent.fs.search(query)` then ranks by words and by meaning (`hybrid`). The
+   * vectors are made off the write path, in the background every `embedIntervalMs` while files
+   * change, and by {@link AgentFS.updateEmbeddings}; a search's `behind` counts the files still
+   * waiting. A failing model is reported through `onWarning` and retried.
+   */
+  readonly embed?: Embedder
+  /** How often the background makes vectors, in ms (default 1000; 0: only `updateEmbeddings()`). */
+  readonly embedIntervalMs?: number
   /** Default driver only: `PRAGMA synchronous` (`NORMAL`, or `FULL` to fsync every commit). */
   readonly synchronous?: 'NORMAL' | 'FULL'
   /** Default driver only: how long to wait for another process's write lock (default 5000 ms). */
@@ -182,6 +198,7 @@ export class AgentFS implements AgentScope {
   readonly path: string | undefined
   readonly #options: AgentFSOptions
   #nodeFs: SyncNodeFs | undefined
+  #embedLoop: EmbedLoop | undefined
 
   private constructor(db: AgentDatabase, options: AgentFSOptions, path: string | undefined) {
     this.db = db
@@ -195,6 +212,7 @@ export class AgentFS implements AgentScope {
     this.fs = createFileSystem(db, {
       feed,
       ...options.fs,
+      ...(options.embed ? { embed: options.embed } : {}),
       ...(options.policy ? { policy: options.policy } : {}),
     })
     this.kv = createKvStore(db, { feed })
@@ -221,6 +239,14 @@ export class AgentFS implements AgentScope {
       throw new AgentFsError(
         'INVALID_ARGUMENT',
         'audit.previousKeys needs audit.key: pass the current key as key and the replaced ones as previousKeys',
+      )
+    // Checked before anything opens: a bad embedder is one clear error, nothing created.
+    if (options.embed !== undefined) checkEmbedder(options.embed)
+    const interval = options.embedIntervalMs ?? 1000
+    if (!(interval >= 0) || !Number.isFinite(interval))
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        'embedIntervalMs must be a number of milliseconds (0: no background embedding)',
       )
     const owned = options.driver === undefined
     if (options.driver !== undefined && (options.key !== undefined || options.cipher !== undefined))
@@ -296,11 +322,23 @@ export class AgentFS implements AgentScope {
         else process.emitWarning(message, { code: 'AGENTFS_BAD_SETTING' })
       }
     }
-    return new AgentFS(
+    const agent = new AgentFS(
       options.groupCommits === undefined ? db : groupCommits(db, options.groupCommits),
       opened,
       path,
     )
+    if (options.embed !== undefined && interval > 0)
+      agent.#embedLoop = new EmbedLoop(
+        agent.db,
+        options.embed,
+        interval,
+        (message) =>
+          options.onWarning
+            ? options.onWarning(message)
+            : process.emitWarning(message, { code: 'AGENTFS_EMBED_FAILED' }),
+        options.feed !== false,
+      )
+    return agent
   }
 
   /**
@@ -439,6 +477,25 @@ export class AgentFS implements AgentScope {
     return inspector.serveInspector(this, options)
   }
 
+  /**
+   * Makes the vectors semantic search compares, now (the background does it too): every text
+   * file whose vectors are missing or older than the file, until none is left, `maxFiles` are
+   * done or `timeoutMs` runs out. MISUSE when the agent was opened without `embed`.
+   */
+  updateEmbeddings(options?: { maxFiles?: number; timeoutMs?: number }): Promise<EmbeddingUpdate> {
+    if (!this.#options.embed)
+      throw new AgentFsError(
+        'MISUSE',
+        'updateEmbeddings needs an embedder: AgentFS.open({ embed: { model, dimensions, embed } })',
+      )
+    return updateEmbeddings(this.db, this.#options.embed, options)
+  }
+
+  /** Files whose vectors are missing or older than the file (0 without `embed`). */
+  async embeddingBacklog(): Promise<number> {
+    return this.#options.embed ? embeddingBacklog(this.db, this.#options.embed.model) : 0
+  }
+
   /** The audit chain's head now (see {@link AgentFS.seal}). */
   auditHead(): Promise<string> {
     return auditHead(this.db)
@@ -449,6 +506,9 @@ export class AgentFS implements AgentScope {
    * `audit.sealOnClose` is false). Idempotent.
    */
   async close(): Promise<void> {
+    const loop = this.#embedLoop
+    this.#embedLoop = undefined
+    await loop?.stop()
     const nodeFs = this.#nodeFs
     this.#nodeFs = undefined
     await nodeFs?.close()

@@ -12,7 +12,17 @@ import type { AgentFSOptions } from './agentfs.js'
 
 /** What the worker may be given: the open options that cross threads (no driver, clock, ids). */
 function workerOptions(path: string, options: AgentFSOptions): AgentFSOptions {
-  const { driver: _driver, clock: _clock, ids: _ids, id: _id, dir: _dir, ...rest } = options
+  // Functions cannot cross threads: the embedder and onWarning stay with the agent.
+  const {
+    driver: _driver,
+    clock: _clock,
+    ids: _ids,
+    id: _id,
+    dir: _dir,
+    embed: _embed,
+    onWarning: _onWarning,
+    ...rest
+  } = options
   return { ...rest, path }
 }
 
