@@ -8,6 +8,7 @@ import { fsFiles } from './fs/files.js'
 import { fsHandles } from './fs/handles.js'
 import { fsLinks } from './fs/links.js'
 import { fsSearch } from './fs/search.js'
+import { fsSemanticSearch } from './fs/semantic-search.js'
 import { historySnapshots } from './history/snapshots.js'
 import { kvStore } from './kv/store.js'
 import { migrationScenarios } from './migrations/from-layouts.js'
@@ -23,6 +24,7 @@ export const SCENARIOS: readonly Scenario[] = [
   fsLinks(),
   fsHandles(),
   fsSearch,
+  fsSemanticSearch,
   kvStore,
   toolCallLog,
   crossDomainTransaction,
