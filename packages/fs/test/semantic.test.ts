@@ -138,7 +138,8 @@ describe('semantic search: the same answers in SQL and in JavaScript', () => {
         hits.map((h) => h.path),
         engine,
       ).toEqual(reference.map((h) => h.path))
-      hits.forEach((h, i) => expect(h.score, engine).toBeCloseTo(reference[i]!.score, 5))
+      for (const [i, h] of hits.entries())
+        expect(h.score, engine).toBeCloseTo(reference[i]!.score, 5)
     }
   })
 })
