@@ -106,15 +106,21 @@ export function vectorBlob(vector: Float32Array): Uint8Array {
  */
 export function readVector(blob: unknown, dimensions: number): Float32Array | undefined {
   if (!(blob instanceof Uint8Array) || blob.byteLength !== dimensions * 4) return undefined
-  const view = new DataView(blob.buffer, blob.byteOffset, blob.byteLength)
-  const out = new Float32Array(dimensions)
-  for (let i = 0; i < dimensions; i++) {
-    const x = view.getFloat32(i * 4, true)
-    if (!Number.isFinite(x)) return undefined
-    out[i] = x
+  let out: Float32Array
+  if (LITTLE_ENDIAN) {
+    // One copy into an aligned buffer, read in place.
+    out = new Float32Array(dimensions)
+    new Uint8Array(out.buffer).set(blob)
+  } else {
+    const view = new DataView(blob.buffer, blob.byteOffset, blob.byteLength)
+    out = new Float32Array(dimensions)
+    for (let i = 0; i < dimensions; i++) out[i] = view.getFloat32(i * 4, true)
   }
+  for (let i = 0; i < dimensions; i++) if (!Number.isFinite(out[i]!)) return undefined
   return out
 }
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
 
 /** The vector's length, for cosine similarity. */
 export function norm(vector: Float32Array): number {

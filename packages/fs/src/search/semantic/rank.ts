@@ -70,32 +70,28 @@ export async function rankSemantic(
   }
   if (await hasVectors(q, tx)) {
     const text = `[${Array.from(query).join(',')}]`
-    // The best chunks first; a file's rank is its best chunk's, so the first `limit` files
-    // met are the answer (more chunks are read while files repeat).
-    let offset = 0
-    while (best.size < limit && offset < MAX_VECTORS) {
-      const { rows } = await tx.execute<{
-        ino: number
-        start_line: number
-        end_line: number
-        distance: number
-      }>({
-        sql: `SELECT e.ino AS ino, e.start_line AS start_line, e.end_line AS end_line, vector_distance_cos(vector32(e.vector), vector32(?)) AS distance
-${CURRENT} AND length(e.vector) = ? AND vector_distance_cos(vector32(e.vector), vector32(?)) IS NOT NULL
-ORDER BY distance, e.ino, e.chunk LIMIT ? OFFSET ?`,
-        params: [text, model, query.length * 4, text, PAGE, offset],
+    // Each file's best chunk (SQLite's min() takes the other columns from the row it picks),
+    // best files first: one statement, each distance computed once.
+    const { rows } = await tx.execute<{
+      ino: number
+      start_line: number
+      end_line: number
+      distance: number
+    }>({
+      sql: `SELECT ino, start_line, end_line, min(distance) AS distance FROM (
+SELECT e.ino AS ino, e.chunk AS chunk, e.start_line AS start_line, e.end_line AS end_line, vector_distance_cos(vector32(e.vector), vector32(?)) AS distance
+${CURRENT} AND length(e.vector) = ? LIMIT ${MAX_VECTORS}
+) WHERE distance IS NOT NULL GROUP BY ino ORDER BY distance, ino LIMIT ?`,
+      params: [text, model, query.length * 4, limit],
+    })
+    for (const r of rows)
+      offer({
+        ino: Number(r.ino),
+        score: 1 - Number(r.distance),
+        startLine: Number(r.start_line),
+        endLine: Number(r.end_line),
       })
-      for (const r of rows)
-        offer({
-          ino: Number(r.ino),
-          score: 1 - Number(r.distance),
-          startLine: Number(r.start_line),
-          endLine: Number(r.end_line),
-        })
-      if (rows.length < PAGE) break
-      offset += PAGE
-      if (Date.now() > deadline) throw timedOut()
-    }
+    if (Date.now() > deadline) throw timedOut()
   } else {
     let after: [number, number] = [-1, -1]
     for (let seen = 0; seen < MAX_VECTORS; ) {

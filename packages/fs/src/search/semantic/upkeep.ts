@@ -17,7 +17,7 @@ import { checkEmbedder, type Embedder, embedAll, vectorBlob } from './embedder.j
 // whose version has not moved meanwhile (a write transaction). What is left is the backlog.
 
 /** Files one pass reads at most (their chunks are embedded before the next pass reads more). */
-const PASS_FILES = 32
+const PASS_FILES = 256
 /** Bytes of text one pass reads at most. */
 const PASS_BYTES = 8 << 20
 /** Passes one update runs at most. */
