@@ -4,12 +4,14 @@ import {
   normalizePath,
   parseQuery,
   phrasePositions,
+  placeholders,
   type Queryable,
   type QueryPhrase,
   S_IFMT,
   S_IFREG,
   tokenize,
 } from '@agentfs/core'
+import { versionOf } from '../../storage/inode.js'
 import { pathOf } from '../../storage/mutate.js'
 import { lookup } from '../../storage/resolver.js'
 import { type Embedder, embedAll } from '../semantic/embedder.js'
@@ -321,11 +323,10 @@ async function currentDocs(q: Executor, inos: readonly number[]): Promise<Map<nu
   if (inos.length === 0) return out
   const { rows } = await q.execute<{ ino: number; ctime: number; ctime_nsec: number }>({
     sql: `SELECT i.ino AS ino, i.ctime AS ctime, i.ctime_nsec AS ctime_nsec FROM fs_inode i JOIN agentfs_search_doc d ON d.ino = i.ino
-WHERE i.ino IN (${inos.map(() => '?').join(', ')}) AND d.words >= 0 AND d.version = ${VERSION_SQL} AND i.nlink > 0`,
+WHERE i.ino IN (${placeholders(inos.length)}) AND d.words >= 0 AND d.version = ${VERSION_SQL} AND i.nlink > 0`,
     params: [...inos],
   })
-  for (const r of rows)
-    out.set(Number(r.ino), (BigInt(r.ctime) * 1_000_000_000n + BigInt(r.ctime_nsec)).toString())
+  for (const r of rows) out.set(Number(r.ino), versionOf(r))
   return out
 }
 
