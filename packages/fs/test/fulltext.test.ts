@@ -362,4 +362,35 @@ describe('full-text search on a hostile database', () => {
     expect(rules).toContain('size')
     expect(rules).not.toContain('search-index')
   })
+
+  test('postings rows no index writes (a count that is not a number, positions of megabytes or not numbers) count as absent', async () => {
+    const { fs, db } = await freshDb('better-sqlite3, no FTS5')
+    await fs.writeFile('/good.txt', 'needle in a haystack\n')
+    await fs.writeFile('/count.txt', 'needle in a haystack too\n')
+    await fs.writeFile('/huge.txt', 'needle in a haystack again\n')
+    await fs.writeFile('/words.txt', 'needle in a haystack once more\n')
+    expect(paths(await fs.search('needle')).sort()).toEqual([
+      '/count.txt',
+      '/good.txt',
+      '/huge.txt',
+      '/words.txt',
+    ])
+    const ino = async (path: string) => (await fs.stat(path)).ino
+    await db.execute({
+      sql: "UPDATE agentfs_search_posting SET freq = 'many' WHERE ino = ? AND term = 'needle'",
+      params: [await ino('/count.txt')],
+    })
+    await db.execute({
+      sql: "UPDATE agentfs_search_posting SET positions = ? WHERE ino = ? AND term = 'needle'",
+      params: ['0,'.repeat(3_000_000), await ino('/huge.txt')],
+    })
+    await db.execute({
+      sql: "UPDATE agentfs_search_posting SET positions = 'x,y' WHERE ino = ? AND term = 'needle'",
+      params: [await ino('/words.txt')],
+    })
+    const one = await fs.search('needle')
+    expect(paths(one)).toEqual(['/good.txt', '/words.txt'])
+    for (const hit of one.hits) expect(Number.isFinite(hit.score)).toBe(true)
+    expect(paths(await fs.search('"needle in"'))).toEqual(['/good.txt'])
+  })
 })

@@ -8,6 +8,7 @@ import {
   placeholders,
   type QueryPhrase,
   readMeta,
+  SEARCH_MAX_TOKENS,
   writeMeta,
 } from '@agentfs/core'
 
@@ -138,7 +139,27 @@ const fts5Store: IndexStore = {
 
 /** Positions of a word in a file, as stored: decimal, comma-separated, ascending. */
 const encodePositions = (at: readonly number[]) => at.join(',')
-const decodePositions = (text: string) => text.split(',').map(Number)
+/**
+ * A row's positions; undefined when they are not what the index writes (ascending whole numbers
+ * below the word limit): such a row counts as absent.
+ */
+function decodePositions(text: string): number[] | undefined {
+  const out = text.split(',').map(Number)
+  for (let i = 0; i < out.length; i++) {
+    const at = out[i]!
+    if (!Number.isSafeInteger(at) || at < 0 || at >= SEARCH_MAX_TOKENS) return undefined
+    if (i > 0 && at <= out[i - 1]!) return undefined
+  }
+  return out
+}
+
+/**
+ * Characters of one row's positions, at most: every position of the most words a file is
+ * indexed with. A longer row (a crafted database, a hostile sync peer) counts as absent.
+ */
+const MAX_POSITIONS_CHARS = SEARCH_MAX_TOKENS * 7
+/** Characters of positions one query reads at most. */
+const MAX_POSITION_BYTES = 256 << 20
 
 interface Posting {
   readonly ino: number
@@ -185,7 +206,7 @@ const postingsStore: IndexStore = {
     const rows = Number(stats[0]?.n ?? 0)
     const totalWords = Number(stats[0]?.total ?? 0)
     if (rows === 0) return
-    const budget = { left: MAX_POSTINGS }
+    const budget = { left: MAX_POSTINGS, bytes: MAX_POSITION_BYTES }
     // Per phrase: the files holding it and how often.
     const perPhrase: Map<number, number>[] = []
     for (const phrase of phrases) perPhrase.push(await phraseFrequencies(q, phrase, budget))
@@ -222,21 +243,25 @@ async function postingsOf(
   q: Executor,
   word: string,
   prefix: boolean,
-  budget: { left: number },
+  budget: { left: number; bytes: number },
   positions = true,
 ): Promise<Posting[]> {
   const range = prefix ? 'p.term >= ? AND p.term < ?' : 'p.term = ?'
   // Positions only for phrases: a one-word phrase needs counts, and reads far fewer bytes.
   const { rows } = await q.execute<Posting>({
-    sql: `SELECT p.ino AS ino, p.term AS term, p.freq AS freq, ${positions ? 'p.positions' : "''"} AS positions FROM agentfs_search_posting p JOIN agentfs_search_doc d ON d.ino = p.ino AND d.version = p.version WHERE ${range} LIMIT ?`,
+    // Rows the index does not write (a count that is not a whole number in range, positions
+    // that are not text or too long) count as absent, whoever wrote them.
+    sql: `SELECT p.ino AS ino, p.term AS term, p.freq AS freq, ${positions ? 'p.positions' : "''"} AS positions FROM agentfs_search_posting p JOIN agentfs_search_doc d ON d.ino = p.ino AND d.version = p.version WHERE ${range}
+AND typeof(p.freq) = 'integer' AND p.freq BETWEEN 1 AND ${SEARCH_MAX_TOKENS} AND typeof(p.positions) = 'text' AND length(p.positions) <= ${MAX_POSITIONS_CHARS} LIMIT ?`,
     params: [...(prefix ? [word, `${word}\u{10ffff}`] : [word]), budget.left + 1],
   })
   budget.left -= rows.length
-  if (budget.left < 0)
+  for (const r of rows) budget.bytes -= r.positions.length
+  if (budget.left < 0 || budget.bytes < 0)
     throw new FsError({
       code: 'EFBIG',
       syscall: 'search',
-      hint: `the query's words are in more than ${MAX_POSTINGS} places of the index; add words to narrow it`,
+      hint: `the query's words are in more than ${MAX_POSTINGS} places (or ${MAX_POSITION_BYTES >> 20} MiB of positions) of the index; add words to narrow it`,
     })
   return rows
 }
@@ -245,7 +270,7 @@ async function postingsOf(
 async function phraseFrequencies(
   q: Executor,
   phrase: QueryPhrase,
-  budget: { left: number },
+  budget: { left: number; bytes: number },
 ): Promise<Map<number, number>> {
   const last = phrase.words.length - 1
   const out = new Map<number, number>()
@@ -261,9 +286,11 @@ async function phraseFrequencies(
     for (const p of await postingsOf(q, phrase.words[j]!, phrase.prefix && j === last, budget)) {
       const ino = Number(p.ino)
       if (j > 0 && !positions[0]!.has(ino)) continue
+      const decoded = decodePositions(p.positions)
+      if (decoded === undefined) continue
       const set = byIno.get(ino) ?? new Set<number>()
       byIno.set(ino, set)
-      for (const at of decodePositions(p.positions)) set.add(at)
+      for (const at of decoded) set.add(at)
     }
     positions.push(byIno)
   }
