@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { chunkText, type Embedder } from '@agentfs/fs'
 import { AgentFS } from '@agentfs/sdk'
+import { median, ms, searchCorpus, VOCABULARY } from './search-corpus.js'
 
 const { values } = parseArgs({
   options: { files: { type: 'string', default: '10000' }, out: { type: 'string' } },
@@ -22,20 +23,7 @@ const fileCount = Number(values.files)
 if (!Number.isSafeInteger(fileCount) || fileCount < 100) throw new Error('--files must be ≥ 100')
 
 const DIMS = 256
-const VOCABULARY = Array.from({ length: 5000 }, (_, i) => `w${(i * 7919) % 100_003}`)
-let seed = 0x2545f491
-const random = () => {
-  seed ^= seed << 13
-  seed ^= seed >>> 17
-  seed ^= seed << 5
-  return (seed >>> 0) / 2 ** 32
-}
-const word = () => VOCABULARY[Math.floor(random() ** 3 * VOCABULARY.length)]!
-const texts = Array.from({ length: fileCount }, () => {
-  const lines: string[] = []
-  for (let l = 0; l < 16; l++) lines.push(Array.from({ length: 10 }, word).join(' '))
-  return `${lines.join('\n')}\n`
-})
+const texts = searchCorpus(fileCount)
 const bucket = (w: string) => {
   let h = 2166136261
   for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w.charCodeAt(i), 16777619)
@@ -53,12 +41,6 @@ const embedder: Embedder = {
   async embed(batch) {
     return batch.map(vectorOf)
   },
-}
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const ms = async (fn: () => Promise<unknown>) => {
-  const start = process.hrtime.bigint()
-  await fn()
-  return Number(process.hrtime.bigint() - start) / 1e6
 }
 const QUERIES = Array.from(
   { length: 9 },

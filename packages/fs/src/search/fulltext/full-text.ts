@@ -294,6 +294,16 @@ async function* ranked(
     yield { ino, score: f.score, ...(f.chunk === undefined ? {} : { chunk: f.chunk }) }
 }
 
+/** The text of a file whose lines a hit shows (its first 64 MiB at most). */
+async function shownText(q: Executor, chunkSize: number, ino: number): Promise<string | undefined> {
+  const { rows } = await q.execute<{ size: number }>({
+    sql: 'SELECT size FROM fs_inode WHERE ino = ?',
+    params: [ino],
+  })
+  const size = Number(rows[0]?.size ?? 0)
+  return textOrDamaged(q, ino, Math.min(size, MAX_MAX_FILE_SIZE), chunkSize)
+}
+
 /** Up to `max` non-blank lines of a file's chunk (a semantic hit's best match). */
 async function chunkLines(
   q: Executor,
@@ -302,12 +312,7 @@ async function chunkLines(
   chunk: { readonly startLine: number; readonly endLine: number },
   max: number,
 ): Promise<SearchLine[]> {
-  const { rows } = await q.execute<{ size: number }>({
-    sql: 'SELECT size FROM fs_inode WHERE ino = ?',
-    params: [ino],
-  })
-  const size = Number(rows[0]?.size ?? 0)
-  const text = await textOrDamaged(q, ino, Math.min(size, MAX_MAX_FILE_SIZE), chunkSize)
+  const text = await shownText(q, chunkSize, ino)
   if (text === undefined) return []
   const all = text.split('\n')
   const out: SearchLine[] = []
@@ -339,12 +344,7 @@ async function linesOf(
   max: number,
   deadline: number,
 ): Promise<SearchLine[]> {
-  const { rows } = await q.execute<{ size: number }>({
-    sql: 'SELECT size FROM fs_inode WHERE ino = ?',
-    params: [ino],
-  })
-  const size = Number(rows[0]?.size ?? 0)
-  const text = await textOrDamaged(q, ino, Math.min(size, MAX_MAX_FILE_SIZE), chunkSize)
+  const text = await shownText(q, chunkSize, ino)
   if (text === undefined) return []
   const out: SearchLine[] = []
   const all = text.split('\n')
