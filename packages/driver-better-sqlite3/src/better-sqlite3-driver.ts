@@ -3,15 +3,13 @@ import { AgentFsError, type DatabaseKey, type Driver, mapSqliteError } from '@ag
 import {
   connectionOver,
   createSyncDriver,
-  fileHeader,
-  isNotADatabase,
   keyBytes,
   type LocalDriverConfig,
   localSource,
+  proveOpens,
   type SyncConnection,
   type SyncStatement,
   statementOver,
-  wrongKeyError,
 } from '@agentfs/core/driver-kit'
 
 /** The parts of a better-sqlite3 `Statement` this driver uses (structural: no type dependency). */
@@ -134,10 +132,18 @@ async function loadEngine(encrypting: boolean): Promise<DatabaseConstructor> {
     })
     return loaded.default as unknown as DatabaseConstructor
   }
+  return cipherEngine<DatabaseConstructor>()
+}
+
+/**
+ * The encrypting engine, `better-sqlite3-multiple-ciphers` (loaded synchronously), with errors
+ * that say what to install or build. @internal Shared with `rekeyDatabase`.
+ */
+export function cipherEngine<Constructor>(): Constructor {
   const name = 'better-sqlite3-multiple-ciphers'
   checkEngineVersion(process.versions.node, engineVersion(name), name)
   try {
-    return createRequire(import.meta.url)(name) as DatabaseConstructor
+    return createRequire(import.meta.url)(name) as Constructor
   } catch (error) {
     if (isUnbuiltBinding(error)) throw unbuilt(name, error)
     throw new AgentFsError(
@@ -146,6 +152,29 @@ async function loadEngine(encrypting: boolean): Promise<DatabaseConstructor> {
       { cause: error },
     )
   }
+}
+
+/** `cipher` (default `sqlcipher`), refused when it is not one of {@link BETTER_SQLITE3_CIPHERS}. */
+export function checkCipher(cipher: string | undefined, who: string): BetterSqlite3Cipher {
+  const chosen = cipher ?? 'sqlcipher'
+  if (!(BETTER_SQLITE3_CIPHERS as readonly string[]).includes(chosen))
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `${who}unknown cipher ${JSON.stringify(chosen)}; one of ${BETTER_SQLITE3_CIPHERS.join(', ')}`,
+    )
+  return chosen as BetterSqlite3Cipher
+}
+
+/**
+ * Sets a connection's cipher before its key is given; `sqlcipher` with SQLCipher 4's parameters
+ * (page size 4096, 256,000 PBKDF2-HMAC-SHA512 rounds).
+ */
+export function useCipher(
+  db: { prepare(sql: string): { all(): unknown } },
+  cipher: BetterSqlite3Cipher,
+): void {
+  db.prepare(`PRAGMA cipher = '${cipher}'`).all()
+  if (cipher === 'sqlcipher') db.prepare('PRAGMA legacy = 4').all()
 }
 
 const unbuilt = (name: string, cause: unknown) =>
@@ -174,12 +203,7 @@ function encryptionOf(config: BetterSqlite3DriverConfig): Encryption | undefined
       'INVALID_ARGUMENT',
       'betterSqlite3Driver: key goes with path; a database handed in open is keyed by whoever opened it',
     )
-  const cipher = config.cipher ?? 'sqlcipher'
-  if (!(BETTER_SQLITE3_CIPHERS as readonly string[]).includes(cipher))
-    throw new AgentFsError(
-      'INVALID_ARGUMENT',
-      `betterSqlite3Driver: unknown cipher ${JSON.stringify(cipher)}; one of ${BETTER_SQLITE3_CIPHERS.join(', ')}`,
-    )
+  const cipher = checkCipher(config.cipher, 'betterSqlite3Driver: ')
   return { key: keyBytes(config.key, 'betterSqlite3Driver'), cipher }
 }
 
@@ -187,19 +211,11 @@ function encryptionOf(config: BetterSqlite3DriverConfig): Encryption | undefined
  * Keys a freshly opened encrypting connection, before anything reads the file, and proves the
  * key by reading the schema: a wrong key is `WRONG_KEY` here, not a "corrupt" file later.
  */
-function applyKey(db: CipherDatabase, path: string, { key, cipher }: Encryption): void {
-  db.prepare(`PRAGMA cipher = '${cipher}'`).all()
-  // SQLCipher 4's parameters (page size 4096, 256,000 PBKDF2-HMAC-SHA512 rounds).
-  if (cipher === 'sqlcipher') db.prepare('PRAGMA legacy = 4').all()
+function applyKey(db: CipherDatabase, { key, cipher }: Encryption): void {
+  useCipher(db, cipher)
   db.key(key)
   // Sorts and temporary tables that spill go to memory, never to a plaintext temp file.
   db.prepare('PRAGMA temp_store = MEMORY').run()
-  try {
-    db.prepare('SELECT count(*) FROM sqlite_schema').all()
-  } catch (error) {
-    if (isNotADatabase(error)) throw wrongKeyError(path, true, error)
-    throw error
-  }
 }
 
 /** Opens a file with better-sqlite3, with errors that say what to install or build. */
@@ -219,16 +235,12 @@ async function openFile(
   }
   const memory = path === ':memory:' || path === ''
   try {
-    if (encryption && !memory) applyKey(db as CipherDatabase, path, encryption)
-    else if (!memory && fileHeader(path) === 'other') {
-      // Not SQLite's header: encrypted, or no database at all. Said now, by what it is.
-      try {
-        db.prepare('SELECT count(*) FROM sqlite_schema').all()
-      } catch (error) {
-        if (isNotADatabase(error)) throw wrongKeyError(path, false, error)
-        throw error
-      }
-    }
+    if (encryption && !memory) applyKey(db as CipherDatabase, encryption)
+    // A wrong key is WRONG_KEY now, not a "corrupt" file later; a file without SQLite's header
+    // opened without a key is said to be encrypted or damaged.
+    proveOpens(path, encryption !== undefined, () =>
+      db.prepare('SELECT count(*) FROM sqlite_schema').all(),
+    )
   } catch (error) {
     db.close()
     throw error

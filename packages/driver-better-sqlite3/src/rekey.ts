@@ -1,12 +1,12 @@
 import { chmodSync, closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
 import { AgentFsError, type DatabaseKey } from '@agentfs/core'
-import { fileHeader, isNotADatabase, keyBytes, wrongKeyError } from '@agentfs/core/driver-kit'
+import { fileHeader, keyBytes, proveOpens } from '@agentfs/core/driver-kit'
 import {
-  BETTER_SQLITE3_CIPHERS,
   type BetterSqlite3Cipher,
-  checkEngineVersion,
+  checkCipher,
+  cipherEngine,
+  useCipher,
 } from './better-sqlite3-driver.js'
 
 /** A key and its cipher (default `sqlcipher`); absent: not encrypted. */
@@ -36,41 +36,6 @@ interface CipherDb {
 
 type CipherConstructor = new (path: string, options?: { timeout?: number }) => CipherDb
 
-function engine(): CipherConstructor {
-  const name = 'better-sqlite3-multiple-ciphers'
-  try {
-    const require = createRequire(import.meta.url)
-    checkEngineVersion(
-      process.versions.node,
-      (require(`${name}/package.json`) as { version?: string }).version,
-      name,
-    )
-    return require(name) as CipherConstructor
-  } catch (error) {
-    if ((error as { code?: unknown }).code === 'CANT_OPEN') throw error
-    throw new AgentFsError(
-      'CANT_OPEN',
-      `encrypting, decrypting and rekeying need ${name}: npm install ${name}`,
-      { cause: error },
-    )
-  }
-}
-
-function cipherOf(spec: KeySpec | undefined): BetterSqlite3Cipher {
-  const cipher = spec?.cipher ?? 'sqlcipher'
-  if (!(BETTER_SQLITE3_CIPHERS as readonly string[]).includes(cipher))
-    throw new AgentFsError(
-      'INVALID_ARGUMENT',
-      `unknown cipher ${JSON.stringify(cipher)}; one of ${BETTER_SQLITE3_CIPHERS.join(', ')}`,
-    )
-  return cipher
-}
-
-function useCipher(db: CipherDb, cipher: BetterSqlite3Cipher): void {
-  db.pragma(`cipher = '${cipher}'`)
-  if (cipher === 'sqlcipher') db.pragma('legacy = 4')
-}
-
 function syncFile(path: string): void {
   const fd = openSync(path, 'r')
   try {
@@ -99,8 +64,8 @@ export function rekeyDatabase(options: RekeyOptions): void {
     )
   const fromKey = from === undefined ? undefined : keyBytes(from.key, 'rekeyDatabase')
   const toKey = to === undefined ? undefined : keyBytes(to.key, 'rekeyDatabase')
-  const fromCipher = cipherOf(from)
-  const toCipher = cipherOf(to)
+  const fromCipher = checkCipher(from?.cipher, '')
+  const toCipher = checkCipher(to?.cipher, '')
   const mode = statSync(path).mode & 0o7777
   const header = fileHeader(path)
   if (header === 'empty')
@@ -110,7 +75,7 @@ export function rekeyDatabase(options: RekeyOptions): void {
       'WRONG_KEY',
       `${path} is already encrypted (or is not a SQLite database): change its key with rekey, giving its key now`,
     )
-  const Database = engine()
+  const Database = cipherEngine<CipherConstructor>()
   const copy = `${path}.agentfs-rekey`
   rmSync(copy, { force: true })
   rmSync(`${copy}-journal`, { force: true })
@@ -120,12 +85,9 @@ export function rekeyDatabase(options: RekeyOptions): void {
       useCipher(source, fromCipher)
       source.key(fromKey)
     }
-    try {
-      source.prepare('SELECT count(*) FROM sqlite_schema').all()
-    } catch (error) {
-      if (isNotADatabase(error)) throw wrongKeyError(path, fromKey !== undefined, error)
-      throw error
-    }
+    proveOpens(path, fromKey !== undefined, () =>
+      source.prepare('SELECT count(*) FROM sqlite_schema').all(),
+    )
     source.pragma('temp_store = MEMORY')
     // Alone on the file from here to the rename: out of WAL (which needs every other
     // connection closed) and an exclusive lock kept until this connection closes.

@@ -3,13 +3,11 @@ import { AgentFsError, type Driver, mapSqliteError } from '@agentfs/core'
 import {
   connectionOver,
   createSyncDriver,
-  fileHeader,
-  isNotADatabase,
+  proveOpens,
   type SyncConnection,
   type SyncDriverOptions,
   type SyncStatement,
   statementOver,
-  wrongKeyError,
 } from '@agentfs/core/driver-kit'
 
 /** The parts of the `libsql` engine's `Statement` this driver uses (structural). */
@@ -62,17 +60,16 @@ function openEngine(path: string, encryptionKey: string | undefined): EngineData
   } catch (error) {
     throw mapSqliteError(error)
   }
-  const memory = path === ':memory:' || path === ''
   // A key is proved at once (a wrong one is WRONG_KEY here, not a "corrupt" file later); a file
   // without SQLite's header opened without one is said to be encrypted or damaged.
-  if (!memory && (encryptionKey !== undefined || fileHeader(path) === 'other'))
-    try {
-      db.prepare('SELECT count(*) FROM sqlite_schema').all([])
-    } catch (error) {
-      db.close()
-      if (isNotADatabase(error)) throw wrongKeyError(path, encryptionKey !== undefined, error)
-      throw mapSqliteError(error)
-    }
+  try {
+    proveOpens(path, encryptionKey !== undefined, () =>
+      db.prepare('SELECT count(*) FROM sqlite_schema').all([]),
+    )
+  } catch (error) {
+    db.close()
+    throw mapSqliteError(error)
+  }
   // Sorts and temporary tables that spill go to memory, never to a plaintext temp file.
   if (encryptionKey !== undefined) db.exec('PRAGMA temp_store = MEMORY')
   return db

@@ -76,6 +76,22 @@ export function wrongKeyError(path: string, keyed: boolean, cause: unknown): Age
   )
 }
 
+/**
+ * Proves a just-opened file reads (`readSchema` reads `sqlite_schema`): when it was keyed, or
+ * when its header is not SQLite's (encrypted, or no database). A plain file is not read here.
+ * The engine's "not a database" becomes {@link wrongKeyError}; other errors pass through.
+ */
+export function proveOpens(path: string, keyed: boolean, readSchema: () => unknown): void {
+  if (path === ':memory:' || path === '') return
+  if (!keyed && fileHeader(path) !== 'other') return
+  try {
+    readSchema()
+  } catch (error) {
+    if (isNotADatabase(error)) throw wrongKeyError(path, keyed, error)
+    throw error
+  }
+}
+
 /** True for the engine's "file is not a database" (SQLITE_NOTADB, code 26), whatever the binding. */
 export function isNotADatabase(error: unknown): boolean {
   const e = error as { code?: unknown; rawCode?: unknown; message?: unknown } | null

@@ -9,7 +9,13 @@ export { Mutex, sharedMutex } from '../mutex.js'
 export type { BetterSqliteLikeDatabase } from './connection.js'
 export { connectionOver } from './connection.js'
 export type { DatabaseKey } from './encryption.js'
-export { fileHeader, isNotADatabase, keyBytes, wrongKeyError } from './encryption.js'
+export {
+  fileHeader,
+  isNotADatabase,
+  keyBytes,
+  proveOpens,
+  wrongKeyError,
+} from './encryption.js'
 export type { LocalDriverConfig } from './lazy.js'
 export { FileLock, lazyConnection, localSource } from './lazy.js'
 export type { ModalStatement } from './statement.js'
