@@ -1,10 +1,23 @@
 import { createHash } from 'node:crypto'
-import { type Executor, hiddenFtsPages, integrityLines } from '@agentfs/core'
+import {
+  type ChunkFormat,
+  COMPRESSION_GUARD,
+  decodeChunk,
+  type Executor,
+  hiddenFtsPages,
+  integrityLines,
+} from '@agentfs/core'
 
 /** Options of {@link canonicalDump}. */
 export interface DumpOptions {
   /** Quoted values longer than this are replaced by their length and SHA-256 (default 200). */
   readonly maxValueLength?: number
+  /**
+   * How the database stores file content. With a compression, the dump is of the content:
+   * `fs_data` chunks decoded, the compression marker (its `fs_config` row and trigger) left
+   * out, so a compressed database dumps as the plain one holding the same files.
+   */
+  readonly chunks?: ChunkFormat
 }
 
 const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
@@ -61,7 +74,9 @@ export async function canonicalDump(db: Executor, options: DumpOptions = {}): Pr
   }>({
     sql: `SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*' AND ${INTERNAL} ORDER BY type, name`,
   })
+  const codec = options.chunks?.codec ? options.chunks : undefined
   for (const row of schema.rows) {
+    if (codec && row.type === 'trigger' && row.name === COMPRESSION_GUARD) continue
     out.push(`${row.type} ${row.name} on ${row.tbl_name}`)
     out.push(`  ${row.sql === null ? '(auto)' : normalizeDdl(row.sql)}`)
   }
@@ -81,9 +96,24 @@ export async function canonicalDump(db: Executor, options: DumpOptions = {}): Pr
     if (columns.length === 0) continue
     const cells = columns.map((c) => `typeof(${ident(c)}) || ':' || quote(${ident(c)})`)
     const order = columns.map((c) => `quote(${ident(c)})`).join(', ')
+    if (codec && name === 'fs_data') {
+      const rows = await db.execute<{ line: string; ino: number; data: unknown }>({
+        sql: `SELECT ${cells.slice(0, 2).join(' || char(31) || ')} AS line, ino, data FROM fs_data ORDER BY ${order}`,
+      })
+      for (const row of rows.rows) {
+        const data = decodeChunk(codec, row.data, Number(row.ino), 'dump')
+        const quoted = `blob:X'${Buffer.from(data).toString('hex').toUpperCase()}'`
+        out.push(
+          [...String(row.line).split('\x1f'), quoted].map((cell) => shorten(cell, max)).join(' | '),
+        )
+      }
+      out.push(`# ${rows.rows.length} rows`)
+      continue
+    }
+    const where = codec && name === 'fs_config' ? " WHERE key != 'compression'" : ''
     const rows = await db.execute<{ line: string }>({
       // char(31) (unit separator) splits cells, so text containing ' | ' cannot confuse it.
-      sql: `SELECT ${cells.join(' || char(31) || ')} AS line FROM ${ident(name)} ORDER BY ${order}`,
+      sql: `SELECT ${cells.join(' || char(31) || ')} AS line FROM ${ident(name)}${where} ORDER BY ${order}`,
     })
     for (const row of rows.rows) {
       out.push(

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
   type AgentDatabase,
+  type Compression,
   type Driver,
   fixedClock,
   type GuardedDriver,
@@ -68,10 +69,13 @@ export class TestResources {
   readonly #dirs: string[] = []
   readonly #closers: Array<() => Promise<void>> = []
   readonly #createDriver: CreateDriver
+  readonly #compression: Compression | undefined
   #slot = 0
 
-  constructor(createDriver: CreateDriver) {
+  /** `compression`: how new databases compress file content (see `ConformanceOptions`). */
+  constructor(createDriver: CreateDriver, compression?: Compression) {
     this.#createDriver = createDriver
+    this.#compression = compression
   }
 
   async tempDir(): Promise<string> {
@@ -88,7 +92,10 @@ export class TestResources {
     return driver
   }
 
-  /** Opens a database on a new driver with the deterministic clock and ids. */
+  /**
+   * Opens a database on a new driver with the deterministic clock and ids. A new database is
+   * compressed as the run says (not one a setup script or a given driver already holds).
+   */
   async open(
     options: { chunkSize?: number; setupScript?: string; driver?: Driver | GuardedDriver } = {},
   ): Promise<AgentDatabase> {
@@ -100,6 +107,11 @@ export class TestResources {
       clock: fixedClock(),
       ids: seededIds(42),
       ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
+      ...(this.#compression === undefined ||
+      options.setupScript !== undefined ||
+      options.driver !== undefined
+        ? {}
+        : { compression: this.#compression }),
     })
     this.#closers.push(() => db.close())
     return db
@@ -125,7 +137,7 @@ export async function runScenario(
   const observations = formatObservations(
     await scenario.run({ db, openDatabase: () => resources.open() }),
   )
-  const dump = await canonicalDump(db)
+  const dump = await canonicalDump(db, { chunks: db.chunks })
   return {
     observations,
     dump,

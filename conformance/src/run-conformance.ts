@@ -1,3 +1,4 @@
+import type { Compression } from '@agentfs/core'
 import { afterEach, describe, expect, test } from 'vitest'
 import { readGolden, updatingGoldens, writeGolden } from './golden.js'
 import { type CreateDriver, runScenario, TestResources } from './harness.js'
@@ -28,6 +29,11 @@ export interface ConformanceOptions {
    * reference driver's own test; third-party drivers never need it.
    */
   readonly reference?: boolean
+  /**
+   * Create every database with this compression of file content (`AgentFS.open({ compression })`).
+   * The goldens stay the same: dumps show chunks decoded and leave out the compression marker.
+   */
+  readonly compression?: Compression
 }
 
 /**
@@ -45,7 +51,7 @@ export function runConformance(options: ConformanceOptions): void {
   const updateGoldens = options.reference === true && updatingGoldens()
   let current: TestResources | undefined
   const resources = () => {
-    current ??= new TestResources(options.createDriver)
+    current ??= new TestResources(options.createDriver, options.compression)
     return current
   }
   const ids = new Set<string>(['scenarios'])

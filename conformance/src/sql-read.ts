@@ -1,17 +1,19 @@
-import type { Executor } from '@agentfs/core'
+import { decodeChunk, type Executor, readChunkFormat } from '@agentfs/core'
 
 /**
- * Reads a file's bytes with plain spec SQL (path walk over fs_dentry, chunks in order), so the
- * suites can check migrated data without depending on the filesystem package.
+ * Reads a file's bytes with plain spec SQL (path walk over fs_dentry, chunks in order, decoded
+ * when the database compresses them), so the suites can check migrated data without depending
+ * on the filesystem package.
  */
 export async function readFileBySql(db: Executor, path: string): Promise<Uint8Array | undefined> {
   const ino = await inoBySql(db, path)
   if (ino === undefined) return undefined
-  const chunks = await db.execute<{ data: Uint8Array }>({
+  const format = await readChunkFormat(db)
+  const chunks = await db.execute<{ data: unknown }>({
     sql: 'SELECT data FROM fs_data WHERE ino = ? ORDER BY chunk_index ASC',
     params: [ino],
   })
-  return Buffer.concat(chunks.rows.map((c) => c.data))
+  return Buffer.concat(chunks.rows.map((c) => decodeChunk(format, c.data, ino, 'read')))
 }
 
 /** Inode number at `path`, or undefined. */

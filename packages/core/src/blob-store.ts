@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import type { ChunkFormat } from './chunk-codec.js'
 import { type Executor, executeDeferred } from './driver.js'
 import { AgentFsError, corruptError } from './errors.js'
 
@@ -30,17 +31,20 @@ async function eachChunk(
   q: Executor,
   ino: number,
   size: number,
-  chunkSize: number,
+  format: ChunkFormat,
   each?: (hash: Uint8Array, bytes: Uint8Array) => Promise<void>,
 ): Promise<Uint8Array> {
+  const chunkSize = format.size
   const count = Math.ceil(size / chunkSize)
   const out = new Uint8Array(count * HASH_BYTES)
   for (let start = 0; start < count; start += PAGE) {
-    const { rows } = await q.execute<{ chunk_index: number; data: Uint8Array }>({
+    const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
       sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index >= ? AND chunk_index < ?',
       params: [ino, start, Math.min(count, start + PAGE)],
     })
-    const stored = new Map(rows.map((r) => [r.chunk_index, r.data]))
+    const stored = new Map(
+      rows.map((r) => [r.chunk_index, decodeChunk(format, r.data, ino, 'read')] as const),
+    )
     for (let index = start; index < Math.min(count, start + PAGE); index++) {
       const length = Math.min(chunkSize, size - index * chunkSize)
       const data = stored.get(index) ?? new Uint8Array(0)
@@ -67,9 +71,9 @@ export async function captureChunks(
   q: Executor,
   ino: number,
   size: number,
-  chunkSize: number,
+  format: ChunkFormat,
 ): Promise<Uint8Array> {
-  return eachChunk(q, ino, size, chunkSize, (hash, bytes) => addRef(q, hash, bytes))
+  return eachChunk(q, ino, size, format, (hash, bytes) => addRef(q, hash, bytes))
 }
 
 /**
@@ -80,9 +84,9 @@ export async function hashChunks(
   q: Executor,
   ino: number,
   size: number,
-  chunkSize: number,
+  format: ChunkFormat,
 ): Promise<Uint8Array> {
-  return eachChunk(q, ino, size, chunkSize)
+  return eachChunk(q, ino, size, format)
 }
 
 /**
@@ -150,6 +154,27 @@ export function chunkBytes(data: unknown, ino: number, syscall: string, path?: s
 }
 
 /**
+ * The bytes a stored chunk holds, in a database whose chunks are stored as `format` says:
+ * decompressed when the database compresses them. Every reader of `fs_data` goes through here.
+ * CORRUPT (EIO) when the row is not a BLOB or holds a damaged frame.
+ */
+export function decodeChunk(
+  format: ChunkFormat,
+  data: unknown,
+  ino: number,
+  syscall: string,
+  path?: string,
+): Uint8Array {
+  const bytes = chunkBytes(data, ino, syscall, path)
+  return format.codec ? format.codec.decode(bytes, format.size, ino, syscall, path) : bytes
+}
+
+/** What to store for a chunk of `bytes` in a database whose chunks are stored as `format` says. */
+export function encodeChunk(format: ChunkFormat, bytes: Uint8Array): Uint8Array {
+  return format.codec ? format.codec.encode(bytes) : bytes
+}
+
+/**
  * The bytes of inode `ino` as a read returns them (holes as zeros), for files of bounded size.
  * A chunk that is not a BLOB (damage, or a row a sync peer crafted) is CORRUPT (EIO).
  */
@@ -157,15 +182,16 @@ export async function readInode(
   q: Executor,
   ino: number,
   size: number,
-  chunkSize: number,
+  format: ChunkFormat,
 ): Promise<Uint8Array> {
+  const chunkSize = format.size
   const out = new Uint8Array(size)
   const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
     sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index >= 0 AND chunk_index < ?',
     params: [ino, Math.ceil(size / chunkSize)],
   })
   for (const r of rows) {
-    const data = chunkBytes(r.data, ino, 'read')
+    const data = decodeChunk(format, r.data, ino, 'read')
     const at = r.chunk_index * chunkSize
     out.set(data.subarray(0, Math.max(0, Math.min(data.byteLength, size - at))), at)
   }

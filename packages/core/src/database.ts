@@ -1,4 +1,5 @@
 import type { AuditKey } from './audit-chain.js'
+import { type ChunkFormat, type Compression, checkCompression } from './chunk-codec.js'
 import { type Clock, type IdSource, randomIds, systemClock } from './clock.js'
 import type { Driver, QueryResult, SqlValue, Statement } from './driver.js'
 import { AgentFsError } from './errors.js'
@@ -11,7 +12,7 @@ import {
 } from './guard-driver.js'
 import { setIntegrityKeys } from './integrity-keys.js'
 import { inspectLayout } from './layout.js'
-import { readChunkSize } from './meta.js'
+import { readChunkFormat } from './meta.js'
 import { checkChunkSize, type MigrationPlan, migrate, planFromReport } from './migrate.js'
 import { freeDeadOrphans } from './orphans.js'
 
@@ -28,6 +29,12 @@ export interface OpenDatabaseOptions {
    * different value for an existing database is an error.
    */
   readonly chunkSize?: number
+  /**
+   * Compress file content (`fs_data` chunks) of a new database with zstd; see the README's
+   * "Compression". Fixed at creation: passing it for an existing database that is not
+   * compressed the same way is an error. Creating needs Node.js 22.15 or later.
+   */
+  readonly compression?: Compression
   /** Run migrations on open (default true). With false, an out-of-date database is refused. */
   readonly migrate?: boolean
   /**
@@ -45,6 +52,8 @@ export interface AgentDatabase extends Queryable {
   readonly ids: IdSource
   /** `fs_config.chunk_size` as stored in the database. */
   readonly chunkSize: number
+  /** How `fs_data` chunks are stored: the chunk size and the compression (null: none). */
+  readonly chunks: ChunkFormat
   /** True when `tool_calls` has the reference SDK's extra `status` column. */
   readonly referenceToolCalls: boolean
   /** What the migration on open did (an empty `steps` when nothing). */
@@ -76,6 +85,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
   const clock = options.clock ?? systemClock()
   const ids = options.ids ?? randomIds()
   if (options.chunkSize !== undefined) checkChunkSize(options.chunkSize)
+  if (options.compression !== undefined) checkCompression(options.compression)
 
   // The Turso engine 0.7 cannot load a schema holding FTS5 tables: its upserts then fail on
   // every table. Refused here with what to do, before any statement could half-work.
@@ -97,17 +107,25 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
       )
     }
   } else {
-    migration = await migrate(
-      driver,
-      options.chunkSize === undefined ? { clock } : { clock, chunkSize: options.chunkSize },
-    )
+    migration = await migrate(driver, {
+      clock,
+      ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
+      ...(options.compression === undefined ? {} : { compression: options.compression }),
+    })
   }
 
-  const stored = await readChunkSize(driver)
+  const chunks = await readChunkFormat(driver)
+  const stored = chunks.size
   if (options.chunkSize !== undefined && options.chunkSize !== stored) {
     throw new AgentFsError(
       'INVALID_ARGUMENT',
       `This database was created with chunk_size ${stored}; the chunk size cannot change after creation. Omit chunkSize or pass ${stored}`,
+    )
+  }
+  if (options.compression !== undefined && chunks.codec?.name !== options.compression) {
+    throw new AgentFsError(
+      'INVALID_ARGUMENT',
+      `This database was created ${chunks.codec ? `with ${chunks.codec.name} compression` : 'without compression'}; compression is chosen at creation. Omit compression, or copy the files into a new database created with it`,
     )
   }
   const columns = await driver.execute<{ name: string }>({
@@ -122,6 +140,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
     clock,
     ids,
     chunkSize: stored,
+    chunks,
     referenceToolCalls: columns.rows.length > 0,
     migration,
     inTransaction: false,

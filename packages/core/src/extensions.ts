@@ -453,6 +453,14 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
 )`,
     ],
   },
+  {
+    version: 20,
+    description:
+      'compressed chunks understood (fs_config.compression): a version that reads only plain chunks refuses the database instead of returning stored frames',
+    // Nothing to create: a database is compressed from its creation on (see migrate's
+    // init-config step), and older versions refuse any database past their schema version.
+    statements: [],
+  },
 ]
 
 /** The row of `agentfs_meta` that holds the schema version. */

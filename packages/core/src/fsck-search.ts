@@ -2,7 +2,7 @@ import { readInode } from './blob-store.js'
 import { isFsError } from './errors.js'
 import type { Check, FindRow } from './fsck-check.js'
 import type { Queryable } from './guard-driver.js'
-import { readChunkSize, readMeta } from './meta.js'
+import { readChunkFormat, readMeta } from './meta.js'
 import { S_IFMT, S_IFREG } from './schema.js'
 import { textOf, tokenize } from './search-tokens.js'
 
@@ -20,7 +20,7 @@ const MAX_FINDINGS = 100
 async function staleWords(q: Queryable): Promise<FindRow[]> {
   const store = await readMeta(q, 'search.store')
   if (store !== 'fts5' && store !== 'postings') return []
-  const chunkSize = await readChunkSize(q)
+  const format = await readChunkFormat(q)
   const found: FindRow[] = []
   let after = 0
   for (;;) {
@@ -37,7 +37,7 @@ WHERE d.ino > ? AND d.words >= 0 AND (i.mode & ${S_IFMT}) = ${S_IFREG} AND d.ver
       if (!Number.isSafeInteger(size) || size < 0 || size > 1 << 30) continue
       let text: string | undefined
       try {
-        text = textOf(await readInode(q, ino, size, chunkSize))
+        text = textOf(await readInode(q, ino, size, format))
       } catch (error) {
         if (isFsError(error, 'EIO')) continue
         throw error

@@ -1,5 +1,6 @@
 import { type Executor, placeholders } from './driver.js'
 import type { Check, FindRow } from './fsck-check.js'
+import { CHUNK_FRAME_CHECKS, COMPRESSED, FRAME } from './fsck-chunks.js'
 import { HISTORY_CHECKS } from './fsck-history.js'
 import { ORPHAN_CHECKS } from './fsck-orphans.js'
 import { PAYLOAD_CHECKS } from './fsck-payloads.js'
@@ -97,6 +98,8 @@ export async function countBadNames(q: Queryable): Promise<number> {
 
 const TYPES = [S_IFREG, S_IFDIR, S_IFLNK, S_IFIFO, S_IFCHR, S_IFBLK, S_IFSOCK].join(', ')
 const CHUNK = "(SELECT CAST(value AS INTEGER) FROM fs_config WHERE key = 'chunk_size')"
+/** A chunk the length rules apply to: a BLOB, and not a frame of a compressed database. */
+const PLAIN = `typeof(f.data) = 'blob' AND NOT (${FRAME} AND ${COMPRESSED})`
 const LINKS = `(SELECT COUNT(*) FROM fs_dentry d WHERE d.ino = i.ino) + (i.ino = ${ROOT_INO})`
 const DERIVED_PARENT =
   "CASE WHEN instr(substr(path, 2), '/') = 0 THEN '/' ELSE substr(path, 1, length(rtrim(path, replace(path, '/', ''))) - 1) END"
@@ -156,25 +159,25 @@ const CHECKS: readonly Check[] = [
     rule: 'chunk-past-eof',
     repairable: true,
     find: `SELECT f.ino AS ino, f.chunk_index AS detail FROM fs_data f JOIN fs_inode i ON i.ino = f.ino
-      WHERE typeof(f.data) = 'blob' AND f.chunk_index * ${CHUNK} + length(f.data) > i.size`,
+      WHERE ${PLAIN} AND f.chunk_index * ${CHUNK} + length(f.data) > i.size`,
     message: (r) =>
       `inode ${r.ino}, chunk ${r.detail}: holds bytes past the end of the file (reads ignore them)`,
     // Reads already stop at the size: dropping what lies past it changes nothing readable.
     repair: `DELETE FROM fs_data AS f WHERE f.chunk_index * ${CHUNK} >= (SELECT i.size FROM fs_inode i WHERE i.ino = f.ino);
 UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i WHERE i.ino = f.ino) - f.chunk_index * ${CHUNK})
-      WHERE typeof(f.data) = 'blob' AND f.chunk_index * ${CHUNK} + length(f.data) > (SELECT i.size FROM fs_inode i WHERE i.ino = f.ino)`,
+      WHERE ${PLAIN} AND f.chunk_index * ${CHUNK} + length(f.data) > (SELECT i.size FROM fs_inode i WHERE i.ino = f.ino)`,
   },
   {
     rule: 'chunk-size',
     repairable: true,
     find: `SELECT f.ino AS ino, f.chunk_index AS detail FROM fs_data f JOIN fs_inode i ON i.ino = f.ino
-      WHERE typeof(f.data) = 'blob' AND (length(f.data) > ${CHUNK}
+      WHERE ${PLAIN} AND (length(f.data) > ${CHUNK}
          OR (length(f.data) < ${CHUNK} AND (f.chunk_index + 1) * ${CHUNK} < i.size))`,
     message: (r) =>
       `inode ${r.ino}, chunk ${r.detail}: not exactly chunk_size bytes, yet not the last chunk`,
     // A short chunk reads as if zero-padded: padding it stores what readers already see.
     repair: `UPDATE fs_data AS f SET data = f.data || zeroblob(${CHUNK} - length(f.data))
-      WHERE typeof(f.data) = 'blob' AND length(f.data) < ${CHUNK} AND (f.chunk_index + 1) * ${CHUNK} < (SELECT i.size FROM fs_inode i WHERE i.ino = f.ino)`,
+      WHERE ${PLAIN} AND length(f.data) < ${CHUNK} AND (f.chunk_index + 1) * ${CHUNK} < (SELECT i.size FROM fs_inode i WHERE i.ino = f.ino)`,
   },
   {
     rule: 'dentry-name',
@@ -281,6 +284,7 @@ UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i 
     message: (r) => `metadata for missing tool call ${r.ino}`,
     repair: 'DELETE FROM agentfs_tool_call_meta WHERE id NOT IN (SELECT id FROM tool_calls)',
   },
+  ...CHUNK_FRAME_CHECKS,
   ...HISTORY_CHECKS,
   ...PAYLOAD_CHECKS,
   ...SEARCH_CHECKS,

@@ -277,6 +277,7 @@ export function groupCommits(db: AgentDatabase, options: GroupCommitOptions = {}
     clock: db.clock,
     ids: db.ids,
     chunkSize: db.chunkSize,
+    chunks: db.chunks,
     referenceToolCalls: db.referenceToolCalls,
     migration: db.migration,
     inTransaction: false,

@@ -24,7 +24,9 @@ export {
   captureContent,
   chunkBytes,
   contentChunks,
+  decodeChunk,
   dropRefs,
+  encodeChunk,
   HASH_BYTES,
   hashChunks,
   hashesOf,
@@ -45,6 +47,15 @@ export {
   withActor,
   withMessage,
 } from './changes.js'
+export type { ChunkCodec, ChunkFormat, Compression } from './chunk-codec.js'
+export {
+  COMPRESSION_GUARD,
+  COMPRESSIONS,
+  canCompress,
+  checkCompression,
+  plainChunks,
+  zstdCodec,
+} from './chunk-codec.js'
 export type { Clock, IdSource, Timestamp } from './clock.js'
 export { fixedClock, randomIds, seededIds, systemClock, toMillis } from './clock.js'
 export type { AgentDatabase, OpenDatabaseOptions } from './database.js'
@@ -131,6 +142,7 @@ export { classifySqliteCode, mapSqliteError } from './map-error.js'
 export {
   META_HISTORY_TIP,
   META_HISTORY_TRIMMED,
+  readChunkFormat,
   readChunkSize,
   readMeta,
   writeMeta,

@@ -1,3 +1,4 @@
+import { type ChunkFormat, codecOf } from './chunk-codec.js'
 import type { Executor } from './driver.js'
 import { AgentFsError } from './errors.js'
 
@@ -38,11 +39,27 @@ export async function readChunkSize(q: Executor): Promise<number> {
   const { rows } = await q.execute<{ value: unknown }>({
     sql: "SELECT value FROM fs_config WHERE key = 'chunk_size'",
   })
-  const size = Number(rows[0]?.value)
+  return checkStoredChunkSize(rows[0]?.value)
+}
+
+function checkStoredChunkSize(value: unknown): number {
+  const size = Number(value)
   if (!Number.isSafeInteger(size) || size <= 0)
     throw new AgentFsError(
       'CORRUPT',
-      `fs_config.chunk_size is ${JSON.stringify(rows[0]?.value)}; expected a positive integer`,
+      `fs_config.chunk_size is ${JSON.stringify(value)}; expected a positive integer`,
     )
   return size
+}
+
+/**
+ * How the database stores `fs_data` chunks: `fs_config.chunk_size` and the codec of
+ * `fs_config.compression` (see {@link codecOf}), read in one statement.
+ */
+export async function readChunkFormat(q: Executor): Promise<ChunkFormat> {
+  const { rows } = await q.execute<{ key: string; value: unknown }>({
+    sql: "SELECT key, value FROM fs_config WHERE key IN ('chunk_size', 'compression')",
+  })
+  const value = (key: string) => rows.find((r) => r.key === key)?.value
+  return { size: checkStoredChunkSize(value('chunk_size')), codec: codecOf(value('compression')) }
 }

@@ -1,4 +1,6 @@
+import { COMPRESSION_GUARD, type Compression, needCompressor } from './chunk-codec.js'
 import type { Clock } from './clock.js'
+import type { Statement } from './driver.js'
 import { AgentFsError, isAgentFsError } from './errors.js'
 import { EXTENSION_MIGRATIONS, META_SCHEMA_VERSION } from './extensions.js'
 import type { Queryable, Transaction } from './guard-driver.js'
@@ -22,6 +24,23 @@ import {
   SPEC_TABLES,
   SPEC_VERSION,
 } from './schema.js'
+
+/**
+ * What makes a new database compressed: `fs_config.compression`, and a trigger that refuses
+ * the one write the reference SDK makes when it opens a database (its `schema_version` row),
+ * so that a reader which does not know compression stops with a message instead of returning
+ * stored frames as file content. Written after our own `schema_version` row.
+ */
+function compressionStatements(compression: Compression): Statement[] {
+  needCompressor()
+  return [
+    { sql: "INSERT INTO fs_config (key, value) VALUES ('compression', ?)", params: [compression] },
+    {
+      sql: `CREATE TRIGGER ${COMPRESSION_GUARD} BEFORE INSERT ON fs_config WHEN NEW.key = 'schema_version'
+BEGIN SELECT RAISE(ABORT, 'this AgentFS database stores file content compressed (fs_config.compression = ${compression}); open it with @agentfs/sdk, which reads it'); END`,
+    },
+  ]
+}
 
 export type { MigrateOptions, MigrationPlan, MigrationStep } from './migration-plan.js'
 export { checkChunkSize, planFromReport, planMigration } from './migration-plan.js'
@@ -49,14 +68,16 @@ export async function migrate(q: Queryable, options: MigrateOptions): Promise<Mi
       // Re-inspect under the write lock: another process may have migrated meanwhile.
       const report = await inspectLayout(tx)
       const plan = planFromReport(report)
-      if (plan.steps.length > 0) await applyPlan(tx, report, plan, chunkSize, options.clock)
+      if (plan.steps.length > 0)
+        await applyPlan(tx, report, plan, chunkSize, options.clock, options.compression)
       return plan
     })
   } catch (error) {
     if (
       isAgentFsError(error, 'BUSY') ||
       isAgentFsError(error, 'READONLY') ||
-      isAgentFsError(error, 'CLOSED')
+      isAgentFsError(error, 'CLOSED') ||
+      isAgentFsError(error, 'INVALID_ARGUMENT')
     ) {
       throw error
     }
@@ -75,6 +96,7 @@ async function applyPlan(
   plan: MigrationPlan,
   chunkSize: number,
   clock: Clock,
+  compression: Compression | undefined,
 ): Promise<void> {
   await tx.execute({ sql: 'PRAGMA legacy_alter_table = ON' })
   const now = clock.now()
@@ -113,6 +135,8 @@ async function applyPlan(
           sql: "INSERT INTO fs_config (key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
           params: [SPEC_VERSION],
         })
+        if (compression !== undefined && report.layout === 'empty')
+          for (const statement of compressionStatements(compression)) await tx.execute(statement)
         break
       case 'init-root':
         await tx.execute({

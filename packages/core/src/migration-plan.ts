@@ -1,3 +1,4 @@
+import type { Compression } from './chunk-codec.js'
 import type { Clock } from './clock.js'
 import { AgentFsError } from './errors.js'
 import { EXTENSION_MIGRATIONS, SCHEMA_VERSION } from './extensions.js'
@@ -41,6 +42,8 @@ export interface MigrationPlan {
 export interface MigrateOptions {
   /** Chunk size for a database that has none yet (new, or v0.0). Ignored otherwise. */
   readonly chunkSize?: number
+  /** Compression of `fs_data` chunks for a new (empty) database. Ignored otherwise. */
+  readonly compression?: Compression
   readonly clock: Clock
 }
 

@@ -1,5 +1,6 @@
 import { captureContent, dropRefs, readInode } from './blob-store.js'
 import { micros } from './changes.js'
+import type { ChunkFormat } from './chunk-codec.js'
 import type { Timestamp } from './clock.js'
 import type { Executor } from './driver.js'
 import { AgentFsError } from './errors.js'
@@ -127,7 +128,7 @@ export async function captureVersion(
   ino: number,
   path: string | undefined,
   now: Timestamp,
-  chunkSize: number,
+  format: ChunkFormat,
   limits: Required<VersionRetention>,
 ): Promise<void> {
   const { rows } = await q.execute<{ mode: number; size: number; version: string }>({
@@ -143,7 +144,7 @@ export async function captureVersion(
   if (seen.rows.length > 0) return
   const at = micros(now)
   // Content-defined chunks: consecutive versions share all but what an edit touched.
-  const chunks = await captureContent(q, await readInode(q, ino, node.size, chunkSize))
+  const chunks = await captureContent(q, await readInode(q, ino, node.size, format))
   await q.execute({
     sql: 'INSERT INTO agentfs_file_version (ino, version, path, at_us, size, chunks) VALUES (?, ?, ?, ?, ?, ?)',
     params: [ino, node.version, path ?? null, at, node.size, chunks],

@@ -4,6 +4,7 @@ import {
   fixedClock,
   groupCommits,
   guardDriver,
+  plainChunks,
   seededIds,
 } from '../src/index.js'
 import { fakeDriver } from './fake-driver.js'
@@ -20,6 +21,7 @@ function loggingDatabase(failOn: string): { db: AgentDatabase; log: string[] } {
     clock: fixedClock(),
     ids: seededIds(1),
     chunkSize: 4096,
+    chunks: plainChunks(4096),
     referenceToolCalls: false,
     migration: { steps: [] } as unknown as AgentDatabase['migration'],
     inTransaction: false,

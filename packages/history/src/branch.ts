@@ -48,7 +48,7 @@ export async function materialize(q: Executor, id: number, target: AgentDatabase
       live.target === row.target &&
       (!isRegMode(row.mode) ||
         Buffer.compare(
-          await hashChunks(q, row.ino, live.size, target.chunkSize),
+          await hashChunks(q, row.ino, live.size, target.chunks),
           row.chunks ?? new Uint8Array(0),
         ) === 0)
     if (same) tokens.set(row.ino, { ctime: live.ctime, ctime_nsec: live.ctime_nsec })
@@ -66,7 +66,7 @@ ON CONFLICT(ino) DO UPDATE SET ${INODE_COLUMNS.map((c) => `${c} = excluded.${c}`
           sql: 'INSERT INTO fs_symlink (ino, target) VALUES (?, ?)',
           params: [row.ino, row.target],
         })
-      if (isRegMode(row.mode)) await writeChunks(q, tx, row.ino, row.chunks)
+      if (isRegMode(row.mode)) await writeChunks(q, tx, row.ino, row.chunks, target.chunks)
     }
     for (const e of entries.rows)
       await tx.execute({

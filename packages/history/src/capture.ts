@@ -1,3 +1,4 @@
+import type { ChunkFormat } from '@agentfs/core'
 import {
   captureChunks,
   type Executor,
@@ -135,7 +136,7 @@ async function everything(q: Executor): Promise<Candidates> {
 export async function advance(
   q: Queryable,
   id: number,
-  chunkSize: number,
+  format: ChunkFormat,
   given: Candidates,
 ): Promise<void> {
   const c = given.full ? await everything(q) : given
@@ -154,7 +155,7 @@ export async function advance(
     const ino = inodes.pop()!
     if (doneInodes.has(ino)) continue
     doneInodes.add(ino)
-    const outcome = await advanceInode(q, id, chunkSize, ino)
+    const outcome = await advanceInode(q, id, format, ino)
     // A directory that appears or goes: its entries appear or go with it.
     if (outcome.dirChanged) dirs.push(ino)
   }
@@ -208,7 +209,7 @@ async function closeEntry(q: Executor, id: number, dir: number, name: string) {
 async function advanceInode(
   q: Executor,
   id: number,
-  chunkSize: number,
+  format: ChunkFormat,
   ino: number,
 ): Promise<{ dirChanged: boolean }> {
   const live = await liveInode(q, ino)
@@ -221,7 +222,7 @@ async function advanceInode(
   if (open && sameInode(open, live)) return { dirChanged: false }
   const row: SnapInode = {
     ...live,
-    chunks: isRegMode(live.mode) ? await captureChunks(q, ino, live.size, chunkSize) : null,
+    chunks: isRegMode(live.mode) ? await captureChunks(q, ino, live.size, format) : null,
   }
   if (open) await closeInode(q, ino, id)
   await insertSnapInode(q, row, id)

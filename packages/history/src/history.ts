@@ -1,3 +1,4 @@
+import type { ChunkFormat } from '@agentfs/core'
 import {
   AgentFsError,
   appendChange,
@@ -87,7 +88,7 @@ class Rollback<T> {
 export class History {
   readonly #q: Queryable
   readonly #clock: Clock
-  readonly #chunkSize: number
+  readonly #chunks: ChunkFormat
   readonly #sessionId: string | undefined
   readonly #expansion: ExpansionLimit
 
@@ -95,7 +96,8 @@ export class History {
     q: Queryable,
     options: {
       clock: Clock
-      chunkSize: number
+      /** How the database stores `fs_data` chunks (`AgentDatabase.chunks`). */
+      chunks: ChunkFormat
       sessionId?: string
       /**
        * What one snapshot may expand to on restore or branch (default `EXPANSION_LIMIT`: 100x
@@ -106,14 +108,14 @@ export class History {
   ) {
     this.#q = q
     this.#clock = options.clock
-    this.#chunkSize = options.chunkSize
+    this.#chunks = options.chunks
     this.#sessionId = options.sessionId
     this.#expansion = options.expansion ?? EXPANSION_LIMIT
   }
 
   /** Refuses a snapshot that would expand past the limit (see `ExpansionLimit`). */
   checkExpansion(q: Executor, id: number, name: string): Promise<void> {
-    return checkExpansion(q, id, name, this.#chunkSize, this.#expansion)
+    return checkExpansion(q, id, name, this.#chunks.size, this.#expansion)
   }
 
   /** The clock changes are stamped with. */
@@ -160,7 +162,7 @@ export class History {
       candidates = noCandidates()
       candidates.full = true
     }
-    await advance(tx, id, this.#chunkSize, candidates)
+    await advance(tx, id, this.#chunks, candidates)
     await writeTip(tx, { id, seq })
     return toInfo((await byId(tx, id))!)
   }
@@ -208,11 +210,11 @@ export class History {
         full: true,
       })
       const now = this.#clock.now()
-      const touched = await applySnapshot(tx, target.id, now)
+      const touched = await applySnapshot(tx, target.id, now, this.#chunks)
       await writeOverlayState(tx, target.overlay)
       await appendChange(tx, { op: 'restore', path: '/', path2: name }, now, this.#sessionId)
       // The open rows follow the live state again, from the next snapshot id on.
-      await advance(tx, before.id + 1, this.#chunkSize, touched)
+      await advance(tx, before.id + 1, this.#chunks, touched)
       await writeTip(tx, { id: before.id, seq: await lastChange(tx) })
       return { restored: toInfo(target), before }
     })

@@ -1,5 +1,5 @@
-import type { Executor, Timestamp } from '@agentfs/core'
-import { hashesOf, placeholders, readBlob } from '@agentfs/core'
+import type { ChunkFormat, Executor, Timestamp } from '@agentfs/core'
+import { encodeChunk, hashesOf, placeholders, readBlob } from '@agentfs/core'
 import { type Candidates, noCandidates } from './capture.js'
 import { INODE_COLUMNS, isRegMode, type SnapInode, visibleAt } from './rows.js'
 
@@ -13,6 +13,7 @@ export async function applySnapshot(
   q: Executor,
   target: number,
   now: Timestamp,
+  format: ChunkFormat,
 ): Promise<Candidates> {
   const touched = noCandidates()
   // Inodes: S-only rows are written, tip-only rows whose inode S lacks are deleted.
@@ -59,7 +60,7 @@ ON CONFLICT(ino) DO UPDATE SET ${plain.map((c) => `${c} = excluded.${c}`).join('
         params: [row.ino, row.target],
       })
     await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [row.ino] })
-    if (isRegMode(row.mode)) await writeChunks(q, q, row.ino, row.chunks)
+    if (isRegMode(row.mode)) await writeChunks(q, q, row.ino, row.chunks, format)
   }
   // Entries: tip-only ones go first (a name may move to another inode), then S-only ones.
   const gone = await q.execute<{ parent_ino: number; name: string }>({
@@ -98,6 +99,7 @@ export async function writeChunks(
   target: Executor,
   ino: number,
   chunks: Uint8Array | null,
+  format: ChunkFormat,
 ): Promise<void> {
   let index = 0
   for (const hash of hashesOf(chunks)) {
@@ -105,7 +107,7 @@ export async function writeChunks(
     if (data.some((b) => b !== 0))
       await target.execute({
         sql: 'INSERT INTO fs_data (ino, chunk_index, data) VALUES (?, ?, ?)',
-        params: [ino, index, data],
+        params: [ino, index, encodeChunk(format, data)],
       })
     index++
   }

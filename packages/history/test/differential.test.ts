@@ -29,7 +29,7 @@ test(`snapshots and restores agree with copies of a node:fs tree over ${RUNS * O
         chunkSize: 64,
       })
       const fs = createFileSystem(db, { umask: process.umask() })
-      const history = new History(db, { clock: db.clock, chunkSize: db.chunkSize })
+      const history = new History(db, { clock: db.clock, chunks: db.chunks })
       return {
         fs: fs as unknown as DifferentialFs,
         history: {

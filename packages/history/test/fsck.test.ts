@@ -13,7 +13,7 @@ async function withHistory() {
   const db = await openDatabase({ driver: betterSqlite3Driver({ path: ':memory:' }) })
   open.push(db)
   const fs = createFileSystem(db, { feed: { versions: true } })
-  const history = new History(db, { clock: db.clock, chunkSize: db.chunkSize })
+  const history = new History(db, { clock: db.clock, chunks: db.chunks })
   for (let i = 0; i < 4; i++) await fs.writeFile(`/f${i}`, `content ${i}`.repeat(500))
   await history.snapshot('a')
   await fs.writeFile('/f0', 'changed')

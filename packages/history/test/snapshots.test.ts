@@ -23,7 +23,7 @@ async function fresh(clock = systemClock()) {
   open.push(db)
   const fs = createFileSystem(db)
   const kv = createKvStore(db)
-  const history = new History(db, { clock: db.clock, chunkSize: db.chunkSize })
+  const history = new History(db, { clock: db.clock, chunks: db.chunks })
   const count = async (table: string) =>
     (await db.execute<{ n: number }>({ sql: `SELECT count(*) AS n FROM ${table}` })).rows[0]!.n
   return { db, fs, kv, history, count }
@@ -228,7 +228,7 @@ describe('a crafted snapshot cannot expand without limit', () => {
     // A limit raised on purpose lets it through (a user who means it).
     const lenient = new History(db, {
       clock: db.clock,
-      chunkSize: db.chunkSize,
+      chunks: db.chunks,
       expansion: { ratio: 1e9, minBytes: 0 },
     })
     await lenient.restore('bomb')

@@ -157,6 +157,7 @@ export function createInspectorApp(
     return c.json({
       path: agent.path ?? null,
       chunkSize: agent.db.chunkSize,
+      compression: agent.db.chunks.codec?.name ?? null,
       lastChange: last,
       snapshots: snaps.length,
       allowWrites: options.allowWrites === true,

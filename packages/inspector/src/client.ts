@@ -42,6 +42,7 @@ export function inspectorClient(origin: string, token: string) {
       get<{
         path: string | null
         chunkSize: number
+        compression: string | null
         lastChange: number
         snapshots: number
         allowWrites: boolean

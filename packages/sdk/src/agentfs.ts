@@ -10,6 +10,7 @@ import {
   applyOnce,
   auditHead,
   type Clock,
+  type Compression,
   type DatabaseKey,
   type Driver,
   type GroupCommitOptions,
@@ -65,6 +66,13 @@ export interface AgentFSOptions {
   readonly driver?: Driver | GuardedDriver
   /** `fs_config.chunk_size` for a new database (default 4096). */
   readonly chunkSize?: number
+  /**
+   * Compress file content of a new database with zstd (`'zstd'`): smaller files for text, at
+   * some write cost; see the README's "Compression". Chosen at creation: for an existing
+   * database, omit it (it is read from the database) or pass what the database has. Creating
+   * needs Node.js 22.15 or later; older versions read and write compressed databases.
+   */
+  readonly compression?: Compression
   /** Migrate older layouts on open (default true). */
   readonly migrate?: boolean
   readonly clock?: Clock
@@ -222,7 +230,7 @@ export class AgentFS implements AgentScope {
     })
     this.history = new History(db, {
       clock: db.clock,
-      chunkSize: db.chunkSize,
+      chunks: db.chunks,
       ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
     })
     this.tools = createToolCalls(
@@ -293,6 +301,7 @@ export class AgentFS implements AgentScope {
         ...(options.clock === undefined ? {} : { clock: options.clock }),
         ...(options.ids === undefined ? {} : { ids: options.ids }),
         ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
+        ...(options.compression === undefined ? {} : { compression: options.compression }),
         ...(options.migrate === undefined ? {} : { migrate: options.migrate }),
         ...(options.audit?.key === undefined ? {} : { integrityKeys: auditKeys(options.audit) }),
       })

@@ -1,4 +1,4 @@
-import type { Queryable } from '@agentfs/core'
+import type { ChunkFormat, Queryable } from '@agentfs/core'
 import { type Embedder, updateEmbeddings } from '@agentfs/fs'
 
 /** Files one background pass embeds at most before it yields to the next tick. */
@@ -15,7 +15,7 @@ const STOP_WAIT_MS = 1000
  * wait; the writes of the agent never wait for it.
  */
 export class EmbedLoop {
-  readonly #db: Queryable & { readonly chunkSize: number }
+  readonly #db: Queryable & { readonly chunks: ChunkFormat }
   readonly #embedder: Embedder
   readonly #intervalMs: number
   readonly #warn: (message: string) => void
@@ -29,7 +29,7 @@ export class EmbedLoop {
   readonly #feed: boolean
 
   constructor(
-    db: Queryable & { readonly chunkSize: number },
+    db: Queryable & { readonly chunks: ChunkFormat },
     embedder: Embedder,
     intervalMs: number,
     warn: (message: string) => void,

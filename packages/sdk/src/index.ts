@@ -2,11 +2,13 @@ export type {
   Change,
   ChangePage,
   ChangeQuery,
+  Compression,
   FollowOptions,
   VersionRetention,
 } from '@agentfs/core'
 export {
   AgentFsError,
+  canCompress,
   FsError,
   IdempotencyMismatchError,
   isAgentFsError,

@@ -1,13 +1,16 @@
 import { createHash } from 'node:crypto'
 import {
   appendChange,
+  type ChunkFormat,
+  decodeChunk,
   type Executor,
+  encodeChunk,
   isFsError,
   MERGE_LIMITS,
   type MergeHunk,
   mergeableText,
   mergeText,
-  readChunkSize,
+  readChunkFormat,
   readInode,
   S_IFMT,
   S_IFREG,
@@ -66,11 +69,13 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
 const decode = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8')
 
 /** The bytes `content` held (holes as zeros), cut at its size. */
-function assemble(content: ReplacedContent, chunkSize: number): Uint8Array {
+function assemble(content: ReplacedContent, format: ChunkFormat, ino: number): Uint8Array {
   const out = new Uint8Array(content.size ?? 0)
-  for (const [index, data] of content.chunks) {
-    const at = index * chunkSize
-    if (at < out.length) out.set(data.subarray(0, out.length - at), at)
+  for (const [index, stored] of content.chunks) {
+    const at = index * format.size
+    if (at >= out.length) continue
+    const data = decodeChunk(format, stored, ino, 'merge')
+    out.set(data.subarray(0, out.length - at), at)
   }
   return out
 }
@@ -109,18 +114,20 @@ export async function mergeSwap(
     Number.isSafeInteger(row.ctime_nsec)
   // A file with other links is shared: merging into a new inode would split it.
   if (!isFile(ours) || !isFile(theirs) || theirs.nlink !== 1) return { merged: false }
-  let chunkSize: number
+  let format: ChunkFormat
   try {
-    chunkSize = await readChunkSize(q)
+    format = await readChunkFormat(q)
   } catch {
-    return { merged: false, why: 'the chunk size is damaged' }
+    return { merged: false, why: 'the chunk size or compression is damaged' }
   }
-  const base = assemble(ancestor, chunkSize)
+  const chunkSize = format.size
+  let base: Uint8Array
   let mine: Uint8Array
   let other: Uint8Array
   try {
-    mine = await readInode(q, ours.ino, ours.size, chunkSize)
-    other = await readInode(q, theirs.ino, theirs.size, chunkSize)
+    base = assemble(ancestor, format, ours.ino)
+    mine = await readInode(q, ours.ino, ours.size, format)
+    other = await readInode(q, theirs.ino, theirs.size, format)
   } catch (error) {
     // A chunk a peer sent that is not a BLOB: no merge (the copy keeps this client's bytes).
     if (isFsError(error, 'EIO')) return { merged: false, why: 'a version is damaged' }
@@ -150,7 +157,11 @@ export async function mergeSwap(
   for (let index = 0; index * chunkSize < merged.length; index++)
     await q.execute({
       sql: 'INSERT INTO fs_data (ino, chunk_index, data) VALUES (?, ?, ?)',
-      params: [ours.ino, index, merged.subarray(index * chunkSize, (index + 1) * chunkSize)],
+      params: [
+        ours.ino,
+        index,
+        encodeChunk(format, merged.subarray(index * chunkSize, (index + 1) * chunkSize)),
+      ],
     })
   await q.execute({
     sql: 'UPDATE fs_inode SET size = ?, mtime = ?, mtime_nsec = ?, ctime = ?, ctime_nsec = ? WHERE ino = ?',

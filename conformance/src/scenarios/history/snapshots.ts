@@ -14,7 +14,7 @@ export const historySnapshots: Scenario = {
     const tools = createToolCalls(db)
     const history = new History(db, {
       clock: db.clock,
-      chunkSize: db.chunkSize,
+      chunks: db.chunks,
       sessionId: 'session-1',
     })
     await fs.mkdir('/docs')

@@ -164,7 +164,7 @@ export async function blameFile(
       version = options.version
     } else {
       checkSize(node.size, path)
-      content = Buffer.from(await readAll(tx, node.ino, node.size, ctx.chunkSize, 'blame', target))
+      content = Buffer.from(await readAll(tx, node.ino, node.size, ctx.chunks, 'blame', target))
       chunked = chunkedOf(content)
       version = current
       // The change that left this content: by its version token, else by its hash (a restore

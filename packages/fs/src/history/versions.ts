@@ -109,7 +109,7 @@ export async function readVersion(ctx: FsContext, path: string, version: string)
     })
     const node = found.node
     if (node && versionOf(node) === version)
-      return Buffer.from(await readAll(tx, node.ino, node.size, ctx.chunkSize, 'open', target))
+      return Buffer.from(await readAll(tx, node.ino, node.size, ctx.chunks, 'open', target))
     const { rows } = await tx.execute<{ size: number; chunks: Uint8Array }>({
       sql: `SELECT size, chunks FROM agentfs_file_version
 WHERE version = ? AND (ino = ? OR path = ?) ORDER BY id DESC LIMIT 1`,

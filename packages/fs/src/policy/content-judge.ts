@@ -1,3 +1,4 @@
+import type { ChunkFormat } from '@agentfs/core'
 import { fsError, type Queryable } from '@agentfs/core'
 import { readAll } from '../storage/chunks.js'
 import { type InodeRow, isDir } from '../storage/inode.js'
@@ -28,7 +29,7 @@ export function limitOf(rules: readonly ContentRule[]): number {
 /** The bytes of `node` (null unless a regular file), refused past `limit`. */
 export async function contentOf(
   q: Queryable,
-  chunkSize: number,
+  format: ChunkFormat,
   node: InodeRow | undefined,
   limit: number,
   syscall: string,
@@ -39,19 +40,19 @@ export async function contentOf(
     throw fsError('EPERM', syscall, path, {
       hint: `${path} is ${node.size} bytes, more than the ${limit} its content rule reads; nothing was changed`,
     })
-  return Buffer.from(await readAll(q, node.ino, node.size, chunkSize, syscall, path))
+  return Buffer.from(await readAll(q, node.ino, node.size, format, syscall, path))
 }
 
 /** The content of inode `ino` now, for a rule of `judged`. */
 export async function contentOfIno(
   q: Queryable,
-  chunkSize: number,
+  format: ChunkFormat,
   ino: number,
   rules: readonly ContentRule[],
   syscall: string,
   path: string,
 ): Promise<Buffer | null> {
-  return contentOf(q, chunkSize, await loadInode(q, ino), limitOf(rules), syscall, path)
+  return contentOf(q, format, await loadInode(q, ino), limitOf(rules), syscall, path)
 }
 
 /** Applies `judged`'s rules to the change from its content before to `after`. */

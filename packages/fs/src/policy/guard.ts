@@ -150,7 +150,7 @@ export class Guard {
     syscall: string,
     path: string,
   ): Promise<Buffer | null> {
-    return contentOf(gate.q, this.ctx.chunkSize, node, limitOf(rules), syscall, path)
+    return contentOf(gate.q, this.ctx.chunks, node, limitOf(rules), syscall, path)
   }
 
   /** Runs `fn` with the policy's gate in one transaction (only call it when there is a policy). */
@@ -248,11 +248,11 @@ export class Guard {
   }
 
   grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
-    const { chunkSize } = this.ctx
-    if (!this.#checks) return grep(this.ctx.q, chunkSize, pattern, options)
+    const { chunks } = this.ctx
+    if (!this.#checks) return grep(this.ctx.q, chunks, pattern, options)
     return this.withGate(async (gate, { q }) => {
       await gate.read(options?.path ?? '/', 'grep')
-      return gate.readablePaths(await grep(q, chunkSize, pattern, options), 'grep')
+      return gate.readablePaths(await grep(q, chunks, pattern, options), 'grep')
     })
   }
 
@@ -262,11 +262,11 @@ export class Guard {
    * the limit (hidden files take no place).
    */
   search(query: string, options?: SearchOptions): Promise<SearchResult> {
-    const { q, chunkSize, embedder } = this.ctx
-    if (!this.#checks) return searchFullText(q, chunkSize, query, options, undefined, embedder)
+    const { q, chunks, embedder } = this.ctx
+    if (!this.#checks) return searchFullText(q, chunks, query, options, undefined, embedder)
     return searchFullText(
       q,
-      chunkSize,
+      chunks,
       query,
       options,
       (read) =>

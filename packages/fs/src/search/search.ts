@@ -1,5 +1,7 @@
+import type { ChunkFormat } from '@agentfs/core'
 import {
   corruptError,
+  decodeChunk,
   fsError,
   joinPath,
   normalizePath,
@@ -232,7 +234,7 @@ export class SearchBudget {
  */
 export async function grep(
   q: Queryable,
-  chunkSize: number,
+  format: ChunkFormat,
   pattern: string | RegExp,
   options: GrepOptions = {},
 ): Promise<GrepMatch[]> {
@@ -258,7 +260,14 @@ export async function grep(
     typeof pattern === 'string' && (options.fixedStrings || !/[.*+?^${}()|[\]\\]/.test(pattern))
       ? pattern
       : undefined
-  if (literal !== undefined && !options.ignoreCase && literal.length > 0 && files.length > 0) {
+  // The engine finds a literal in plain chunks itself; compressed chunks are searched decoded.
+  if (
+    literal !== undefined &&
+    !format.codec &&
+    !options.ignoreCase &&
+    literal.length > 0 &&
+    files.length > 0
+  ) {
     const needle = Buffer.from(literal)
     const candidates = new Set<number>()
     for (let i = 0; i < files.length; i += 500) {
@@ -282,14 +291,13 @@ WHERE a.ino IN (${placeholders(batch.length)})
     let line = 0
     let first = true
     let binary = false
-    for (let index = 0; index * chunkSize < file.size && !binary; index += 64) {
+    for (let index = 0; index * format.size < file.size && !binary; index += 64) {
       const { rows } = await q.execute<{ data: unknown }>({
         sql: 'SELECT data FROM fs_data WHERE ino = ? AND chunk_index >= ? AND chunk_index < ? ORDER BY chunk_index',
         params: [file.ino, index, index + 64],
       })
-      for (const { data } of rows) {
-        if (!(data instanceof Uint8Array))
-          throw corruptError('grep', file.path, `a chunk of inode ${file.ino} is not a BLOB`)
+      for (const row of rows) {
+        const data = decodeChunk(format, row.data, file.ino, 'grep', file.path)
         budget.spend(data.byteLength, file.path)
         if (first) {
           first = false

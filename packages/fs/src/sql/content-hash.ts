@@ -121,7 +121,7 @@ export async function hashBefore(
   const known = knownHash(ctx, node.ino, versionOf(node))
   if (known) return known
   if (node.size > REHASH_MAX) return null
-  return sha256(await readAll(q, node.ino, node.size, ctx.chunkSize))
+  return sha256(await readAll(q, node.ino, node.size, ctx.chunks))
 }
 
 /** What a settled change teaches this process: an inode's content hash at a version. */
@@ -189,7 +189,7 @@ async function settleSlowly(
       state = entry.state.copy().update(appended.bytes)
       digest = state.copy().digest()
     } else if (row.size <= REHASH_MAX) {
-      state = createHash('sha256').update(await readAll(q, ino, row.size, ctx.chunkSize))
+      state = createHash('sha256').update(await readAll(q, ino, row.size, ctx.chunks))
       digest = state.copy().digest()
     }
   }

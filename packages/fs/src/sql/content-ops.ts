@@ -1,3 +1,4 @@
+import type { ChunkFormat } from '@agentfs/core'
 import {
   type Executor,
   executeDeferred,
@@ -53,7 +54,7 @@ export async function writeData(
         size: bytes.byteLength,
         now,
       })
-      if (bytes.byteLength > 0) await writeRange(q, ino, 0, ctx.chunkSize, 0, bytes)
+      if (bytes.byteLength > 0) await writeRange(q, ino, 0, ctx.chunks, 0, bytes)
       if (opts.mimeType !== undefined) await storeMimeType(q, ino, opts.mimeType)
       // A new inode's ctime is `now` exactly.
       const after = {
@@ -66,7 +67,7 @@ export async function writeData(
     const before = await hashBefore(ctx, q, node)
     if (!append && isReg(node.mode) && node.nlink === 1 && replaceOnRewrite(q)) {
       if (found.name === undefined) throw fsError('EISDIR', 'open', path)
-      const ino = await replaceFile(q, found.dirIno, found.name, node, ctx.chunkSize, bytes, now)
+      const ino = await replaceFile(q, found.dirIno, found.name, node, ctx.chunks, bytes, now)
       if (opts.mimeType !== undefined) await storeMimeType(q, ino, opts.mimeType)
       note({ op: 'write', path: normalizePath(path), ino, dir: found.dirIno, content, before })
       return
@@ -75,7 +76,7 @@ export async function writeData(
     }
     const base = append ? node.size : 0
     const size =
-      bytes.byteLength > 0 ? await writeRange(q, node.ino, base, ctx.chunkSize, base, bytes) : base
+      bytes.byteLength > 0 ? await writeRange(q, node.ino, base, ctx.chunks, base, bytes) : base
     await touchContent(q, node.ino, size, now)
     if (opts.mimeType !== undefined) await storeMimeType(q, node.ino, opts.mimeType)
     const appended = append ? { version: versionOf(node), size: node.size, bytes } : undefined
@@ -103,7 +104,7 @@ async function replaceFile(
   parent: number,
   name: string,
   old: InodeRow,
-  chunkSize: number,
+  format: ChunkFormat,
   bytes: Uint8Array,
   now: Timestamp,
 ): Promise<number> {
@@ -114,7 +115,7 @@ async function replaceFile(
         ? { sec: old.ctime, nsec: old.ctime_nsec + 1 }
         : { sec: old.ctime + 1, nsec: 0 }
   const ino = await insertInode(q, old.mode, 1, bytes.byteLength, old.uid, old.gid, later, old.rdev)
-  if (bytes.byteLength > 0) await writeRange(q, ino, 0, chunkSize, 0, bytes)
+  if (bytes.byteLength > 0) await writeRange(q, ino, 0, format, 0, bytes)
   await executeDeferred(q, {
     sql: 'UPDATE fs_dentry SET ino = ? WHERE parent_ino = ? AND name = ?',
     params: [ino, parent, name],
@@ -137,7 +138,7 @@ export async function truncate(ctx: FsContext, path: string, length = 0): Promis
     const { node } = await existing(q, path, 'open')
     if (isDir(node.mode)) throw fsError('EISDIR', 'open', path)
     const before = await hashBefore(ctx, q, node)
-    await resize(q, node.ino, node.size, ctx.chunkSize, length)
+    await resize(q, node.ino, node.size, ctx.chunks, length)
     await touchContent(q, node.ino, length, now)
     note({ op: 'truncate', path: normalizePath(path), ino: node.ino, before })
   })

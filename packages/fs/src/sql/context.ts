@@ -1,6 +1,7 @@
 import {
   appendChange,
   type ChangeRecord,
+  type ChunkFormat,
   type Clock,
   CONTENT_OPS,
   captureVersion,
@@ -58,6 +59,8 @@ export interface FileSystemOptions {
 export interface FsContext {
   readonly q: Queryable
   readonly chunkSize: number
+  /** How `fs_data` chunks are stored (the chunk size and the compression). */
+  readonly chunks: ChunkFormat
   readonly clock: Clock
   readonly atime: AtimeMode
   readonly umask: number
@@ -200,7 +203,7 @@ export async function write<T>(
             change.ino as number,
             change.path,
             now,
-            ctx.chunkSize,
+            ctx.chunks,
             feed.versions,
           )
       }

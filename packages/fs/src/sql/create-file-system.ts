@@ -19,6 +19,7 @@ export function createFileSystem(
   return new SqlFileSystem({
     q: db,
     chunkSize: db.chunkSize,
+    chunks: db.chunks,
     clock: db.clock,
     holds: holdsOf(db),
     atime: options.atime ?? 'relatime',

@@ -129,7 +129,7 @@ export class FileHandle {
     if (!content) return write(ctx, fn)
     return write(ctx, async (q, now, note) => {
       const read = () =>
-        contentOfIno(q, this.#fs.chunkSize, this.#ino, content.rules, syscall, content.real)
+        contentOfIno(q, this.#fs.chunks, this.#ino, content.rules, syscall, content.real)
       const judged = { ...content, syscall, before: await read() }
       const out = await fn(q, now, note)
       applyRules(judged, await read())
@@ -160,7 +160,7 @@ export class FileHandle {
       throw fsError('EINVAL', 'read')
     }
     const at = position ?? this.#position
-    const found = await readAt(this.#q, this.#ino, this.#fs.chunkSize, at, length)
+    const found = await readAt(this.#q, this.#ino, this.#fs.chunks, at, length)
     if (!found) throw fsError('EBADF', 'read', undefined, { hint: 'the file was deleted' })
     if (isDir(found.mode)) throw fsError('EISDIR', 'read')
     const bytes = found.bytes
@@ -210,7 +210,7 @@ export class FileHandle {
       const where = this.#mode.append ? node.size : (at ?? this.#position)
       if (where < node.size) this.#refuseDestroying('write')
       const before = await hashBefore(ctx, q, node)
-      const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, where, bytes)
+      const size = await writeRange(q, node.ino, node.size, this.#fs.chunks, where, bytes)
       await touchContent(q, node.ino, size, now)
       // Writing on from the end (a stream, an append) extends the hash of what was there.
       const appended =
@@ -232,12 +232,12 @@ export class FileHandle {
     const node = await this.#inode(this.#q, 'read')
     const bytes =
       this.#position === 0
-        ? await readAll(this.#q, node.ino, node.size, this.#fs.chunkSize, 'read', this.path)
+        ? await readAll(this.#q, node.ino, node.size, this.#fs.chunks, 'read', this.path)
         : await readRange(
             this.#q,
             node.ino,
             node.size,
-            this.#fs.chunkSize,
+            this.#fs.chunks,
             this.#position,
             node.size - this.#position,
           )
@@ -266,7 +266,7 @@ export class FileHandle {
       const content = hashContent(ctx, bytes)
       note({ op: 'write', path: this.path, ino: node.ino, content, before })
       await q.execute({ sql: 'DELETE FROM fs_data WHERE ino = ?', params: [node.ino] })
-      const size = await writeRange(q, node.ino, 0, this.#fs.chunkSize, 0, bytes)
+      const size = await writeRange(q, node.ino, 0, this.#fs.chunks, 0, bytes)
       await touchContent(q, node.ino, size, now)
     })
     this.#position = bytes.byteLength
@@ -298,7 +298,7 @@ export class FileHandle {
       appended: { version: versionOf(node), size: node.size, bytes },
       before: await hashBefore(ctx, q, node),
     })
-    const size = await writeRange(q, node.ino, node.size, this.#fs.chunkSize, node.size, bytes)
+    const size = await writeRange(q, node.ino, node.size, this.#fs.chunks, node.size, bytes)
     await touchContent(q, node.ino, size, now)
   }
 
@@ -315,7 +315,7 @@ export class FileHandle {
         ino: node.ino,
         before: await hashBefore(ctx, q, node),
       })
-      await resize(q, node.ino, node.size, this.#fs.chunkSize, length)
+      await resize(q, node.ino, node.size, this.#fs.chunks, length)
       await touchContent(q, node.ino, length, now)
     })
   }

@@ -185,7 +185,7 @@ export async function openOrCreate(
     if (isDir(found.node.mode) && want.write) throw fsError('EISDIR', 'open', path)
     if (want.truncate && want.write && found.node.size > 0) {
       const before = note ? await hashBefore(ctx, q, found.node) : undefined
-      await resize(q, found.node.ino, found.node.size, ctx.chunkSize, 0)
+      await resize(q, found.node.ino, found.node.size, ctx.chunks, 0)
       await touchContent(q, found.node.ino, 0, now)
       note?.({ op: 'truncate', path: normalizePath(path), ino: found.node.ino, before })
     }

@@ -62,12 +62,12 @@ export async function touchAtime(ctx: FsContext, node: InodeRow): Promise<void> 
 export async function readWhole(ctx: FsContext, path: string): Promise<Buffer> {
   let node: InodeRow
   let bytes: Uint8Array
-  const direct = await readRegularFile(ctx.q, path, 'open', ctx.chunkSize)
+  const direct = await readRegularFile(ctx.q, path, 'open', ctx.chunks)
   if (direct) ({ node, bytes } = direct)
   else {
     node = (await existing(ctx.q, path, 'open')).node
     if (isDir(node.mode)) throw fsError('EISDIR', 'read', path)
-    bytes = await readAll(ctx.q, node.ino, node.size, ctx.chunkSize, 'read', path)
+    bytes = await readAll(ctx.q, node.ino, node.size, ctx.chunks, 'read', path)
   }
   await touchAtime(ctx, node)
   return Buffer.isBuffer(bytes)

@@ -1,4 +1,5 @@
 import type { Readable, Writable } from 'node:stream'
+import type { ChunkFormat } from '@agentfs/core'
 import {
   type Clock,
   fsError,
@@ -105,6 +106,11 @@ export class SqlFileSystem implements FileSystem {
   /** `fs_config.chunk_size` of the database. */
   get chunkSize(): number {
     return this.#ctx.chunkSize
+  }
+
+  /** How this filesystem's database stores file content (chunk size and compression). */
+  get chunks(): ChunkFormat {
+    return this.#ctx.chunks
   }
 
   /** The database this filesystem runs on (see `databaseOf` of `@agentfs/core`). */
@@ -338,7 +344,7 @@ export class SqlFileSystem implements FileSystem {
       const { node } = await existing(ctx.q, path, 'stat')
       if (isDir(node.mode)) throw fsError('EISDIR', 'stat', path)
       const stored = await storedMimeType(ctx.q, node.ino)
-      const head = await readRange(ctx.q, node.ino, node.size, ctx.chunkSize, 0, 8192)
+      const head = await readRange(ctx.q, node.ino, node.size, ctx.chunks, 0, 8192)
       return {
         mimeType: stored ?? deriveMimeType(normalizePath(path), head),
         contentType: contentTypeOf(head),
@@ -575,7 +581,7 @@ export class SqlFileSystem implements FileSystem {
       throw fsError('EPERM', 'search', undefined, {
         hint: 'the search index is updated through an unrestricted filesystem',
       })
-    return updateIndex(this.#ctx.q, this.#ctx.chunkSize, options)
+    return updateIndex(this.#ctx.q, this.#ctx.chunks, options)
   }
 
   /**
@@ -591,7 +597,7 @@ export class SqlFileSystem implements FileSystem {
         hint: 'vectors are made through an unrestricted filesystem',
       })
     if (!this.#ctx.embedder) throw notConfigured()
-    return embedPending(this.#ctx.q, this.#ctx.chunkSize, this.#ctx.embedder, options)
+    return embedPending(this.#ctx.q, this.#ctx.chunks, this.#ctx.embedder, options)
   }
 
   /** Which files the full-text index holds (the database's settings). */

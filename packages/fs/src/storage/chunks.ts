@@ -1,7 +1,10 @@
 import {
+  type ChunkFormat,
   chunkBytes,
   corruptError,
+  decodeChunk,
   type Executor,
+  encodeChunk,
   executeDeferred,
   fsError,
   placeholders,
@@ -45,10 +48,11 @@ const insertSql = (rows: number) =>
  */
 const DEFER_BYTES = 64 * 1024
 
-/** Writes `chunks` (index → bytes) for `ino`, batched. */
+/** Writes `chunks` (index → bytes) for `ino`, batched, stored as `format` says. */
 export async function putChunks(
   q: Executor,
   ino: number,
+  format: ChunkFormat,
   chunks: Array<[number, Uint8Array]>,
 ): Promise<void> {
   for (let i = 0; i < chunks.length; i += BATCH) {
@@ -56,8 +60,9 @@ export async function putChunks(
     const params: Array<number | Uint8Array> = []
     let bytes = 0
     for (const [index, data] of slice) {
-      params.push(ino, index, data)
-      bytes += data.byteLength
+      const stored = encodeChunk(format, data)
+      params.push(ino, index, stored)
+      bytes += stored.byteLength
     }
     const statement = { sql: insertSql(slice.length), params }
     if (chunks.length <= BATCH && bytes <= DEFER_BYTES) await executeDeferred(q, statement)
@@ -70,10 +75,11 @@ export async function readRange(
   q: Executor,
   ino: number,
   size: number,
-  chunkSize: number,
+  format: ChunkFormat,
   offset: number,
   length: number,
 ): Promise<Uint8Array> {
+  const chunkSize = format.size
   const end = Math.min(size, offset + length)
   if (end <= offset) return new Uint8Array(0)
   const first = Math.floor(offset / chunkSize)
@@ -82,24 +88,26 @@ export async function readRange(
     sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index >= ? AND chunk_index <= ? ORDER BY chunk_index',
     params: [ino, first, last],
   })
-  return assemble(rows, chunkSize, offset, end, ino)
+  return assemble(rows, format, offset, end, ino)
 }
 
 /**
  * The bytes `[offset, end)` from the chunks covering them (in order): a view of the chunk when
  * one covers it all, otherwise one copy. Absent chunks (holes) and the missing tail of a short
  * chunk read as zeros; bytes a damaged chunk holds beyond `chunkSize` are ignored, so a read
- * always agrees with the size. A chunk that is not a BLOB is EIO.
+ * always agrees with the size. A chunk that is not a BLOB, or a damaged compressed one, is EIO.
  */
 export function assemble(
   rows: readonly { chunk_index: number | null; data: unknown }[],
-  chunkSize: number,
+  format: ChunkFormat,
   offset: number,
   end: number,
   ino: number,
   syscall = 'read',
   path?: string,
 ): Uint8Array {
+  const chunkSize = format.size
+  if (format.codec) rows = decodeRows(rows, format, ino, syscall, path)
   const only = rows.length === 1 ? rows[0] : undefined
   if (
     only?.data instanceof Uint8Array &&
@@ -139,6 +147,21 @@ export function assemble(
   return zeroed
 }
 
+/** `rows` with each chunk's stored bytes decoded (compressed databases). */
+function decodeRows(
+  rows: readonly { chunk_index: number | null; data: unknown }[],
+  format: ChunkFormat,
+  ino: number,
+  syscall: string,
+  path: string | undefined,
+): { chunk_index: number | null; data: unknown }[] {
+  return rows.map((row) =>
+    row.chunk_index === null
+      ? row
+      : { chunk_index: row.chunk_index, data: decodeChunk(format, row.data, ino, syscall, path) },
+  )
+}
+
 /**
  * A positional read by inode in one statement: the inode's mode and size together with the
  * chunks covering `[offset, offset + length)`, clamped to the size. Undefined when the inode is
@@ -149,10 +172,11 @@ export function assemble(
 export async function readAt(
   q: Executor,
   ino: number,
-  chunkSize: number,
+  format: ChunkFormat,
   offset: number,
   length: number,
 ): Promise<{ mode: number; size: number; bytes: Uint8Array } | undefined> {
+  const chunkSize = format.size
   const first = Math.floor(offset / chunkSize)
   const last = Math.floor((offset + Math.max(length, 1) - 1) / chunkSize)
   const { rows } = await q.execute<{
@@ -169,7 +193,7 @@ export async function readAt(
   checkStoredSize(head.size, ino, 'read')
   const end = Math.min(head.size, offset + length)
   if (end <= offset) return { mode: head.mode, size: head.size, bytes: new Uint8Array(0) }
-  return { mode: head.mode, size: head.size, bytes: assemble(rows, chunkSize, offset, end, ino) }
+  return { mode: head.mode, size: head.size, bytes: assemble(rows, format, offset, end, ino) }
 }
 
 /**
@@ -180,10 +204,11 @@ export async function readAll(
   q: Executor,
   ino: number,
   size: number,
-  chunkSize: number,
+  format: ChunkFormat,
   syscall = 'read',
   path?: string,
 ): Promise<Uint8Array> {
+  const chunkSize = format.size
   checkStoredSize(size, ino, syscall, path)
   if (size > MAX_READ_FILE)
     throw fsError('EFBIG', syscall, path, {
@@ -194,22 +219,27 @@ export async function readAll(
     sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index <= ? ORDER BY chunk_index',
     params: [ino, Math.floor((size - 1) / chunkSize)],
   })
-  return assembleWhole(rows, chunkSize, size, ino, syscall, path)
+  return assembleWhole(rows, format, size, ino, syscall, path)
 }
 
 /** A whole file from all its chunks: one view when a single chunk is the whole file. */
 export function assembleWhole(
   rows: readonly { chunk_index: number | null; data: unknown }[],
-  chunkSize: number,
+  format: ChunkFormat,
   size: number,
   ino: number,
   syscall: string,
   path?: string,
 ): Uint8Array {
   const only = rows.length === 1 ? rows[0] : undefined
-  if (only?.chunk_index === 0 && only.data instanceof Uint8Array && only.data.byteLength === size)
+  if (
+    !format.codec &&
+    only?.chunk_index === 0 &&
+    only.data instanceof Uint8Array &&
+    only.data.byteLength === size
+  )
     return only.data
-  return assemble(rows, chunkSize, 0, size, ino, syscall, path)
+  return assemble(rows, format, 0, size, ino, syscall, path)
 }
 
 /**
@@ -223,10 +253,11 @@ export async function writeRange(
   q: Executor,
   ino: number,
   oldSize: number,
-  chunkSize: number,
+  format: ChunkFormat,
   offset: number,
   data: Uint8Array,
 ): Promise<number> {
+  const chunkSize = format.size
   const writeEnd = offset + data.byteLength
   checkFileEnd(writeEnd, 'write')
   const newSize = Math.max(oldSize, writeEnd)
@@ -255,7 +286,7 @@ export async function writeRange(
       sql: `SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index IN (${placeholders(needOld.length)})`,
       params: [ino, ...needOld],
     })
-    for (const row of rows) old.set(row.chunk_index, chunkBytes(row.data, ino, 'write'))
+    for (const row of rows) old.set(row.chunk_index, decodeChunk(format, row.data, ino, 'write'))
   }
   let pending: Array<[number, Uint8Array]> = []
   for (const index of indices) {
@@ -280,11 +311,11 @@ export async function writeRange(
     }
     pending.push([index, chunk])
     if (pending.length >= BATCH) {
-      await putChunks(q, ino, pending)
+      await putChunks(q, ino, format, pending)
       pending = []
     }
   }
-  if (pending.length > 0) await putChunks(q, ino, pending)
+  if (pending.length > 0) await putChunks(q, ino, format, pending)
   return newSize
 }
 
@@ -293,13 +324,14 @@ export async function resize(
   q: Executor,
   ino: number,
   oldSize: number,
-  chunkSize: number,
+  format: ChunkFormat,
   newSize: number,
 ): Promise<void> {
+  const chunkSize = format.size
   if (newSize === oldSize) return
   checkFileEnd(newSize, 'truncate')
   if (newSize > oldSize) {
-    await writeRange(q, ino, oldSize, chunkSize, newSize, new Uint8Array(0))
+    await writeRange(q, ino, oldSize, format, newSize, new Uint8Array(0))
     return
   }
   if (newSize === 0) {
@@ -312,6 +344,17 @@ export async function resize(
     params: [ino, lastIndex],
   })
   const keep = newSize - lastIndex * chunkSize
+  if (format.codec) {
+    // A compressed chunk cannot be cut in SQL: it is read, cut and stored again.
+    const { rows } = await q.execute<{ data: unknown }>({
+      sql: 'SELECT data FROM fs_data WHERE ino = ? AND chunk_index = ?',
+      params: [ino, lastIndex],
+    })
+    const bytes = rows[0] ? decodeChunk(format, rows[0].data, ino, 'truncate') : undefined
+    if (bytes && bytes.byteLength > keep)
+      await putChunks(q, ino, format, [[lastIndex, bytes.subarray(0, keep)]])
+    return
+  }
   await executeDeferred(q, {
     sql: 'UPDATE fs_data SET data = substr(data, 1, ?) WHERE ino = ? AND chunk_index = ? AND length(data) > ?',
     params: [keep, ino, lastIndex, keep],

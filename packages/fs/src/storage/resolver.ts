@@ -1,3 +1,4 @@
+import type { ChunkFormat } from '@agentfs/core'
 import {
   type Executor,
   fsError,
@@ -75,7 +76,7 @@ export async function readRegularFile(
   q: Executor,
   path: string,
   syscall: string,
-  chunkSize: number,
+  format: ChunkFormat,
 ): Promise<{ node: InodeRow; bytes: Uint8Array } | undefined> {
   const parsed = parsePath(path, syscall)
   const parts = parsed.parts
@@ -101,8 +102,8 @@ export async function readRegularFile(
   // A LEFT JOIN row without a chunk means the file has no first chunk (empty, or a hole).
   const index = head[HEAD_DEPTH + 2] as number | null
   const first = index === null ? [] : [{ chunk_index: index, data: head[HEAD_DEPTH + 3] }]
-  if (node.size <= chunkSize)
-    return { node, bytes: assembleWhole(first, chunkSize, node.size, node.ino, 'read', path) }
+  if (node.size <= format.size)
+    return { node, bytes: assembleWhole(first, format, node.size, node.ino, 'read', path) }
   // The other chunks as bare rows (a join would repeat the inode's columns on each), in the
   // same state: each row also carries the inode's ctime, which moves on every change, and a
   // changed (or vanished) ctime gives up (undefined: the caller reads afresh). The one-row
@@ -114,14 +115,14 @@ export async function readRegularFile(
     data: unknown
   }>({
     sql: 'SELECT i.ctime AS c, i.ctime_nsec AS n, d.chunk_index AS chunk_index, d.data AS data FROM (SELECT 1) s LEFT JOIN fs_inode i ON i.ino = ? LEFT JOIN fs_data d ON d.ino = ? AND d.chunk_index > 0 AND d.chunk_index <= ?',
-    params: [node.ino, node.ino, Math.floor((node.size - 1) / chunkSize)],
+    params: [node.ino, node.ino, Math.floor((node.size - 1) / format.size)],
   })
   const stamp = found[0]!
   if (stamp.c !== node.ctime || stamp.n !== node.ctime_nsec) return undefined
   const rest = found.length === 1 && stamp.chunk_index === null ? [] : found
   return {
     node,
-    bytes: assembleWhole([...first, ...rest], chunkSize, node.size, node.ino, 'read', path),
+    bytes: assembleWhole([...first, ...rest], format, node.size, node.ino, 'read', path),
   }
 }
 

@@ -1,3 +1,4 @@
+import type { ChunkFormat } from '@agentfs/core'
 import {
   type Executor,
   fsError,
@@ -120,7 +121,7 @@ export interface SearchScope {
  */
 export async function searchFullText(
   q: Queryable,
-  chunkSize: number,
+  format: ChunkFormat,
   query: string,
   options: SearchOptions = {},
   within?: (
@@ -136,12 +137,12 @@ export async function searchFullText(
   const under = normalizePath(options.path ?? '/', 'search')
   // The query's vector before any transaction: the model may be slow or remote.
   const vector = mode === 'text' ? undefined : (await embedAll(embedder!, [query]))[0]
-  const { writable } = await catchUp(q, chunkSize, deadline)
+  const { writable } = await catchUp(q, format, deadline)
   const semantic = vector && { q, model: embedder!.model, vector }
   const read = (tx: Queryable, scope: SearchScope) =>
     queryIndex(
       tx,
-      chunkSize,
+      format,
       phrases,
       { ...checked, under, deadline, writable, mode },
       scope,
@@ -166,7 +167,7 @@ const RRF_K = 60
 
 async function queryIndex(
   tx: Queryable,
-  chunkSize: number,
+  format: ChunkFormat,
   phrases: QueryPhrase[],
   options: {
     limit: number
@@ -222,9 +223,9 @@ async function queryIndex(
       if (allowed && !allowed.has(path)) continue
       let shown: SearchLine[] = []
       if (lines > 0 && mode !== 'semantic')
-        shown = await linesOf(tx, chunkSize, c.ino, phrases, lines, deadline)
+        shown = await linesOf(tx, format, c.ino, phrases, lines, deadline)
       if (lines > 0 && shown.length === 0 && c.chunk)
-        shown = await chunkLines(tx, chunkSize, c.ino, c.chunk, lines)
+        shown = await chunkLines(tx, format, c.ino, c.chunk, lines)
       hits.push({ path, score: c.score, version: current.get(c.ino)!, lines: shown })
     }
     page = []
@@ -295,24 +296,28 @@ async function* ranked(
 }
 
 /** The text of a file whose lines a hit shows (its first 64 MiB at most). */
-async function shownText(q: Executor, chunkSize: number, ino: number): Promise<string | undefined> {
+async function shownText(
+  q: Executor,
+  format: ChunkFormat,
+  ino: number,
+): Promise<string | undefined> {
   const { rows } = await q.execute<{ size: number }>({
     sql: 'SELECT size FROM fs_inode WHERE ino = ?',
     params: [ino],
   })
   const size = Number(rows[0]?.size ?? 0)
-  return textOrDamaged(q, ino, Math.min(size, MAX_MAX_FILE_SIZE), chunkSize)
+  return textOrDamaged(q, ino, Math.min(size, MAX_MAX_FILE_SIZE), format)
 }
 
 /** Up to `max` non-blank lines of a file's chunk (a semantic hit's best match). */
 async function chunkLines(
   q: Executor,
-  chunkSize: number,
+  format: ChunkFormat,
   ino: number,
   chunk: { readonly startLine: number; readonly endLine: number },
   max: number,
 ): Promise<SearchLine[]> {
-  const text = await shownText(q, chunkSize, ino)
+  const text = await shownText(q, format, ino)
   if (text === undefined) return []
   const all = text.split('\n')
   const out: SearchLine[] = []
@@ -338,13 +343,13 @@ WHERE i.ino IN (${placeholders(inos.length)}) AND d.words >= 0 AND d.version = $
 /** The lines of a file where the query's phrases are (lines holding a whole phrase first). */
 async function linesOf(
   q: Executor,
-  chunkSize: number,
+  format: ChunkFormat,
   ino: number,
   phrases: readonly QueryPhrase[],
   max: number,
   deadline: number,
 ): Promise<SearchLine[]> {
-  const text = await shownText(q, chunkSize, ino)
+  const text = await shownText(q, format, ino)
   if (text === undefined) return []
   const out: SearchLine[] = []
   const all = text.split('\n')

@@ -1,3 +1,4 @@
+import type { ChunkFormat } from '@agentfs/core'
 import {
   AgentFsError,
   type Executor,
@@ -119,14 +120,14 @@ const numbers = (r: { ino: number; size: number }) => ({
 async function indexFile(
   tx: Queryable,
   store: IndexStore,
-  chunkSize: number,
+  format: ChunkFormat,
   settings: ResolvedSearchSettings,
   file: Stale,
 ): Promise<number> {
   let words: string[] | undefined
   let read = 0
   if (file.wanted && sizeOk(file.size) && file.size <= settings.maxFileSize) {
-    const text = await textOrDamaged(tx, file.ino, file.size, chunkSize)
+    const text = await textOrDamaged(tx, file.ino, file.size, format)
     read = file.size
     if (text !== undefined) words = tokenize(text)
   }
@@ -152,11 +153,11 @@ export async function textOrDamaged(
   q: Executor,
   ino: number,
   size: number,
-  chunkSize: number,
+  format: ChunkFormat,
 ): Promise<string | undefined> {
   if (!sizeOk(size)) return undefined
   try {
-    return textOf(await readInode(q, ino, size, chunkSize))
+    return textOf(await readInode(q, ino, size, format))
   } catch (error) {
     if (isFsError(error, 'EIO')) return undefined
     throw error
@@ -180,7 +181,11 @@ export interface Upkeep {
  * Brings the index up to the files as they are, a batch per transaction. A read-only database
  * is left as it is (`writable: false`).
  */
-export async function catchUp(q: Queryable, chunkSize: number, deadline: number): Promise<Upkeep> {
+export async function catchUp(
+  q: Queryable,
+  format: ChunkFormat,
+  deadline: number,
+): Promise<Upkeep> {
   let files = 0
   let dropped = 0
   for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -198,7 +203,7 @@ export async function catchUp(q: Queryable, chunkSize: number, deadline: number)
         let indexed = 0
         for (const file of stale) {
           if (bytes >= BATCH_BYTES) break
-          bytes += await indexFile(tx, store, chunkSize, settings, file)
+          bytes += await indexFile(tx, store, format, settings, file)
           indexed++
         }
         files += indexed
@@ -222,14 +227,14 @@ export async function catchUp(q: Queryable, chunkSize: number, deadline: number)
  */
 export async function updateIndex(
   q: Queryable,
-  chunkSize: number,
+  format: ChunkFormat,
   options: { rebuild?: boolean; timeoutMs?: number } = {},
 ): Promise<Upkeep> {
   const timeoutMs = options.timeoutMs ?? 600_000
   if (!(timeoutMs > 0))
     throw fsError('EINVAL', 'search', undefined, { hint: 'timeoutMs must be a positive number' })
   if (options.rebuild) await q.transaction((tx) => clearIndex(tx))
-  const done = await catchUp(q, chunkSize, Date.now() + timeoutMs)
+  const done = await catchUp(q, format, Date.now() + timeoutMs)
   if (!done.writable)
     throw new AgentFsError(
       'READONLY',

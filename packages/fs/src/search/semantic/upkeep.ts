@@ -1,3 +1,4 @@
+import type { ChunkFormat } from '@agentfs/core'
 import { AgentFsError, type Executor, fsError, isAgentFsError, type Queryable } from '@agentfs/core'
 import { readSettings } from '../fulltext/settings.js'
 import {
@@ -63,17 +64,17 @@ interface Planned {
  * const { backlog } = await updateEmbeddings(agent.db, embedder, { maxFiles: 100 })
  */
 export async function updateEmbeddings(
-  db: Queryable & { readonly chunkSize: number },
+  db: Queryable & { readonly chunks: ChunkFormat },
   embedder: Embedder,
   options: { maxFiles?: number; timeoutMs?: number } = {},
 ): Promise<EmbeddingUpdate> {
-  return embedPending(db, db.chunkSize, checkEmbedder(embedder), options)
+  return embedPending(db, db.chunks, checkEmbedder(embedder), options)
 }
 
 /** {@link updateEmbeddings} on a queryable and a chunk size (a filesystem's). */
 export async function embedPending(
   q: Queryable,
-  chunkSize: number,
+  format: ChunkFormat,
   embedder: Embedder,
   options: { maxFiles?: number; timeoutMs?: number } = {},
 ): Promise<EmbeddingUpdate> {
@@ -100,7 +101,7 @@ export async function embedPending(
         if (version === undefined) continue
         let text: string | undefined
         if (file.wanted && file.size <= settings.maxFileSize) {
-          text = await textOrDamaged(tx, file.ino, file.size, chunkSize)
+          text = await textOrDamaged(tx, file.ino, file.size, format)
           bytes += file.size
         }
         planned.push({ file, version, chunks: text === undefined ? undefined : chunkText(text) })
