@@ -7,12 +7,16 @@ export interface DatabaseDescription {
   readonly schemaVersion: number
   readonly specVersion: string | null
   readonly chunkSize: number
+  /** How file content is compressed (`fs_config.compression`); null: stored as it is. */
+  readonly compression: string | null
   readonly files: number
   readonly directories: number
   readonly symlinks: number
   readonly otherNodes: number
   /** Sum of file sizes. */
   readonly fileBytes: number
+  /** Bytes the chunks take as stored (less than `fileBytes` when compressed or sparse). */
+  readonly storedBytes: number
   readonly chunks: number
   readonly kvKeys: number
   readonly toolCalls: number
@@ -40,8 +44,14 @@ export async function describeDatabase(q: Executor): Promise<DatabaseDescription
     sql: 'SELECT key, value FROM fs_config',
   })
   const get = (key: string) => config.rows.find((r) => r.key === key)?.value
-  const counts = await one<{ chunks: number; kv: number; calls: number; whiteouts: number }>(
-    'SELECT (SELECT COUNT(*) FROM fs_data) AS chunks, (SELECT COUNT(*) FROM kv_store) AS kv, (SELECT COUNT(*) FROM tool_calls) AS calls, (SELECT COUNT(*) FROM fs_whiteout) AS whiteouts',
+  const counts = await one<{
+    chunks: number
+    stored: number | null
+    kv: number
+    calls: number
+    whiteouts: number
+  }>(
+    'SELECT (SELECT COUNT(*) FROM fs_data) AS chunks, (SELECT SUM(length(data)) FROM fs_data) AS stored, (SELECT COUNT(*) FROM kv_store) AS kv, (SELECT COUNT(*) FROM tool_calls) AS calls, (SELECT COUNT(*) FROM fs_whiteout) AS whiteouts',
   )
   const pages = await one<{ page_count: number }>('PRAGMA page_count')
   const size = await one<{ page_size: number }>('PRAGMA page_size')
@@ -51,11 +61,13 @@ export async function describeDatabase(q: Executor): Promise<DatabaseDescription
     schemaVersion: Math.max(Number(version.user_version), await metaVersion(q)),
     specVersion: get('schema_version') ?? null,
     chunkSize: Number(get('chunk_size')),
+    compression: get('compression') ?? null,
     files: Number(nodes.files ?? 0),
     directories: Number(nodes.dirs ?? 0),
     symlinks: Number(nodes.links ?? 0),
     otherNodes: Number(nodes.other ?? 0),
     fileBytes: Number(nodes.bytes),
+    storedBytes: Number(counts.stored ?? 0),
     chunks: Number(counts.chunks),
     kvKeys: Number(counts.kv),
     toolCalls: Number(counts.calls),

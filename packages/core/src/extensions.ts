@@ -456,9 +456,10 @@ export const EXTENSION_MIGRATIONS: readonly ExtensionMigration[] = [
   {
     version: 20,
     description:
-      'compressed chunks understood (fs_config.compression): a version that reads only plain chunks refuses the database instead of returning stored frames',
-    // Nothing to create: a database is compressed from its creation on (see migrate's
-    // init-config step), and older versions refuse any database past their schema version.
+      'compressed chunks understood (fs_config.compression, zstd frames in fs_data); a compression a reader does not know is refused',
+    // Nothing to create: a database is compressed from its creation on (migrate's init-config
+    // step writes fs_config.compression and the guard trigger); this version marks readers
+    // that look for the key.
     statements: [],
   },
 ]

@@ -31,6 +31,10 @@ export function registerInit(program: Command): void {
       'fs_config.chunk_size of the new database',
       positiveInteger('--chunk-size'),
     )
+    .option(
+      '--compress',
+      'compress file content with zstd (smaller text files; needs Node.js 22.15 or later to create)',
+    )
     .option('--force', 'replace an existing database')
     .option('--base <dir>', 'make it a copy-on-write overlay over this host directory')
     .option(
@@ -43,6 +47,7 @@ export function registerInit(program: Command): void {
         target: string,
         options: {
           chunkSize?: number
+          compress?: boolean
           force?: boolean
           base?: string
           syncUrl?: string
@@ -68,6 +73,10 @@ export function registerInit(program: Command): void {
               '--sync-url and --base cannot be combined; a synced database is not an overlay',
             )
           refuseKeyForSync()
+          if (options.compress)
+            throw new Error(
+              '--compress and --sync-url cannot be combined; create the database compressed, then sync it',
+            )
           const { openSynced } = await import('@agentfs/sync')
           const token = checkToken(options.token, '--token') ?? syncToken()
           const synced = await openSynced({
@@ -85,6 +94,7 @@ export function registerInit(program: Command): void {
           path: newDatabasePath(target),
           ...encryption(),
           ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
+          ...(options.compress ? { compression: 'zstd' as const } : {}),
         }).catch((error: unknown) => {
           throw explainCreateError(error, path)
         })
@@ -94,7 +104,9 @@ export function registerInit(program: Command): void {
             path: (await import('node:path')).resolve(options.base),
           })
         await agent.close()
-        print(`created ${path}${options.base ? ` (overlay over ${options.base})` : ''}`)
+        print(
+          `created ${path}${options.compress ? ' (file content compressed with zstd)' : ''}${options.base ? ` (overlay over ${options.base})` : ''}`,
+        )
       },
     )
 }

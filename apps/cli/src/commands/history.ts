@@ -14,6 +14,7 @@ import {
   type Blame,
   type BlameLine,
   type Change,
+  canCompress,
   storedVersions,
   storeVersions,
 } from '@agentfs/sdk'
@@ -398,12 +399,18 @@ export function registerBranch(program: Command): void {
     .action(async (db: string, snapshot: string, branch: string) => {
       const path = databasePath(branch)
       if (existsSync(path)) throw new Error(`${path} exists; name a new database for the branch`)
-      const chunkSize = await withAgent(db, async (live) => {
+      const { chunkSize, compression } = await withAgent(db, async (live) => {
         await needSnapshot(live, db, snapshot)
-        return live.db.chunkSize
+        return { chunkSize: live.db.chunkSize, compression: live.db.chunks.codec?.name }
       })
       mkdirSync(dirname(path), { recursive: true })
-      const agent = await AgentFS.open({ path, chunkSize, ...encryption() })
+      // A branch of a compressed database is compressed too, where this Node.js compresses.
+      const agent = await AgentFS.open({
+        path,
+        chunkSize,
+        ...(compression && canCompress() ? { compression } : {}),
+        ...encryption(),
+      })
       try {
         await saveOverlayBase(agent.db, { kind: 'snapshot', path: databasePath(db), snapshot })
       } finally {

@@ -258,6 +258,8 @@ export function registerInspect(program: Command): void {
         const notes: Record<string, string> = {
           specVersion: 'the Agent Filesystem Specification layout the tables follow',
           schemaVersion: "this library's own extension tables (PRAGMA user_version)",
+          compression: 'how file content is stored (agentfs init --compress)',
+          storedBytes: 'what the chunks take as stored',
         }
         for (const [k, v] of Object.entries(info))
           print(`${k.padEnd(14)} ${v}${notes[k] ? `   (${notes[k]})` : ''}`)
