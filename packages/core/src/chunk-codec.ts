@@ -1,6 +1,7 @@
 import * as zlib from 'node:zlib'
 import { decompress as fzstdDecompress } from 'fzstd'
 import { AgentFsError, corruptError } from './errors.js'
+import { MAX_CHUNK_SIZE } from './schema.js'
 
 /**
  * Compression of `fs_data` chunks, chosen when a database is created and recorded as
@@ -139,7 +140,7 @@ function compress(bytes: Uint8Array): Uint8Array | undefined {
 export const DECOMPRESSORS = {
   node: node.zstdDecompressSync
     ? (frame: Uint8Array, size: number): Uint8Array =>
-        node.zstdDecompressSync!(frame, { maxOutputLength: size })
+        node.zstdDecompressSync!(frame, { maxOutputLength: Math.max(1, size) })
     : undefined,
   fzstd: (frame: Uint8Array, size: number): Uint8Array =>
     fzstdDecompress(frame, new Uint8Array(size)),
@@ -176,7 +177,9 @@ export function decodeFrame(
   const bad = (why: string) =>
     corruptError(syscall, path, `a compressed chunk of inode ${ino} ${why}`)
   if (size === undefined) throw bad('has no valid zstd frame header')
-  if (size > limit) throw bad(`says it holds ${size} bytes, more than a chunk (${limit})`)
+  // The chunk size a crafted database claims is no bound: no chunk is ever more than 16 MiB.
+  const most = Math.min(limit, MAX_CHUNK_SIZE)
+  if (size > most) throw bad(`says it holds ${size} bytes, more than a chunk (${most})`)
   let bytes: Uint8Array
   try {
     bytes = engine(stored, size)

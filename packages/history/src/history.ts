@@ -1,7 +1,7 @@
-import type { ChunkFormat } from '@agentfs/core'
 import {
   AgentFsError,
   appendChange,
+  type ChunkFormat,
   type Clock,
   checkExpansion,
   dropRefs,

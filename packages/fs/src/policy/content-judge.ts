@@ -1,5 +1,4 @@
-import type { ChunkFormat } from '@agentfs/core'
-import { fsError, type Queryable } from '@agentfs/core'
+import { type ChunkFormat, fsError, type Queryable } from '@agentfs/core'
 import { readAll } from '../storage/chunks.js'
 import { type InodeRow, isDir } from '../storage/inode.js'
 import { loadInode } from '../storage/mutate.js'

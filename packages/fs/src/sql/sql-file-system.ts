@@ -1,6 +1,6 @@
 import type { Readable, Writable } from 'node:stream'
-import type { ChunkFormat } from '@agentfs/core'
 import {
+  type ChunkFormat,
   type Clock,
   fsError,
   isFsError,

@@ -1,5 +1,5 @@
-import type { ChunkFormat } from '@agentfs/core'
 import {
+  type ChunkFormat,
   type Executor,
   fsError,
   type ParsedPath,

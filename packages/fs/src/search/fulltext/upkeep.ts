@@ -1,6 +1,6 @@
-import type { ChunkFormat } from '@agentfs/core'
 import {
   AgentFsError,
+  type ChunkFormat,
   type Executor,
   fsError,
   isAgentFsError,

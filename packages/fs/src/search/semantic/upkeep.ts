@@ -1,5 +1,11 @@
-import type { ChunkFormat } from '@agentfs/core'
-import { AgentFsError, type Executor, fsError, isAgentFsError, type Queryable } from '@agentfs/core'
+import {
+  AgentFsError,
+  type ChunkFormat,
+  type Executor,
+  fsError,
+  isAgentFsError,
+  type Queryable,
+} from '@agentfs/core'
 import { readSettings } from '../fulltext/settings.js'
 import {
   type DocTable,
