@@ -1,5 +1,4 @@
 import * as zlib from 'node:zlib'
-import { decompress as fzstdDecompress } from 'fzstd'
 import { AgentFsError, corruptError } from './errors.js'
 import { MAX_CHUNK_SIZE } from './schema.js'
 
@@ -15,9 +14,6 @@ export const COMPRESSIONS: readonly Compression[] = ['zstd']
 
 /** The four bytes every zstd frame starts with (0xFD2FB528, little-endian). */
 const MAGIC = [0x28, 0xb5, 0x2f, 0xfd] as const
-
-/** Largest block of a raw zstd frame (the format's limit, 128 KiB). */
-const RAW_BLOCK_MAX = 128 * 1024
 
 /**
  * How a database stores its chunks: `size` is `fs_config.chunk_size` (what a read cuts by) and
@@ -80,40 +76,18 @@ function declaredSize(frame: Uint8Array): number | undefined {
   return size > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(size)
 }
 
-/**
- * `bytes` as one zstd frame of raw (uncompressed) blocks, with its content size: how a chunk
- * whose own bytes begin like a frame is stored where no compressor is at hand (Node.js 20).
- */
-export function rawFrame(bytes: Uint8Array): Uint8Array {
-  const blocks = Math.max(1, Math.ceil(bytes.byteLength / RAW_BLOCK_MAX))
-  const out = new Uint8Array(9 + blocks * 3 + bytes.byteLength)
-  out.set(MAGIC, 0)
-  out[4] = 0b1010_0000 // a 4-byte content size, one segment, no checksum, no dictionary
-  new DataView(out.buffer).setUint32(5, bytes.byteLength, true)
-  let at = 9
-  for (let block = 0; block < blocks; block++) {
-    const from = block * RAW_BLOCK_MAX
-    const size = Math.min(RAW_BLOCK_MAX, bytes.byteLength - from)
-    const header = (size << 3) | (block === blocks - 1 ? 1 : 0) // block type 0: raw
-    out[at] = header & 0xff
-    out[at + 1] = (header >> 8) & 0xff
-    out[at + 2] = (header >> 16) & 0xff
-    out.set(bytes.subarray(from, from + size), at + 3)
-    at += 3 + size
-  }
-  return out
-}
-
-type Zstd = {
+type NodeZstd = {
   zstdCompressSync?: (buf: Uint8Array, options?: object) => Buffer
   zstdDecompressSync?: (buf: Uint8Array, options?: object) => Buffer
   constants: Record<string, number>
 }
-const node = zlib as unknown as Zstd
+const node = zlib as unknown as NodeZstd
 
-/** True when this Node.js compresses with zstd itself (22.15 and later, 23.8 and later). */
-export function canCompress(): boolean {
-  return typeof node.zstdCompressSync === 'function'
+/** A zstd implementation: compress at a level, decompress a frame of at most `size` bytes. */
+export interface ZstdEngine {
+  compress(bytes: Uint8Array): Uint8Array
+  /** The frame's content, never more than `size` bytes; throws on a frame that holds more. */
+  decompress(frame: Uint8Array, size: number): Uint8Array
 }
 
 /**
@@ -122,44 +96,97 @@ export function canCompress(): boolean {
  */
 const LEVEL = 1
 
-function compress(bytes: Uint8Array): Uint8Array | undefined {
-  if (!node.zstdCompressSync) return undefined
-  return node.zstdCompressSync(bytes, {
-    params: { [node.constants.ZSTD_c_compressionLevel!]: LEVEL },
-    pledgedSrcSize: bytes.byteLength,
+/** Node.js's own zstd (zlib, from 22.15 and 23.8), or undefined on older versions. */
+const nodeEngine: ZstdEngine | undefined =
+  node.zstdCompressSync && node.zstdDecompressSync
+    ? {
+        compress: (bytes) =>
+          node.zstdCompressSync!(bytes, {
+            params: { [node.constants.ZSTD_c_compressionLevel!]: LEVEL },
+            pledgedSrcSize: bytes.byteLength,
+          }),
+        decompress: (frame, size) =>
+          node.zstdDecompressSync!(frame, { maxOutputLength: Math.max(1, size) }),
+      }
+    : undefined
+
+let wasmEngine: ZstdEngine | undefined
+let wasmLoading: Promise<ZstdEngine> | undefined
+
+/**
+ * zstd compiled to WebAssembly (`@hpcc-js/wasm-zstd`, the reference library's own code): what
+ * Node.js 20 and 22 before 22.15 use. Loaded once, on the first compressed database.
+ */
+export function loadWasmZstd(): Promise<ZstdEngine> {
+  wasmLoading ??= import('@hpcc-js/wasm-zstd').then(async ({ Zstd }) => {
+    const zstd = await Zstd.load()
+    wasmEngine = {
+      compress: (bytes) => zstd.compress(bytes, LEVEL),
+      // Its decompressor writes into a buffer of the size the frame declares and refuses a
+      // frame that holds more or less.
+      decompress: (frame) => zstd.decompress(frame),
+    }
+    return wasmEngine
   })
+  return wasmLoading
+}
+
+/** The engine in use: Node.js's zstd where it has one, else the WebAssembly build once loaded. */
+function engine(): ZstdEngine | undefined {
+  return nodeEngine ?? wasmEngine
 }
 
 /**
- * The decompressors, by engine: Node.js's zstd where it has one, else `fzstd` (pure
- * JavaScript). Neither returns more than `size` bytes, so memory stays bounded by the chunk
- * size whatever a frame holds. Node's refuses a frame that holds more or less than it declares;
- * `fzstd` fills exactly `size` bytes (cutting what a lying frame holds past it). (Exported for
- * tests.)
+ * Makes zstd ready on this Node.js (nothing to do from 22.15; the WebAssembly build before).
+ * `openDatabase` calls it for every compressed database, before any chunk is read or written.
  */
-export const DECOMPRESSORS = {
-  node: node.zstdDecompressSync
-    ? (frame: Uint8Array, size: number): Uint8Array =>
-        node.zstdDecompressSync!(frame, { maxOutputLength: Math.max(1, size) })
-    : undefined,
-  fzstd: (frame: Uint8Array, size: number): Uint8Array =>
-    fzstdDecompress(frame, new Uint8Array(size)),
+export async function loadCompressor(): Promise<void> {
+  if (!engine()) await loadWasmZstd()
 }
 
-const decompress = DECOMPRESSORS.node ?? DECOMPRESSORS.fzstd
+/** True when zstd is ready: always on Node.js 22.15+, after {@link loadCompressor} before. */
+export function canCompress(): boolean {
+  return engine() !== undefined
+}
 
-/** The zstd codec: Node.js's zstd where it has one; reading only, with `fzstd`, elsewhere. */
+/** The engines available now, by name (for tests that hold both to the same answers). */
+export function zstdEngines(): Record<string, ZstdEngine> {
+  return {
+    ...(nodeEngine ? { node: nodeEngine } : {}),
+    ...(wasmEngine ? { wasm: wasmEngine } : {}),
+  }
+}
+
+function ready(): ZstdEngine {
+  const found = engine()
+  if (!found)
+    throw new AgentFsError(
+      'MISUSE',
+      `zstd is not loaded on this Node.js (${process.version}): open compressed databases with openDatabase, or await loadCompressor() first`,
+    )
+  return found
+}
+
+/** The zstd codec: Node.js's zstd, or its WebAssembly build on versions without it. */
 export const zstdCodec: ChunkCodec = {
   name: 'zstd',
   encode(bytes) {
-    const frame = compress(bytes)
-    if (frame && frame.byteLength < bytes.byteLength) return frame
+    const frame = ready().compress(bytes)
+    if (frame.byteLength < bytes.byteLength) return frame
     // Stored as it is, unless its bytes would be taken for a frame.
-    if (!isFrame(bytes)) return bytes
-    return frame ?? rawFrame(bytes)
+    return isFrame(bytes) ? frame : bytes
   },
   decode(stored, limit, ino, syscall, path) {
-    return decodeFrame(decompress, stored, limit, ino, syscall, path)
+    if (!isFrame(stored)) return stored
+    const zstd = ready()
+    return decodeFrame(
+      (frame, size) => zstd.decompress(frame, size),
+      stored,
+      limit,
+      ino,
+      syscall,
+      path,
+    )
   },
 }
 
@@ -215,13 +242,4 @@ export function checkCompression(value: unknown): Compression {
       `compression must be ${COMPRESSIONS.map((c) => `"${c}"`).join(' or ')}, not ${JSON.stringify(value)}`,
     )
   return value as Compression
-}
-
-/** INVALID_ARGUMENT when this Node.js cannot compress (creating a compressed database). */
-export function needCompressor(): void {
-  if (!canCompress())
-    throw new AgentFsError(
-      'INVALID_ARGUMENT',
-      `creating a zstd-compressed database needs Node.js 22.15 or later (this is ${process.version}); on this version compressed databases open and take writes, storing new chunks uncompressed`,
-    )
 }

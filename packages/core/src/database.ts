@@ -1,5 +1,10 @@
 import type { AuditKey } from './audit-chain.js'
-import { type ChunkFormat, type Compression, checkCompression } from './chunk-codec.js'
+import {
+  type ChunkFormat,
+  type Compression,
+  checkCompression,
+  loadCompressor,
+} from './chunk-codec.js'
 import { type Clock, type IdSource, randomIds, systemClock } from './clock.js'
 import type { Driver, QueryResult, SqlValue, Statement } from './driver.js'
 import { AgentFsError } from './errors.js'
@@ -32,7 +37,7 @@ export interface OpenDatabaseOptions {
   /**
    * Compress file content (`fs_data` chunks) of a new database with zstd; see the README's
    * "Compression". Fixed at creation: passing it for an existing database that is not
-   * compressed the same way is an error. Creating needs Node.js 22.15 or later.
+   * compressed the same way is an error.
    */
   readonly compression?: Compression
   /** Run migrations on open (default true). With false, an out-of-date database is refused. */
@@ -85,7 +90,10 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
   const clock = options.clock ?? systemClock()
   const ids = options.ids ?? randomIds()
   if (options.chunkSize !== undefined) checkChunkSize(options.chunkSize)
-  if (options.compression !== undefined) checkCompression(options.compression)
+  if (options.compression !== undefined) {
+    checkCompression(options.compression)
+    await loadCompressor()
+  }
 
   // The Turso engine 0.7 cannot load a schema holding FTS5 tables: its upserts then fail on
   // every table. Refused here with what to do, before any statement could half-work.
@@ -115,6 +123,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
   }
 
   const chunks = await readChunkFormat(driver)
+  if (chunks.codec) await loadCompressor()
   const stored = chunks.size
   if (options.chunkSize !== undefined && options.chunkSize !== stored) {
     throw new AgentFsError(

@@ -53,6 +53,7 @@ export {
   COMPRESSIONS,
   canCompress,
   checkCompression,
+  loadCompressor,
   plainChunks,
   zstdCodec,
 } from './chunk-codec.js'

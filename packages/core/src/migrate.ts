@@ -1,4 +1,4 @@
-import { COMPRESSION_GUARD, type Compression, needCompressor } from './chunk-codec.js'
+import { COMPRESSION_GUARD, type Compression, canCompress } from './chunk-codec.js'
 import type { Clock } from './clock.js'
 import type { Statement } from './driver.js'
 import { AgentFsError, isAgentFsError } from './errors.js'
@@ -32,7 +32,11 @@ import {
  * stored frames as file content. Written after our own `schema_version` row.
  */
 function compressionStatements(compression: Compression): Statement[] {
-  needCompressor()
+  if (!canCompress())
+    throw new AgentFsError(
+      'MISUSE',
+      'zstd is not loaded: create compressed databases with openDatabase, or await loadCompressor() first',
+    )
   return [
     { sql: "INSERT INTO fs_config (key, value) VALUES ('compression', ?)", params: [compression] },
     {

@@ -69,8 +69,7 @@ export interface AgentFSOptions {
   /**
    * Compress file content of a new database with zstd (`'zstd'`): smaller files for text, at
    * some write cost; see the README's "Compression". Chosen at creation: for an existing
-   * database, omit it (it is read from the database) or pass what the database has. Creating
-   * needs Node.js 22.15 or later; older versions read and write compressed databases.
+   * database, omit it (it is read from the database) or pass what the database has.
    */
   readonly compression?: Compression
   /** Migrate older layouts on open (default true). */

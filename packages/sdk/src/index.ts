@@ -8,7 +8,6 @@ export type {
 } from '@agentfs/core'
 export {
   AgentFsError,
-  canCompress,
   FsError,
   IdempotencyMismatchError,
   isAgentFsError,

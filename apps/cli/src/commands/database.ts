@@ -33,7 +33,7 @@ export function registerInit(program: Command): void {
     )
     .option(
       '--compress',
-      'compress file content with zstd (smaller text files; needs Node.js 22.15 or later to create)',
+      'compress file content with zstd (smaller text files, chosen at creation)',
     )
     .option('--force', 'replace an existing database')
     .option('--base <dir>', 'make it a copy-on-write overlay over this host directory')

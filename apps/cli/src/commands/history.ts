@@ -14,7 +14,6 @@ import {
   type Blame,
   type BlameLine,
   type Change,
-  canCompress,
   storedVersions,
   storeVersions,
 } from '@agentfs/sdk'
@@ -404,11 +403,11 @@ export function registerBranch(program: Command): void {
         return { chunkSize: live.db.chunkSize, compression: live.db.chunks.codec?.name }
       })
       mkdirSync(dirname(path), { recursive: true })
-      // A branch of a compressed database is compressed too, where this Node.js compresses.
+      // A branch of a compressed database is compressed too.
       const agent = await AgentFS.open({
         path,
         chunkSize,
-        ...(compression && canCompress() ? { compression } : {}),
+        ...(compression ? { compression } : {}),
         ...encryption(),
       })
       try {
