@@ -69,6 +69,13 @@ export interface AgentDatabase extends Queryable {
   close(): Promise<void>
 }
 
+function compressionMismatch(stored: unknown): AgentFsError {
+  return new AgentFsError(
+    'INVALID_ARGUMENT',
+    `This database was created ${stored ? `with ${String(stored)} compression` : 'without compression'}; compression is chosen at creation. Omit compression, or copy the files into a new database created with it`,
+  )
+}
+
 function isGuarded(driver: Driver | GuardedDriver): driver is GuardedDriver {
   return (
     'driver' in driver &&
@@ -105,6 +112,21 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
     )
   }
 
+  // Compression is chosen at creation: asking for it on a database that exists without it is
+  // refused here, before a migration could change anything.
+  if (options.compression !== undefined) {
+    const report = await inspectLayout(driver)
+    if (report.layout !== 'empty') {
+      const stored = await driver
+        .execute<{ value: unknown }>({
+          sql: "SELECT value FROM fs_config WHERE key = 'compression'",
+        })
+        .then((r) => r.rows[0]?.value)
+        .catch(() => undefined)
+      if (stored !== options.compression) throw compressionMismatch(stored)
+    }
+  }
+
   let migration: MigrationPlan
   if (options.migrate === false) {
     migration = planFromReport(await inspectLayout(driver))
@@ -131,12 +153,8 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
       `This database was created with chunk_size ${stored}; the chunk size cannot change after creation. Omit chunkSize or pass ${stored}`,
     )
   }
-  if (options.compression !== undefined && chunks.codec?.name !== options.compression) {
-    throw new AgentFsError(
-      'INVALID_ARGUMENT',
-      `This database was created ${chunks.codec ? `with ${chunks.codec.name} compression` : 'without compression'}; compression is chosen at creation. Omit compression, or copy the files into a new database created with it`,
-    )
-  }
+  if (options.compression !== undefined && chunks.codec?.name !== options.compression)
+    throw compressionMismatch(chunks.codec?.name)
   const columns = await driver.execute<{ name: string }>({
     sql: "SELECT name FROM pragma_table_info('tool_calls') WHERE name = 'status'",
   })

@@ -191,6 +191,34 @@ describe('compressed databases (zstd)', () => {
     expect((await fsck(db)).findings).toEqual([])
   })
 
+  test('asking to compress a database that exists without it is refused before any migration', async () => {
+    // A database of the spec's tables only, as another implementation writes it.
+    const driver = betterSqlite3Driver({ path: ':memory:' })
+    for (const sql of [
+      'CREATE TABLE fs_config (key TEXT PRIMARY KEY, value TEXT NOT NULL)',
+      "INSERT INTO fs_config VALUES ('chunk_size', '4096')",
+      'CREATE TABLE fs_inode (ino INTEGER PRIMARY KEY AUTOINCREMENT, mode INTEGER NOT NULL, nlink INTEGER NOT NULL DEFAULT 0, uid INTEGER NOT NULL DEFAULT 0, gid INTEGER NOT NULL DEFAULT 0, size INTEGER NOT NULL DEFAULT 0, atime INTEGER NOT NULL, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL, rdev INTEGER NOT NULL DEFAULT 0, atime_nsec INTEGER NOT NULL DEFAULT 0, mtime_nsec INTEGER NOT NULL DEFAULT 0, ctime_nsec INTEGER NOT NULL DEFAULT 0)',
+      'INSERT INTO fs_inode (ino, mode, nlink, atime, mtime, ctime) VALUES (1, 16877, 1, 0, 0, 0)',
+      'CREATE TABLE fs_dentry (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, parent_ino INTEGER NOT NULL, ino INTEGER NOT NULL, UNIQUE(parent_ino, name))',
+      'CREATE TABLE fs_data (ino INTEGER NOT NULL, chunk_index INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (ino, chunk_index))',
+      'CREATE TABLE fs_symlink (ino INTEGER PRIMARY KEY, target TEXT NOT NULL)',
+    ])
+      await driver.execute({ sql })
+    const tables = async () =>
+      (
+        await driver.execute<{ name: string }>({
+          sql: 'SELECT name FROM sqlite_schema ORDER BY name',
+        })
+      ).rows
+    const before = await tables()
+    await expect(openDatabase({ driver, compression: 'zstd' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/created without compression/),
+    })
+    expect(await tables()).toEqual(before)
+    await driver.close()
+  })
+
   test('compression is fixed at creation; the database says it is compressed', async () => {
     const plain = await openDatabase({ driver: betterSqlite3Driver({ path: ':memory:' }) })
     open.push(plain)
