@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs'
 import type { DatabaseKey } from '@agentfs/core'
 import { BETTER_SQLITE3_CIPHERS, type BetterSqlite3Cipher } from '@agentfs/driver-better-sqlite3'
+import { TURSO_CIPHERS, type TursoCipher } from '@agentfs/driver-turso'
 import type { Command } from 'commander'
 import { AUDIT_KEY_ENV } from './audit-key.js'
 
@@ -11,11 +12,19 @@ export const KEY_FILE_ENV = 'AGENTFS_KEY_FILE'
 /** The variable naming the cipher (default `sqlcipher`). */
 export const CIPHER_ENV = 'AGENTFS_CIPHER'
 
+/** Every cipher a command takes: better-sqlite3-multiple-ciphers' and the Turso engine's. */
+const CIPHERS: readonly string[] = [...BETTER_SQLITE3_CIPHERS, ...Object.keys(TURSO_CIPHERS)]
+
 /** What every command opens its databases with: a key and its cipher, or nothing. */
 export interface DatabaseEncryption {
   readonly key?: DatabaseKey
-  readonly cipher?: BetterSqlite3Cipher
+  /** A Turso engine cipher opens the file with the Turso engine (the Turso project's format). */
+  readonly cipher?: BetterSqlite3Cipher | TursoCipher
 }
+
+/** True for a cipher of the Turso engine's (files of `tursodb` and the Turso project's CLI). */
+export const isTursoCipher = (cipher: string | undefined): cipher is TursoCipher =>
+  cipher !== undefined && Object.hasOwn(TURSO_CIPHERS, cipher)
 
 let current: DatabaseEncryption = {}
 
@@ -72,17 +81,15 @@ export function chooseEncryption(o: KeyOptions, env: NodeJS.ProcessEnv = process
   else if (env[KEY_FILE_ENV]) key = readDatabaseKey(env[KEY_FILE_ENV])
   if (key !== undefined && key.length === 0) throw new Error('the key is empty')
   const cipher = o.cipher ?? (env[CIPHER_ENV] || undefined)
-  if (cipher !== undefined && !(BETTER_SQLITE3_CIPHERS as readonly string[]).includes(cipher))
-    throw new Error(
-      `unknown cipher ${JSON.stringify(cipher)}; one of ${BETTER_SQLITE3_CIPHERS.join(', ')}`,
-    )
+  if (cipher !== undefined && !CIPHERS.includes(cipher))
+    throw new Error(`unknown cipher ${JSON.stringify(cipher)}; one of ${CIPHERS.join(', ')}`)
   if (cipher !== undefined && key === undefined)
     throw new Error(
       `--cipher needs a key: --key-file FILE or $${KEY_ENV} (a database without a key is not encrypted)`,
     )
   current = {
     ...(key === undefined ? {} : { key }),
-    ...(cipher === undefined ? {} : { cipher: cipher as BetterSqlite3Cipher }),
+    ...(cipher === undefined ? {} : { cipher: cipher as BetterSqlite3Cipher | TursoCipher }),
   }
 }
 
@@ -107,7 +114,10 @@ export function addKeyOptions(program: Command): void {
         '--key <key>',
         `the key itself (seen by other users in ps: prefer the file or $${KEY_ENV})`,
       )
-      .option('--cipher <name>', `the key's cipher (default sqlcipher; or $${CIPHER_ENV})`)
+      .option(
+        '--cipher <name>',
+        `the key's cipher (default sqlcipher; aegis256 and the Turso engine's others open files of tursodb; or $${CIPHER_ENV})`,
+      )
   }
   for (const command of program.commands) visit(command)
   program.hook('preAction', (_program, action) => {

@@ -6,6 +6,7 @@ const HELP: Record<string, { description?: string; examples: string[] }> = {
     examples: [
       'agentfs init my-agent                 # .agentfs/my-agent.db',
       'agentfs init ./data/agent.db --chunk-size 65536',
+      'agentfs init --compress logs-agent          # file content stored zstd-compressed',
       'agentfs init session.db --base ./project   # copy-on-write view of ./project',
       'agentfs init --sync-url libsql://agents-org.turso.io agent-a   # token: $AGENTFS_SYNC_TOKEN',
       '(umask 077; openssl rand -hex 32 > db.key) && agentfs init --key-file db.key secret-agent   # encrypted at rest',

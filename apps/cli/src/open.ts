@@ -6,6 +6,7 @@ import {
   type AgentDatabase,
   AgentFsError,
   countBadNames,
+  type Driver,
   followChanges,
   type GroupedDatabase,
   groupCommits,
@@ -29,7 +30,7 @@ import {
 } from '@agentfs/overlay'
 import { AgentFS } from '@agentfs/sdk'
 import { auditFromEnv } from './audit-key.js'
-import { encryption } from './db-key.js'
+import { encryption, isTursoCipher } from './db-key.js'
 import type { ChangeSource } from './fuse-mount.js'
 
 /** Like the reference CLI: a bare id means `.agentfs/<id>.db`; anything else is a path. */
@@ -142,11 +143,29 @@ function writable(path: string): boolean {
 }
 
 /**
+ * A driver to look at the file at `path` with this command's key: read-only on
+ * better-sqlite3, or the Turso engine for its ciphers (loaded only then).
+ */
+export async function inspectionDriver(path: string): Promise<Driver> {
+  const { key, cipher } = encryption()
+  if (isTursoCipher(cipher)) {
+    const { tursoDriver } = await import('@agentfs/driver-turso')
+    return tursoDriver({ path, ...(key === undefined ? {} : { key }), cipher })
+  }
+  return betterSqlite3Driver({
+    path,
+    readonly: true,
+    ...(key === undefined ? {} : { key }),
+    ...(cipher === undefined ? {} : { cipher }),
+  })
+}
+
+/**
  * Refuses, before anything touches the file, a SQLite file that is not an AgentFS database (or
  * needs migration, unless `migrate`): commands never convert or upgrade a file by surprise.
  */
 async function checkAgentFsFile(path: string, target: string, migrate: boolean): Promise<void> {
-  const driver = guardDriver(betterSqlite3Driver({ path, readonly: true, ...encryption() }))
+  const driver = guardDriver(await inspectionDriver(path))
   try {
     const report = await inspectLayout(driver).catch((error: unknown) => {
       throw explainDatabaseError(error, path)

@@ -2,6 +2,9 @@ import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { openDatabase } from '@agentfs/core'
+import { tursoDriver } from '@agentfs/driver-turso'
+import { createFileSystem } from '@agentfs/fs'
 import { describe, expect, test } from 'vitest'
 import { fuseTests, runCli, useCliSandbox } from './helpers.js'
 
@@ -181,6 +184,42 @@ describe('encrypted databases from the CLI', () => {
     expect(onDisk(db)).toBe(false)
     expect(outcomes.old + outcomes.new).toBe(8)
   }, 120_000)
+})
+
+describe("files of the Turso engine (tursodb, the Turso project's agentfs CLI)", () => {
+  test('open with --cipher aegis256 and the raw key: read, write, search; the wrong key is one line', async () => {
+    const hex = '7c'.repeat(32)
+    const key = await keyFile('turso.key', hex)
+    const path = join(cwd, 'turso.db')
+    // Made as the Turso engine makes it: its own encryption, outside this CLI.
+    const made = await openDatabase({ driver: tursoDriver({ path, key: hex, cipher: 'aegis256' }) })
+    await createFileSystem(made).writeFile('/notes.md', `${MARKER}\n`)
+    await made.close()
+    expect(readFileSync(path).includes(MARKER)).toBe(false)
+    const env = { AGENTFS_KEY_FILE: key, AGENTFS_CIPHER: 'aegis256' }
+    const with_ = (args: string[], input?: string) => ok(args, env, input)
+    expect(with_(['fs', 'cat', 'turso.db', '/notes.md']).out).toBe(`${MARKER}\n`)
+    with_(['fs', 'write', 'turso.db', '/more.md'], 'more\n')
+    expect(with_(['fs', 'cat', 'turso.db', '/more.md']).out).toBe('more\n')
+    expect(
+      ok(['fs', 'ls', '--key-file', key, '--cipher', 'aegis256', 'turso.db', '/']).out,
+    ).toContain('notes.md')
+    expect(with_(['search', 'turso.db', 'marker']).out).toContain('/notes.md')
+    expect(with_(['fsck', 'turso.db']).code).toBe(0)
+    const wrong = run(['fs', 'cat', '--cipher', 'aegis256', 'turso.db', '/notes.md'], {
+      AGENTFS_KEY: '00'.repeat(32),
+    })
+    expect(wrong.code).toBe(1)
+    expect(wrong.err).toMatch(/does not open with this key/)
+    oneLine(wrong.err)
+    // Re-keying is tursodb's job for these files: refused with what to use.
+    const rekey = run(['rekey', '--new-key-file', key, 'turso.db'], {
+      AGENTFS_KEY_FILE: key,
+      AGENTFS_CIPHER: 'aegis256',
+    })
+    expect(rekey.code).toBe(1)
+    expect(rekey.err).toMatch(/re-keyed with tursodb/)
+  })
 })
 
 describe.runIf(fuseTests('encryption keys and agents'))('what the agent sees', () => {

@@ -102,13 +102,18 @@ export interface AgentFSOptions {
    * Default driver only: encrypt the database at rest with this key (a passphrase, or bytes).
    * A new database is created encrypted; an existing one opens only with the key it was
    * encrypted with (else `WRONG_KEY`). Needs `@agentfs/driver-better-sqlite3` and
-   * `better-sqlite3-multiple-ciphers`. Keep the key outside the database's folder (a file only
-   * you can read, or a secret manager). With your own driver, give the key to it
-   * (`libsqlDriver({ encryptionKey })`, `tursoDriver({ key })`).
+   * `better-sqlite3-multiple-ciphers`, or for the Turso engine's ciphers `@agentfs/driver-turso`.
+   * Keep the key outside the database's folder (a file only you can read, or a secret
+   * manager). With your own driver, give the key to it (`libsqlDriver({ encryptionKey })`,
+   * `tursoDriver({ key })`).
    */
   readonly key?: DatabaseKey
-  /** The cipher of `key` (default `sqlcipher`: SQLCipher 4's format); see the README. */
-  readonly cipher?: 'sqlcipher' | 'chacha20' | 'aes256cbc' | 'ascon128' | 'aegis'
+  /**
+   * The cipher of `key` (default `sqlcipher`: SQLCipher 4's format); see the README. The Turso
+   * engine's ciphers (`aegis256`, `aes256gcm`, …: the format of the Turso project's `agentfs`
+   * CLI and `tursodb`, a raw key as hex) open the file with `@agentfs/driver-turso`.
+   */
+  readonly cipher?: BetterSqlite3CipherName | TursoCipherName
   /**
    * Semantic search with your embedding model (`{ model, dimensions, embed(texts) }`; no model
    * is bundled): `agent.fs.search(query)` then ranks by words and by meaning (`hybrid`). The
@@ -276,7 +281,7 @@ export class AgentFS implements AgentScope {
         path = resolve(options.dir ?? '.agentfs', `${id}.db`)
       }
       // The driver loads before anything is created: a missing one leaves no folder behind.
-      const local = await localDriver(options.key !== undefined)
+      const local = await localDriver(options.key !== undefined, options.cipher)
       // An id's folder (.agentfs/, or `dir`) is made on demand; a path's folder must exist, so a
       // mistyped path fails instead of planting folders.
       if (options.path === undefined) mkdirSync(dirname(path), { recursive: true })
@@ -290,7 +295,10 @@ export class AgentFS implements AgentScope {
         ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
         ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
         ...(options.key === undefined ? {} : { key: options.key }),
-        ...(options.cipher === undefined ? {} : { cipher: options.cipher }),
+        // A Turso cipher is the driver's own choice (see localDriver).
+        ...(options.cipher === undefined || !BETTER_SQLITE3_CIPHER_NAMES.includes(options.cipher)
+          ? {}
+          : { cipher: options.cipher as BetterSqlite3CipherName }),
       })
     }
     let db: AgentDatabase
@@ -582,12 +590,31 @@ async function loadInspector(): Promise<InspectorModule> {
   )
 }
 
+/** The ciphers of `better-sqlite3-multiple-ciphers` (the default driver's). */
+type BetterSqlite3CipherName = 'sqlcipher' | 'chacha20' | 'aes256cbc' | 'ascon128' | 'aegis'
+/** The Turso engine's ciphers (`@agentfs/driver-turso`'s `TURSO_CIPHERS`). */
+type TursoCipherName =
+  | 'aegis256'
+  | 'aegis256x2'
+  | 'aegis128l'
+  | 'aegis128x2'
+  | 'aegis128x4'
+  | 'aes256gcm'
+  | 'aes128gcm'
+const BETTER_SQLITE3_CIPHER_NAMES: readonly string[] = [
+  'sqlcipher',
+  'chacha20',
+  'aes256cbc',
+  'ascon128',
+  'aegis',
+]
+
 type LocalDriver = (config: {
   path: string
   synchronous?: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
   busyTimeoutMs?: number
   key?: DatabaseKey
-  cipher?: NonNullable<AgentFSOptions['cipher']>
+  cipher?: BetterSqlite3CipherName
 }) => Driver
 
 /**
@@ -595,7 +622,7 @@ type LocalDriver = (config: {
  * Node's built-in `node:sqlite` through `@agentfs/driver-node-sqlite` (Node.js 22.16+, nothing
  * native to build). Neither installed: an error naming what to install.
  */
-async function localDriver(encrypted = false): Promise<LocalDriver> {
+async function localDriver(encrypted = false, cipher?: string): Promise<LocalDriver> {
   const require = createRequire(import.meta.url)
   const installed = (name: string) => {
     try {
@@ -604,6 +631,27 @@ async function localDriver(encrypted = false): Promise<LocalDriver> {
     } catch {
       return false
     }
+  }
+  if (encrypted && cipher !== undefined && !BETTER_SQLITE3_CIPHER_NAMES.includes(cipher)) {
+    // A cipher of the Turso engine: the file is the engine's own encrypted format.
+    const turso = await import('@agentfs/driver-turso').catch(() => undefined)
+    if (!turso)
+      throw new AgentFsError(
+        'CANT_OPEN',
+        `the cipher ${JSON.stringify(cipher)} is the Turso engine's: npm install @agentfs/driver-turso`,
+      )
+    if (!(cipher in turso.TURSO_CIPHERS))
+      throw new AgentFsError(
+        'INVALID_ARGUMENT',
+        `unknown cipher ${JSON.stringify(cipher)}; one of ${[...BETTER_SQLITE3_CIPHER_NAMES, ...Object.keys(turso.TURSO_CIPHERS)].join(', ')}`,
+      )
+    return ({ path, busyTimeoutMs, key }) =>
+      turso.tursoDriver({
+        path,
+        ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
+        ...(key === undefined ? {} : { key }),
+        cipher: cipher as TursoCipherName,
+      })
   }
   if (encrypted) {
     // Only better-sqlite3-multiple-ciphers encrypts among the default drivers (node:sqlite

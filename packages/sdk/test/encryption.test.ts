@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import { tursoDriver } from '@agentfs/driver-turso'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { AgentFS } from '../src/index.js'
 
@@ -70,6 +71,25 @@ describe('AgentFS.open({ key })', () => {
     expect(await agent.fs.readFile('/sync.txt', 'utf8')).toBe(MARKER)
     await agent.close()
     for (const file of files(path)) expect(readFileSync(file).includes(MARKER), file).toBe(false)
+  })
+
+  test("a Turso engine cipher opens the engine's own encrypted format (tursodb's)", async () => {
+    const path = join(dir, 'turso.db')
+    const key = '5d'.repeat(32)
+    const agent = await AgentFS.open({ path, key, cipher: 'aegis256' })
+    expect(agent.db.driver.capabilities.encrypted).toBe(true)
+    await agent.fs.writeFile('/secret.md', MARKER)
+    await agent.close()
+    expect(files(path).some((f) => readFileSync(f).includes(MARKER))).toBe(false)
+    // The engine's own driver reads it: the file is its format, not better-sqlite3's.
+    const engine = await AgentFS.open({ driver: tursoDriver({ path, key, cipher: 'aegis256' }) })
+    expect(await engine.fs.readFile('/secret.md', 'utf8')).toBe(MARKER)
+    await engine.close()
+    const wrong = await errorOf(AgentFS.open({ path, key: '00'.repeat(32), cipher: 'aegis256' }))
+    expect(wrong.code).toBe('WRONG_KEY')
+    expect(
+      (await errorOf(AgentFS.open({ path, key, cipher: 'aegis512' as 'aegis256' }))).message,
+    ).toMatch(/unknown cipher "aegis512"/)
   })
 
   test('a key beside your own driver is refused: the driver takes it', async () => {

@@ -9,6 +9,7 @@ import {
   databasePath,
   explainCreateError,
   explainDatabaseError,
+  inspectionDriver,
   isId,
   newDatabasePath,
   openExisting,
@@ -169,9 +170,8 @@ export function registerMigrate(program: Command): void {
     .action(async (db: string, o: { dryRun?: boolean }) => {
       const path = databasePath(db)
       if (o.dryRun) {
-        const { betterSqlite3Driver } = await import('@agentfs/driver-better-sqlite3')
         const { guardDriver } = await import('@agentfs/core')
-        const driver = guardDriver(betterSqlite3Driver({ path, readonly: true, ...encryption() }))
+        const driver = guardDriver(await inspectionDriver(path))
         try {
           const plan = await planMigration(driver)
           print(

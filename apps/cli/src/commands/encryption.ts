@@ -7,7 +7,7 @@ import {
   rekeyDatabase,
 } from '@agentfs/driver-better-sqlite3'
 import type { Command } from 'commander'
-import { encryption, KEY_ENV, readDatabaseKey } from '../db-key.js'
+import { encryption, isTursoCipher, KEY_ENV, readDatabaseKey } from '../db-key.js'
 import { databasePath, isSyncedFile, refuseDirectory } from '../open.js'
 import { print } from './shared.js'
 
@@ -32,6 +32,10 @@ function givenKey(what: string): KeySpec {
   if (key === undefined)
     throw new Error(
       `${what} needs the key: --key-file FILE (or $${KEY_ENV}); make one only you can read with (umask 077; openssl rand -hex 32 > db.key)`,
+    )
+  if (isTursoCipher(cipher))
+    throw new Error(
+      `${what} works on better-sqlite3-multiple-ciphers' formats; a file of the Turso engine (cipher ${cipher}) is re-keyed with tursodb`,
     )
   return { key, ...(cipher === undefined ? {} : { cipher }) }
 }
