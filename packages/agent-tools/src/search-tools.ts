@@ -27,12 +27,18 @@ const searchSchema = z.object({
     .max(10)
     .optional()
     .describe('Matching lines shown per file (default 3)'),
+  mode: z
+    .enum(['text', 'semantic', 'hybrid'])
+    .optional()
+    .describe(
+      'text: the words themselves; semantic: files about the same thing in other words; hybrid: both (the default where the database has an embedding model, else text)',
+    ),
 })
 
 const search: AgentToolDefinition<z.infer<typeof searchSchema>> = {
   name: 'search',
   description:
-    'Find the files most about some words (ranked full-text search, BM25), best first, each with the lines where the words are (line numbers for read_file). Use it to find where a topic is handled; use grep for an exact pattern or every occurrence.',
+    'Find the files most about some words, best first (by the words, BM25, and where the database has an embedding model also by meaning), each with its best lines (line numbers for read_file). Use it to find where a topic is handled; use grep for an exact pattern or every occurrence.',
   inputSchema: searchSchema,
   mutates: false,
   needs: 'search',
@@ -46,6 +52,7 @@ const search: AgentToolDefinition<z.infer<typeof searchSchema>> = {
       path: base,
       limit: Math.min(limit + 20, 1000),
       lines: input.lines ?? 3,
+      ...(input.mode === undefined ? {} : { mode: input.mode }),
     })
     const hits = []
     for (const hit of result.hits) {
@@ -55,11 +62,14 @@ const search: AgentToolDefinition<z.infer<typeof searchSchema>> = {
     const where = env.paths.display(base)
     const note =
       result.behind > 0
-        ? `\n(${result.behind} files changed since the index last saw them were not searched: the database is read-only.)`
+        ? `\n(${result.behind} changed files were not searched yet: the index or the embedding model has not caught up with them.)`
         : ''
     if (hits.length === 0)
       return {
-        text: `No file below ${where} has all of: ${input.query}. Words match whole words; end one with * for a prefix, or use grep for a pattern.${note}`,
+        text:
+          input.mode === 'semantic'
+            ? `No file below ${where} is about: ${input.query}.${note}`
+            : `No file below ${where} has all of: ${input.query}. Words match whole words; end one with * for a prefix, or use grep for a pattern.${note}`,
       }
     const blocks = hits.map((hit) =>
       [

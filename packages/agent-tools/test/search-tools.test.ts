@@ -1,4 +1,7 @@
+import { fixedClock } from '@agentfs/core'
 import type { FileSystem } from '@agentfs/fs'
+import { AgentFS } from '@agentfs/sdk'
+import { bagOfWordsEmbedder } from '@agentfs/test-kit'
 import { describe, expect, test } from 'vitest'
 import { createAgentTools } from '../src/index.js'
 import { openTools } from './open-tools.js'
@@ -33,6 +36,36 @@ describe('the search tool', () => {
     expect(bad.text).toMatch(/unclosed quote/)
     const calls = await agent.tools.query({ name: 'search' })
     expect(calls.map((c) => c.parameters)).toContainEqual({ query: 'retry backoff' })
+  })
+
+  test("searches by meaning with the database's embedding model (mode), and says when there is none", async () => {
+    const embed = bagOfWordsEmbedder({ synonyms: [['car', 'automobile', 'vehicle']] })
+    const agent = await AgentFS.open({ path: ':memory:', clock: fixedClock(), embed })
+    try {
+      await agent.fs.writeFile('/garage.md', 'Where the automobile is parked.\n')
+      await agent.fs.writeFile('/kitchen.md', 'Where the pans are kept.\n')
+      await agent.updateEmbeddings()
+      const tools = createAgentTools({ fs: agent.fs })
+      const run = (input: unknown) => tools.get('search')!.execute(input)
+      // The words alone find nothing; by meaning, the garage.
+      expect((await run({ query: 'car', mode: 'text' })).text).toMatch(
+        /^No file below \/ has all of: car\./,
+      )
+      const meaning = await run({ query: 'car', mode: 'semantic', limit: 1 })
+      expect(meaning.text).toMatch(
+        /^1 file below \/ for car \(best first\):\n\/garage\.md {2}\(score/,
+      )
+      expect(meaning.text).toContain('1: Where the automobile is parked.')
+      // The default with a model is hybrid: the garage first.
+      expect((await run({ query: 'car' })).text.split('\n')[1]).toMatch(/^\/garage\.md/)
+      expect((await run({ query: 'car', mode: 'fuzzy' })).isError).toBe(true)
+    } finally {
+      await agent.close()
+    }
+    const { run } = await openTools()
+    const none = await run('search', { query: 'car', mode: 'semantic' })
+    expect(none.isError).toBe(true)
+    expect(none.text).toMatch(/embed/)
   })
 
   test('a confined root searches inside it only and shows its paths', async () => {
