@@ -15,6 +15,10 @@ export const COMPRESSIONS: readonly Compression[] = ['zstd']
 /** The four bytes every zstd frame starts with (0xFD2FB528, little-endian). */
 const MAGIC = [0x28, 0xb5, 0x2f, 0xfd] as const
 
+/** SQL true for a stored chunk `column` that begins like a zstd frame (as {@link isFrame}). */
+export const frameSql = (column: string): string =>
+  `substr(${column}, 1, 4) = X'${Buffer.from(MAGIC).toString('hex').toUpperCase()}'`
+
 /**
  * How a database stores its chunks: `size` is `fs_config.chunk_size` (what a read cuts by) and
  * `codec` the compression of `fs_config.compression` (null: plain chunks). Every reader and
@@ -114,7 +118,7 @@ let wasmEngine: ZstdEngine | undefined
 let wasmLoading: Promise<ZstdEngine> | undefined
 
 /**
- * zstd compiled to WebAssembly (`@hpcc-js/wasm-zstd`, the reference library's own code): what
+ * zstd compiled to WebAssembly (`@hpcc-js/wasm-zstd`, built from zstd's own C sources): what
  * Node.js 20 and 22 before 22.15 use. Loaded once, on the first compressed database.
  */
 export function loadWasmZstd(): Promise<ZstdEngine> {
@@ -177,20 +181,13 @@ export const zstdCodec: ChunkCodec = {
     return isFrame(bytes) ? frame : bytes
   },
   decode(stored, limit, ino, syscall, path) {
-    if (!isFrame(stored)) return stored
-    const zstd = ready()
-    return decodeFrame(
-      (frame, size) => zstd.decompress(frame, size),
-      stored,
-      limit,
-      ino,
-      syscall,
-      path,
-    )
+    return isFrame(stored)
+      ? decodeFrame(ready().decompress, stored, limit, ino, syscall, path)
+      : stored
   },
 }
 
-/** {@link ChunkCodec.decode} with the decompressor `engine` (see {@link DECOMPRESSORS}). */
+/** {@link ChunkCodec.decode} with the decompressor `engine` (one of {@link zstdEngines}). */
 export function decodeFrame(
   engine: (frame: Uint8Array, size: number) => Uint8Array,
   stored: Uint8Array,

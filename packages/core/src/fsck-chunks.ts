@@ -1,5 +1,5 @@
 import { decodeChunk, encodeChunk } from './blob-store.js'
-import type { ChunkFormat } from './chunk-codec.js'
+import { type ChunkFormat, frameSql } from './chunk-codec.js'
 import type { Check, FindRow } from './fsck-check.js'
 import type { Queryable } from './guard-driver.js'
 import { readChunkFormat } from './meta.js'
@@ -8,7 +8,7 @@ import { readChunkFormat } from './meta.js'
 const PAGE = 256
 
 /** A stored chunk that is a zstd frame (in a compressed database; plain ones have none). */
-export const FRAME = "substr(f.data, 1, 4) = X'28B52FFD'"
+export const FRAME = frameSql('f.data')
 
 /** True in a database whose chunks may be compressed: the plain chunk rules skip frames there. */
 export const COMPRESSED = "EXISTS (SELECT 1 FROM fs_config WHERE key = 'compression')"

@@ -295,10 +295,6 @@ export class AgentFS implements AgentScope {
         ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
         ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
         ...(options.key === undefined ? {} : { key: options.key }),
-        // A Turso cipher is the driver's own choice (see localDriver).
-        ...(options.cipher === undefined || !BETTER_SQLITE3_CIPHER_NAMES.includes(options.cipher)
-          ? {}
-          : { cipher: options.cipher as BetterSqlite3CipherName }),
       })
     }
     let db: AgentDatabase
@@ -590,8 +586,18 @@ async function loadInspector(): Promise<InspectorModule> {
   )
 }
 
-/** The ciphers of `better-sqlite3-multiple-ciphers` (the default driver's). */
-type BetterSqlite3CipherName = 'sqlcipher' | 'chacha20' | 'aes256cbc' | 'ascon128' | 'aegis'
+/**
+ * The ciphers of `better-sqlite3-multiple-ciphers` (the default driver's; its
+ * `BETTER_SQLITE3_CIPHERS`, repeated here because that driver is an optional peer).
+ */
+const BETTER_SQLITE3_CIPHER_NAMES = [
+  'sqlcipher',
+  'chacha20',
+  'aes256cbc',
+  'ascon128',
+  'aegis',
+] as const
+type BetterSqlite3CipherName = (typeof BETTER_SQLITE3_CIPHER_NAMES)[number]
 /** The Turso engine's ciphers (`@agentfs/driver-turso`'s `TURSO_CIPHERS`). */
 type TursoCipherName =
   | 'aegis256'
@@ -601,20 +607,14 @@ type TursoCipherName =
   | 'aegis128x4'
   | 'aes256gcm'
   | 'aes128gcm'
-const BETTER_SQLITE3_CIPHER_NAMES: readonly string[] = [
-  'sqlcipher',
-  'chacha20',
-  'aes256cbc',
-  'ascon128',
-  'aegis',
-]
+const isBetterSqlite3Cipher = (cipher: string): cipher is BetterSqlite3CipherName =>
+  (BETTER_SQLITE3_CIPHER_NAMES as readonly string[]).includes(cipher)
 
 type LocalDriver = (config: {
   path: string
   synchronous?: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
   busyTimeoutMs?: number
   key?: DatabaseKey
-  cipher?: BetterSqlite3CipherName
 }) => Driver
 
 /**
@@ -622,7 +622,10 @@ type LocalDriver = (config: {
  * Node's built-in `node:sqlite` through `@agentfs/driver-node-sqlite` (Node.js 22.16+, nothing
  * native to build). Neither installed: an error naming what to install.
  */
-async function localDriver(encrypted = false, cipher?: string): Promise<LocalDriver> {
+async function localDriver(
+  encrypted = false,
+  cipher?: BetterSqlite3CipherName | TursoCipherName,
+): Promise<LocalDriver> {
   const require = createRequire(import.meta.url)
   const installed = (name: string) => {
     try {
@@ -632,32 +635,35 @@ async function localDriver(encrypted = false, cipher?: string): Promise<LocalDri
       return false
     }
   }
-  if (encrypted && cipher !== undefined && !BETTER_SQLITE3_CIPHER_NAMES.includes(cipher)) {
-    // A cipher of the Turso engine: the file is the engine's own encrypted format.
-    const turso = await import('@agentfs/driver-turso').catch(() => undefined)
-    if (!turso)
-      throw new AgentFsError(
-        'CANT_OPEN',
-        `the cipher ${JSON.stringify(cipher)} is the Turso engine's: npm install @agentfs/driver-turso`,
-      )
-    if (!(cipher in turso.TURSO_CIPHERS))
-      throw new AgentFsError(
-        'INVALID_ARGUMENT',
-        `unknown cipher ${JSON.stringify(cipher)}; one of ${[...BETTER_SQLITE3_CIPHER_NAMES, ...Object.keys(turso.TURSO_CIPHERS)].join(', ')}`,
-      )
-    return ({ path, busyTimeoutMs, key }) =>
-      turso.tursoDriver({
-        path,
-        ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
-        ...(key === undefined ? {} : { key }),
-        cipher: cipher as TursoCipherName,
-      })
-  }
   if (encrypted) {
-    // Only better-sqlite3-multiple-ciphers encrypts among the default drivers (node:sqlite
-    // cannot); the driver itself says what to do when that engine is missing or unbuilt.
+    if (cipher !== undefined && !isBetterSqlite3Cipher(cipher)) {
+      // A cipher of the Turso engine: the file is the engine's own encrypted format.
+      const turso = await import('@agentfs/driver-turso').catch(() => undefined)
+      if (!turso)
+        throw new AgentFsError(
+          'CANT_OPEN',
+          `the cipher ${JSON.stringify(cipher)} is the Turso engine's: npm install @agentfs/driver-turso`,
+        )
+      if (!(cipher in turso.TURSO_CIPHERS))
+        throw new AgentFsError(
+          'INVALID_ARGUMENT',
+          `unknown cipher ${JSON.stringify(cipher)}; one of ${[...BETTER_SQLITE3_CIPHER_NAMES, ...Object.keys(turso.TURSO_CIPHERS)].join(', ')}`,
+        )
+      return ({ path, busyTimeoutMs, key }) =>
+        turso.tursoDriver({
+          path,
+          ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
+          ...(key === undefined ? {} : { key }),
+          cipher,
+        })
+    }
+    // Otherwise only better-sqlite3-multiple-ciphers encrypts among the default drivers
+    // (node:sqlite cannot); the driver itself says what to do when that engine is missing or
+    // unbuilt.
     const better = await import('@agentfs/driver-better-sqlite3').catch(() => undefined)
-    if (better && installed('better-sqlite3-multiple-ciphers')) return better.betterSqlite3Driver
+    if (better && installed('better-sqlite3-multiple-ciphers'))
+      return (config) =>
+        better.betterSqlite3Driver({ ...config, ...(cipher === undefined ? {} : { cipher }) })
     throw new AgentFsError(
       'CANT_OPEN',
       'an encrypted database (the key option) needs @agentfs/driver-better-sqlite3 and better-sqlite3-multiple-ciphers: npm install @agentfs/driver-better-sqlite3 better-sqlite3-multiple-ciphers',
