@@ -1,19 +1,34 @@
+import { hash as sha256Of, webcrypto } from 'node:crypto'
 import type Database from 'better-sqlite3'
 
 /**
  * The rows AgentFS's guarantees add to a change, written by the baseline in plain SQL (the
  * `raw-sql-kept` implementation): the parent directory's mtime and ctime on a create, rename or
  * remove (POSIX), a change-feed row per change (`agentfs_change`: history), a version row per kv
- * write (`agentfs_kv_version`: compare-and-set) and a metadata row per tool call
+ * write (`agentfs_kv_version`: compare-and-set), the SHA-256 of a file's new content in its feed
+ * row (the audit's content hashes) and a metadata row per tool call
  * (`agentfs_tool_call_meta`). Each is the cheapest statement that writes the same row, in the
  * same transaction as the change. Its ratio to raw-sql is the most AgentFS can reach on a
  * workload while keeping those guarantees; AgentFS's ratio to it is the cost of everything else.
  */
 export interface KeptRows {
-  /** A file or directory was created under `parent`. */
-  created(parent: number, ino: number, path: string, size: number, sec: number, nsec: number): void
+  /**
+   * The SHA-256 of a file's new content for its feed row: computed here for small contents,
+   * started on the thread pool from 1 MiB (await it after writing the chunks).
+   */
+  hash(data: Uint8Array): Uint8Array | Promise<Uint8Array>
+  /** A file (with its content's hash) or directory (`hash` null) was created under `parent`. */
+  created(
+    parent: number,
+    ino: number,
+    path: string,
+    size: number,
+    sec: number,
+    nsec: number,
+    hash: Uint8Array | null,
+  ): void
   /** A file's content was replaced. */
-  written(ino: number, path: string, size: number): void
+  written(ino: number, path: string, size: number, hash: Uint8Array): void
   /** An entry moved from `fromParent` to `toParent`. */
   renamed(fromParent: number, toParent: number, ino: number, from: string, to: string): void
   /** A subtree was removed from `parent`. */
@@ -23,6 +38,9 @@ export interface KeptRows {
   /** A tool call with its metadata row, in one transaction. */
   toolRecord(name: string, parameters: string, result: string, sec: number): void
 }
+
+/** From this size a content is hashed on the thread pool, as AgentFS does. */
+const OFF_THREAD = 1024 * 1024
 
 /** Microseconds since the epoch, and the wall clock as seconds and nanoseconds. */
 function now(): { us: number; sec: number; nsec: number } {
@@ -37,7 +55,7 @@ function now(): { us: number; sec: number; nsec: number } {
  */
 export function keptRows(db: Database.Database, tx: <T>(body: () => T) => T): KeptRows {
   const feed = db.prepare(
-    'INSERT INTO agentfs_change (at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    'INSERT INTO agentfs_change (at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   )
   const dirTimes = db.prepare(
     'UPDATE fs_inode SET mtime = ?, mtime_nsec = ?, ctime = ?, ctime_nsec = ? WHERE ino = ?',
@@ -58,31 +76,47 @@ export function keptRows(db: Database.Database, tx: <T>(body: () => T) => T): Ke
   )
   const token = (sec: number, nsec: number) => `${sec}${String(nsec).padStart(9, '0')}`
   return {
-    created(parent, ino, path, size, sec, nsec) {
-      dirTimes.run(sec, nsec, sec, nsec, parent)
-      feed.run(now().us, 'create', path, null, ino, parent, null, token(sec, nsec), size)
+    hash(data) {
+      return data.byteLength >= OFF_THREAD
+        ? webcrypto.subtle.digest('SHA-256', data).then((d) => new Uint8Array(d))
+        : sha256Of('sha256', data, 'buffer')
     },
-    written(ino, path, size) {
+    created(parent, ino, path, size, sec, nsec, hash) {
+      dirTimes.run(sec, nsec, sec, nsec, parent)
+      feed.run(now().us, 'create', path, null, ino, parent, null, token(sec, nsec), size, hash)
+    },
+    written(ino, path, size, hash) {
       const t = now()
-      feed.run(t.us, 'write', path, null, ino, null, null, token(t.sec, t.nsec), size)
+      feed.run(t.us, 'write', path, null, ino, null, null, token(t.sec, t.nsec), size, hash)
     },
     renamed(fromParent, toParent, ino, from, to) {
       const t = now()
       dirTimes.run(t.sec, t.nsec, t.sec, t.nsec, fromParent)
       if (toParent !== fromParent) dirTimes.run(t.sec, t.nsec, t.sec, t.nsec, toParent)
-      feed.run(t.us, 'rename', from, to, ino, fromParent, toParent, token(t.sec, t.nsec), null)
+      feed.run(
+        t.us,
+        'rename',
+        from,
+        to,
+        ino,
+        fromParent,
+        toParent,
+        token(t.sec, t.nsec),
+        null,
+        null,
+      )
     },
     removed(parent, ino, path) {
       const t = now()
       dirTimes.run(t.sec, t.nsec, t.sec, t.nsec, parent)
-      feed.run(t.us, 'remove', path, null, ino, parent, null, null, null)
+      feed.run(t.us, 'remove', path, null, ino, parent, null, null, null, null)
     },
     kvSet(key, json) {
       return tx(() => {
         const t = now()
         const v = version.get(key, t.us)!
         value.run(key, json, t.sec, t.sec)
-        feed.run(t.us, 'kv-set', key, null, null, null, null, null, null)
+        feed.run(t.us, 'kv-set', key, null, null, null, null, null, null, null)
         return v
       })
     },

@@ -29,6 +29,14 @@ function clock(): [sec: number, nsec: number] {
  * chunk size read once, a file of one chunk returned without a copy and a larger one copied
  * into one buffer of its known size, a range read copied straight into its result.
  */
+/** A created inode, and what the kept rows of its creation need. */
+interface Created {
+  readonly parent: number
+  readonly ino: number
+  readonly sec: number
+  readonly nsec: number
+}
+
 export class RawSqlFs {
   readonly #db: Database.Database
   readonly #chunk = DEFAULT_CHUNK_SIZE
@@ -198,7 +206,8 @@ export class RawSqlFs {
     return [this.#must(path.slice(0, at) || '/'), path.slice(at + 1)]
   }
 
-  #create(path: string, mode: number, size: number): number {
+  /** Inserts the inode and its entry; returns what the kept rows of a create need. */
+  #create(path: string, mode: number, size: number): Created {
     const [parent, name] = this.#split(path)
     const [sec, nsec] = clock()
     const { ino } = this.#insertInode.get(mode, size, sec, sec, sec, nsec, nsec, nsec) as {
@@ -206,27 +215,62 @@ export class RawSqlFs {
     }
     this.#insertDentry.run(name, parent, ino)
     if ((mode & S_IFMT) === S_IFDIR) this.#link.run(parent)
-    this.#kept?.created(parent, ino, path, size, sec, nsec)
-    return ino
+    return { parent, ino, sec, nsec }
   }
 
   async mkdir(path: string): Promise<void> {
-    this.#tx(true, () => this.#create(path, S_IFDIR | 0o755, 0))
+    this.#tx(true, () => {
+      const c = this.#create(path, S_IFDIR | 0o755, 0)
+      this.#kept?.created(c.parent, c.ino, path, 0, c.sec, c.nsec, null)
+    })
   }
 
   async writeFile(path: string, data: Buffer): Promise<void> {
-    this.#tx(true, () => {
-      let ino = this.#resolve(path)
-      if (ino === undefined) ino = this.#create(path, S_IFREG | 0o644, data.byteLength)
-      else {
-        const [sec, nsec] = clock()
-        this.#deleteChunks.run(ino)
-        this.#setSize.run(data.byteLength, sec, sec, nsec, nsec, ino)
-        this.#kept?.written(ino, path, data.byteLength)
-      }
-      for (let i = 0, at = 0; at < data.byteLength; i++, at += this.#chunk)
-        this.#insertChunk.run(ino, i, data.subarray(at, at + this.#chunk))
-    })
+    const kept = this.#kept
+    if (kept === undefined) {
+      this.#tx(true, () => this.#writeRows(path, data))
+      return
+    }
+    // The content's hash for the feed row, as AgentFS writes it: SHA-256 on this thread, or,
+    // from 1 MiB, on the thread pool while the chunks go in (the same overlap AgentFS uses).
+    const digest = kept.hash(data)
+    this.#beginWrite.run()
+    try {
+      const created = this.#writeRows(path, data)
+      const hash = digest instanceof Promise ? await digest : digest
+      if (typeof created === 'number') kept.written(created, path, data.byteLength, hash)
+      else
+        kept.created(
+          created.parent,
+          created.ino,
+          path,
+          data.byteLength,
+          created.sec,
+          created.nsec,
+          hash,
+        )
+      this.#commit.run()
+    } catch (e) {
+      this.#rollback.run()
+      throw e
+    }
+  }
+
+  /** A whole file's rows: created (its {@link Created}) or replaced (its inode number). */
+  #writeRows(path: string, data: Buffer): Created | number {
+    let ino = this.#resolve(path)
+    let created: Created | undefined
+    if (ino === undefined) {
+      created = this.#create(path, S_IFREG | 0o644, data.byteLength)
+      ino = created.ino
+    } else {
+      const [sec, nsec] = clock()
+      this.#deleteChunks.run(ino)
+      this.#setSize.run(data.byteLength, sec, sec, nsec, nsec, ino)
+    }
+    for (let i = 0, at = 0; at < data.byteLength; i++, at += this.#chunk)
+      this.#insertChunk.run(ino, i, data.subarray(at, at + this.#chunk))
+    return created ?? ino
   }
 
   /**

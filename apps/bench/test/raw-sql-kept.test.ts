@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,7 +9,7 @@ import { RawSqlFs } from '../src/raw-sql.js'
 import { keptRows } from '../src/raw-sql-kept.js'
 
 // The kept baseline must write every row the guarantees add, or its ceiling flatters nobody.
-test('raw-sql-kept writes the parent times, feed, kv version and tool metadata rows', async () => {
+test('raw-sql-kept writes the parent times, feed, content hash, kv version and tool metadata rows', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'agentfs-kept-'))
   try {
     const path = join(dir, 'raw.db')
@@ -18,6 +19,9 @@ test('raw-sql-kept writes the parent times, feed, kv version and tool metadata r
     await fs.mkdir('/b')
     await fs.writeFile('/a/f', Buffer.from('one'))
     await fs.writeFile('/a/f', Buffer.from('two'))
+    // From 1 MiB the hash is computed on the thread pool while the chunks go in.
+    const big = Buffer.alloc(2 * 1024 * 1024 + 5, 7)
+    await fs.writeFile('/a/big', big)
     await fs.rename('/a/f', '/b/f')
     await fs.kvSet('k', { v: 1 })
     await fs.kvSet('k', { v: 2 })
@@ -32,10 +36,24 @@ test('raw-sql-kept writes the parent times, feed, kv version and tool metadata r
       'create',
       'create',
       'write',
+      'create',
       'rename',
       'kv-set',
       'kv-set',
       'remove',
+    ])
+    // Each content change carries its content's SHA-256, as AgentFS's feed rows do.
+    const hashes = db
+      .prepare(
+        "SELECT path, hex(hash) FROM agentfs_change WHERE op IN ('create', 'write') AND path LIKE '/a/%' ORDER BY seq",
+      )
+      .raw()
+      .all()
+    const hex = (b: Buffer) => createHash('sha256').update(b).digest('hex').toUpperCase()
+    expect(hashes).toEqual([
+      ['/a/f', hex(Buffer.from('one'))],
+      ['/a/f', hex(Buffer.from('two'))],
+      ['/a/big', hex(big)],
     ])
     expect(db.prepare("SELECT version FROM agentfs_kv_version WHERE key = 'k'").pluck().get()).toBe(
       2,
