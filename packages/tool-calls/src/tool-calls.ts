@@ -50,6 +50,20 @@ import { callFilters, type StatsRow, selectCalls, statsSql, toStats } from './qu
 
 const timestamp = (ns: bigint) => ({ sec: Number(ns / NS), nsec: Number(ns % NS) })
 
+const CALL_COLUMNS = 'name, parameters, result, error, started_at, completed_at, duration_ms'
+/**
+ * The call row's insert, built once per shape (the driver finds its prepared statement by the
+ * text): without and with a chosen id, then the same with the reference's `status` column.
+ */
+const INSERT_CALL = [
+  CALL_COLUMNS,
+  `id, ${CALL_COLUMNS}`,
+  `${CALL_COLUMNS}, status`,
+  `id, ${CALL_COLUMNS}, status`,
+].map(
+  (names) => `INSERT INTO tool_calls (${names}) VALUES (${placeholders(names.split(',').length)})`,
+)
+
 /**
  * The spec's insert-only tool-call audit log (`tool_calls`): one row per completed call, with
  * precise timing, session, parent and metadata in the extension table `agentfs_tool_call_meta`
@@ -146,7 +160,6 @@ export class ToolCalls {
     return this.#q.transaction(async (tx) => {
       // Texts over 64 KiB are kept whole in the payload store; the row keeps a stub.
       const moved = await externalize(tx, { parameters, result, error }, end)
-      const columns = 'name, parameters, result, error, started_at, completed_at, duration_ms'
       const values: Array<string | number | null> = [
         input.name,
         moved.values.parameters,
@@ -157,11 +170,10 @@ export class ToolCalls {
         (completedSec - startedSec) * 1000,
       ]
       const chosen = await explicitId(tx, 'tool_calls')
-      const names = chosen === undefined ? columns : `id, ${columns}`
       const row: Array<string | number | null> = chosen === undefined ? values : [chosen, ...values]
       if (this.#reference) row.push(failed ? 'error' : 'success')
       const insert = {
-        sql: `INSERT INTO tool_calls (${this.#reference ? `${names}, status` : names}) VALUES (${placeholders(row.length)})`,
+        sql: INSERT_CALL[(chosen === undefined ? 0 : 1) + (this.#reference ? 2 : 0)]!,
         params: row,
       }
       let id: number

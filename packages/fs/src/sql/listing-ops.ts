@@ -45,8 +45,8 @@ export async function listDirectory(
   if (!options.recursive) {
     if (!options.withFileTypes) {
       const { rows } = await q.execute<unknown[]>({
-        sql: `SELECT ${NAMES_COLUMNS} ${NAMES_FROM}`,
-        params: [node.ino],
+        sql: NAMES_UNSTAMPED_SQL,
+        params: [node.ino, node.ino, node.ino],
         arrays: true,
       })
       return namesOf(q, rows[0]!, node.ino, path)
@@ -84,12 +84,16 @@ const ENTRIES_WITH_INODES_SQL = `SELECT d.name, ${inodeColumnsOf('i')} FROM fs_d
 /**
  * A directory's names: an index-only scan of idx_fs_dentry_parent (parent_ino, name), handed
  * over as one text joined by `/` (the one character no name holds; a row per name costs more,
- * a JSON array a third more again), with how many names there are and how many are text.
+ * a JSON array a third more again), with how many names there are and the types of the first
+ * and last name in the index's order. SQLite orders NULL, then numbers, then text, then blobs,
+ * so when both ends are text every name is: two index seeks instead of a `typeof` per name
+ * (which cost a quarter of a 100-name listing). Parameters: the directory three times.
  */
 const NAMES_COLUMNS =
-  "group_concat(name, '/') AS names, COUNT(*) AS n, COUNT(CASE WHEN typeof(name) = 'text' THEN 1 END) AS texts"
+  "group_concat(name, '/') AS names, COUNT(*) AS n, (SELECT typeof(name) FROM fs_dentry WHERE parent_ino = ? ORDER BY name LIMIT 1) AS lo, (SELECT typeof(name) FROM fs_dentry WHERE parent_ino = ? ORDER BY name DESC LIMIT 1) AS hi"
 const NAMES_FROM = 'FROM (SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name)'
 const NAMES_SQL = stampedSql(`SELECT ${NAMES_COLUMNS}`, NAMES_FROM)
+const NAMES_UNSTAMPED_SQL = `SELECT ${NAMES_COLUMNS} ${NAMES_FROM}`
 
 /**
  * The names of a {@link NAMES_COLUMNS} row, each checked. When a name is not text or holds `/`
@@ -102,9 +106,11 @@ async function namesOf(
   dirIno: number,
   path: string,
 ): Promise<string[]> {
-  const [joined, n, texts] = row as [string | null, number, number]
+  const [joined, n, lo, hi] = row as [string | null, number, string | null, string | null]
+  if (n === 0) return []
   const names = joined === null ? [] : joined.split('/')
-  if (texts === n && names.length === n) return names.map((name) => checkedName(name, dirIno, path))
+  if (lo === 'text' && hi === 'text' && names.length === n)
+    return names.map((name) => checkedName(name, dirIno, path))
   const { rows } = await q.execute<unknown[]>({
     sql: 'SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name',
     params: [dirIno],
@@ -124,7 +130,7 @@ async function cachedNames(q: Queryable, path: string): Promise<string[] | undef
   if (parts.includes('..')) return
   const ino = cache.dir(keyOf(parts))
   if (ino === undefined) return
-  const row = await cache.stamped(NAMES_SQL, [ino])
+  const row = await cache.stamped(NAMES_SQL, [ino, ino, ino])
   if (!row) return
   return namesOf(cache.source, row, ino, path)
 }

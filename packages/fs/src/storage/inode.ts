@@ -21,6 +21,9 @@ export interface InodeRow {
 export const INODE_COLUMNS =
   'ino, mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec'
 
+/** One inode's {@link INODE_COLUMNS} by number (a constant: the statement cache hashes it once). */
+export const INODE_BY_INO = `SELECT ${INODE_COLUMNS} FROM fs_inode WHERE ino = ?`
+
 /** {@link INODE_COLUMNS} of the table named `alias` in a join (`i.ino, i.mode, …`). */
 export const inodeColumnsOf = (alias: string): string =>
   INODE_COLUMNS.split(', ')
@@ -80,9 +83,16 @@ export function touchedVersion(
  */
 export function touchCtime(now: { sec: number; nsec: number }): { sql: string; params: number[] } {
   const nowNs = BigInt(now.sec) * 1_000_000_000n + BigInt(now.nsec)
-  const older = 'ctime * 1000000000 + ctime_nsec < ?'
   return {
-    sql: `ctime = CASE WHEN ${older} THEN ? ELSE ctime + (ctime_nsec + 1) / 1000000000 END, ctime_nsec = CASE WHEN ${older} THEN ? ELSE (ctime_nsec + 1) % 1000000000 END`,
+    sql: CTIME_SQL,
     params: [nowNs as unknown as number, now.sec, nowNs as unknown as number, now.nsec],
   }
 }
+
+const OLDER = 'ctime * 1000000000 + ctime_nsec < ?'
+/**
+ * {@link touchCtime}'s SET clause. Statements that use it are built once too (module constants):
+ * the driver finds a prepared statement by its text, and a text built per call is hashed and
+ * compared in full on every lookup.
+ */
+export const CTIME_SQL = `ctime = CASE WHEN ${OLDER} THEN ? ELSE ctime + (ctime_nsec + 1) / 1000000000 END, ctime_nsec = CASE WHEN ${OLDER} THEN ? ELSE (ctime_nsec + 1) % 1000000000 END`

@@ -15,12 +15,21 @@ import {
   unlinkedOf,
 } from '@agentfs/core'
 import type { Holds } from './holds.js'
-import { INODE_COLUMNS, type InodeRow, touchCtime } from './inode.js'
+import { CTIME_SQL, INODE_BY_INO, type InodeRow, touchCtime } from './inode.js'
+
+const TOUCH_CONTENT_SQL = `UPDATE fs_inode SET size = ?, mtime = ?, mtime_nsec = ?, ${CTIME_SQL} WHERE ino = ?`
+const TOUCH_DIR_SQL = `UPDATE fs_inode SET mtime = ?, mtime_nsec = ?, ${CTIME_SQL} WHERE ino = ?`
+const touchMetaSql = new Map<string, string>()
+const DROP_LINKS_SQL = `UPDATE fs_inode SET nlink = nlink - ?, ${CTIME_SQL} WHERE ino = ?`
+const INODE_VALUES =
+  'mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec'
+const INSERT_INODE_WITH_ID = `INSERT INTO fs_inode (ino, ${INODE_VALUES}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const INSERT_INODE = `INSERT INTO fs_inode (${INODE_VALUES}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 /** Loads one inode row. */
 export async function loadInode(q: Executor, ino: number): Promise<InodeRow | undefined> {
   const { rows } = await q.execute<InodeRow>({
-    sql: `SELECT ${INODE_COLUMNS} FROM fs_inode WHERE ino = ?`,
+    sql: INODE_BY_INO,
     params: [ino],
   })
   return rows[0]
@@ -35,7 +44,7 @@ export async function touchContent(
 ): Promise<void> {
   const ctime = touchCtime(now)
   await executeDeferred(q, {
-    sql: `UPDATE fs_inode SET size = ?, mtime = ?, mtime_nsec = ?, ${ctime.sql} WHERE ino = ?`,
+    sql: TOUCH_CONTENT_SQL,
     params: [size, now.sec, now.nsec, ...ctime.params, ino],
   })
 }
@@ -48,10 +57,17 @@ export async function touchMeta(
   set: Record<string, number> = {},
 ): Promise<void> {
   const columns = Object.keys(set)
-  const extra = columns.map((c) => `${c} = ?`).join(', ')
   const ctime = touchCtime(now)
+  const key = columns.join()
+  let sql = touchMetaSql.get(key)
+  if (sql === undefined) {
+    const extra = columns.map((c) => `${c} = ?`).join(', ')
+    sql = `UPDATE fs_inode SET ${extra ? `${extra}, ` : ''}${ctime.sql} WHERE ino = ?`
+    // The callers' column sets are a handful of literals; the bound keeps a stray one harmless.
+    if (touchMetaSql.size < 64) touchMetaSql.set(key, sql)
+  }
   await executeDeferred(q, {
-    sql: `UPDATE fs_inode SET ${extra ? `${extra}, ` : ''}${ctime.sql} WHERE ino = ?`,
+    sql,
     params: [...columns.map((c) => set[c]!), ...ctime.params, ino],
   })
 }
@@ -60,7 +76,7 @@ export async function touchMeta(
 export function touchDir(q: Executor, ino: number, now: Timestamp): Promise<void> {
   const ctime = touchCtime(now)
   return executeDeferred(q, {
-    sql: `UPDATE fs_inode SET mtime = ?, mtime_nsec = ?, ${ctime.sql} WHERE ino = ?`,
+    sql: TOUCH_DIR_SQL,
     params: [now.sec, now.nsec, ...ctime.params, ino],
   })
 }
@@ -93,18 +109,13 @@ export async function insertInode(
     now.nsec,
     now.nsec,
   ]
-  const columns =
-    'mode, nlink, uid, gid, size, atime, mtime, ctime, rdev, atime_nsec, mtime_nsec, ctime_nsec'
   const id = await explicitId(q, 'fs_inode')
   if (id !== undefined) {
-    await executeDeferred(q, {
-      sql: `INSERT INTO fs_inode (ino, ${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      params: [id, ...values],
-    })
+    await executeDeferred(q, { sql: INSERT_INODE_WITH_ID, params: [id, ...values] })
     return id
   }
   const inserted = await q.execute({
-    sql: `INSERT INTO fs_inode (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    sql: INSERT_INODE,
     params: values,
   })
   return insertedRowid(q, inserted)
@@ -193,7 +204,7 @@ export async function dropLink(
   const ctime = touchCtime(now)
   // An update and a read rather than RETURNING: a remote driver sends both in one request.
   await executeDeferred(q, {
-    sql: `UPDATE fs_inode SET nlink = nlink - ?, ${ctime.sql} WHERE ino = ?`,
+    sql: DROP_LINKS_SQL,
     params: [count, ...ctime.params, ino],
   })
   const { rows } = await q.execute<{ nlink: number }>({

@@ -14,7 +14,7 @@ import {
   tokenOf,
 } from '@agentfs/core'
 import { assembleWhole, MAX_READ_FILE } from './chunks.js'
-import { INODE_COLUMNS, type InodeRow, inodeOf, isDir, isLnk } from './inode.js'
+import { INODE_BY_INO, INODE_COLUMNS, type InodeRow, inodeOf, isDir, isLnk } from './inode.js'
 import { keyOf, type PathCache, pathCacheOf } from './path-cache.js'
 
 /**
@@ -25,6 +25,8 @@ import { keyOf, type PathCache, pathCacheOf } from './path-cache.js'
 const CHAIN_MAX = 16
 const COLUMNS = INODE_COLUMNS.split(', ')
 const chainCache = new Map<number, string>()
+/** {@link readRegularFile}'s statement per path length, built once (see {@link chainSql}). */
+const wholeCache = new Map<number, string>()
 
 /**
  * `n` levels as LEFT JOINs on the (parent_ino, name) index, in one row: a level is only joined
@@ -88,8 +90,13 @@ export async function readRegularFile(
   )
     return undefined
   // One array row: the inode's columns, depth, parent (the chain's), then the first chunk.
+  let sql = wholeCache.get(parts.length)
+  if (sql === undefined) {
+    sql = `SELECT r.*, d.chunk_index AS chunk_index, d.data AS data FROM (${chainSql(parts.length)}) r LEFT JOIN fs_data d ON d.ino = r.ino AND d.chunk_index = 0`
+    wholeCache.set(parts.length, sql)
+  }
   const { rows } = await q.execute<unknown[]>({
-    sql: `SELECT r.*, d.chunk_index AS chunk_index, d.data AS data FROM (${chainSql(parts.length)}) r LEFT JOIN fs_data d ON d.ino = r.ino AND d.chunk_index = 0`,
+    sql,
     params: [ROOT_INO, ...parts],
     arrays: true,
   })
@@ -235,7 +242,7 @@ async function parentOf(q: Executor, dirIno: number): Promise<number> {
 
 async function inodeRow(q: Executor, ino: number): Promise<InodeRow | undefined> {
   const { rows } = await q.execute<InodeRow>({
-    sql: `SELECT ${INODE_COLUMNS} FROM fs_inode WHERE ino = ?`,
+    sql: INODE_BY_INO,
     params: [ino],
   })
   return rows[0]
