@@ -41,6 +41,7 @@ try {
         : { roundTripsPerOp: (tripsAfter - tripsBefore) / r.ops }),
       ...(w.id === 'W5' && impl.files.length > 0 ? { diskBytes: diskBytes() } : {}),
       rssAfterMiB: process.memoryUsage().rss / 2 ** 20,
+      peakAfterMiB: process.resourceUsage().maxRSS / 1024,
     })
   }
 } finally {

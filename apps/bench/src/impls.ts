@@ -57,6 +57,7 @@ export const IMPLEMENTATIONS = [
   'raw-sql',
   'raw-sql-full',
   'raw-sql-kept',
+  'raw-sql-handles',
   'agentfs',
   'agentfs-full',
   'agentfs-noatime',
@@ -130,12 +131,23 @@ const dbFiles = (path: string) => [path, `${path}-wal`, `${path}-shm`]
  * Plain spec SQL; `kept`: with the rows AgentFS's guarantees add (see `raw-sql-kept.ts`), on a
  * database AgentFS created (so it has the extension tables).
  */
-async function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL', kept = false): Promise<Impl> {
+async function rawSql(
+  dir: string,
+  synchronous: 'NORMAL' | 'FULL',
+  kept = false,
+  handles = false,
+): Promise<Impl> {
   const path = join(dir, 'raw.db')
   if (kept) await (await AgentFS.open({ path })).close()
   const fs = new RawSqlFs(path, synchronous, kept ? keptRows : undefined)
   return {
-    name: kept ? 'raw-sql-kept' : synchronous === 'FULL' ? 'raw-sql-full' : 'raw-sql',
+    name: handles
+      ? 'raw-sql-handles'
+      : kept
+        ? 'raw-sql-kept'
+        : synchronous === 'FULL'
+          ? 'raw-sql-full'
+          : 'raw-sql',
     durability: `WAL, synchronous=${synchronous}`,
     files: dbFiles(path),
     mkdir: (p) => fs.mkdir(p),
@@ -144,7 +156,7 @@ async function rawSql(dir: string, synchronous: 'NORMAL' | 'FULL', kept = false)
     stat: (p) => fs.stat(p),
     readdir: (p) => fs.readdir(p),
     rename: (a, b) => fs.rename(a, b),
-    pread: (p, o, l) => fs.pread(p, o, l),
+    pread: handles ? (p, o, l) => fs.preadHandle(p, o, l) : (p, o, l) => fs.pread(p, o, l),
     rmTree: (p) => fs.rmTree(p),
     kvSet: (k, v) => fs.kvSet(k, v),
     kvGet: (k) => fs.kvGet(k),
@@ -312,6 +324,8 @@ async function openOnly(name: ImplName, dir: string): Promise<Impl> {
       return rawSql(dir, 'FULL')
     case 'raw-sql-kept':
       return rawSql(dir, 'NORMAL', true)
+    case 'raw-sql-handles':
+      return rawSql(dir, 'NORMAL', false, true)
     case 'agentfs':
       return agentfs(dir, 'NORMAL')
     case 'agentfs-noatime':

@@ -321,6 +321,31 @@ export class RawSqlFs {
     })
   }
 
+  /**
+   * W6 as a handle API must do it: `open` resolves the path in a read transaction of its own,
+   * `read` checks the inode (it may be gone or have shrunk since) and reads the chunks in a
+   * second one. The floor of any library whose open and read are separate calls.
+   */
+  async preadHandle(path: string, offset: number, length: number): Promise<Buffer> {
+    const ino = this.#tx(false, () => this.#must(path))
+    return this.#tx(false, () => {
+      const row = this.#stat.get(ino)
+      if (!row) throw new Error(`EBADF: ${path}`)
+      const end = Math.min(row[5] as number, offset + length)
+      if (end <= offset) return Buffer.alloc(0)
+      const first = Math.floor(offset / this.#chunk)
+      const last = Math.floor((end - 1) / this.#chunk)
+      const out = Buffer.allocUnsafe(end - offset)
+      let skip = offset - first * this.#chunk
+      let at = 0
+      for (const c of this.#range.all(ino, first, last)) {
+        at += c.copy(out, at, skip, Math.min(c.byteLength, skip + (end - offset) - at))
+        skip = 0
+      }
+      return out.subarray(0, at)
+    })
+  }
+
   async stat(path: string): Promise<{ size: number }> {
     const row = this.#tx(false, () => this.#stat.get(this.#must(path)))
     if (!row) throw new Error(`ENOENT: ${path}`)

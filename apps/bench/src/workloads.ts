@@ -52,6 +52,8 @@ export interface WorkloadResult {
   readonly diskBytes?: number
   /** Resident memory right after the workload. */
   readonly rssAfterMiB?: number
+  /** The process's peak resident memory so far (this workload and those before it). */
+  readonly peakAfterMiB?: number
   /** Round trips to the server per operation (remote implementations). */
   readonly roundTripsPerOp?: number
   /**
