@@ -80,9 +80,45 @@ const registry = globalThis as { [KEY]?: AsyncLocalStorage<Actor> }
 const actors: AsyncLocalStorage<Actor> = registry[KEY] ?? new AsyncLocalStorage<Actor>()
 registry[KEY] = actors
 
-/** Runs `fn` with its changes attributed to `actor` (tool calls do this around their body). */
+/**
+ * Calls of {@link withActor} and {@link withMessage} under way. While none is, the store is
+ * disabled: on Node.js before 24 an enabled AsyncLocalStorage installs a hook that every promise
+ * of the process pays for, for good (measured: a `stat` took 60% longer for the rest of the
+ * process after a single tool call), so it is enabled only while a call runs.
+ */
+const RUNNING = Symbol.for('agentfs.actor.running')
+const counters = globalThis as { [RUNNING]?: { n: number } }
+// Shared like the store: two copies of this package count the same calls.
+const running = counters[RUNNING] ?? { n: 0 }
+counters[RUNNING] = running
+
+function ended(): void {
+  if (--running.n === 0) actors.disable()
+}
+
+/** `actors.run(actor, fn)`, the store enabled until `fn` (and the promise it returns) ends. */
+function runAs<T>(actor: Actor, fn: () => T): T {
+  running.n++
+  let out: T
+  try {
+    out = actors.run(actor, fn)
+  } catch (error) {
+    ended()
+    throw error
+  }
+  // A promise (or any thenable) ends when it settles; its continuations keep the actor until then.
+  if (typeof (out as { then?: unknown } | null)?.then === 'function')
+    return Promise.resolve(out).finally(ended) as T
+  ended()
+  return out
+}
+
+/**
+ * Runs `fn` with its changes attributed to `actor` (tool calls do this around their body).
+ * Work `fn` starts and does not wait for is attributed while `fn` runs, not after it ends.
+ */
 export function withActor<T>(actor: Actor, fn: () => T): T {
-  return actors.run(actor, fn)
+  return runAs(actor, fn)
 }
 
 /**
@@ -97,7 +133,7 @@ export function withActor<T>(actor: Actor, fn: () => T): T {
  * })
  */
 export function withMessage<T>(message: string, fn: () => T): T {
-  return actors.run({ ...actors.getStore(), message: checkMessage(message) }, fn)
+  return runAs({ ...actors.getStore(), message: checkMessage(message) }, fn)
 }
 
 /** The actor of the running call, if a tool call or `withActor` set one. */
