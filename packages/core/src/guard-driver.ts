@@ -82,6 +82,12 @@ export interface GuardedDriver extends Queryable {
    * that it would be waiting on itself.
    */
   readonly transactionOpen: boolean
+  /**
+   * Transactions and scripts this handle has begun: a caller can tell whether anything it did
+   * in between may have written rows (a lone statement outside one, such as an access time,
+   * does not count).
+   */
+  readonly transactions: number
   executeScript(sql: string): Promise<void>
   /** Waits for running calls, then closes the driver. Idempotent. */
   close(): Promise<void>
@@ -229,6 +235,8 @@ export function guardDriver(driver: Driver): GuardedDriver {
   let generation = 0
   /** Transactions and scripts under way (several on a concurrent driver). */
   let open = 0
+  /** Transactions and scripts begun so far. */
+  let begun = 0
 
   const guard = <T>(fn: () => Promise<T>): Promise<T> => {
     if (closeRequested) return Promise.reject(closedError(driver.name))
@@ -262,6 +270,9 @@ export function guardDriver(driver: Driver): GuardedDriver {
     },
     get transactionOpen() {
       return open > 0
+    },
+    get transactions() {
+      return begun
     },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       try {
@@ -305,6 +316,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
         let handle: TransactionHandle | undefined
         generation++
         open++
+        begun++
         try {
           return await driver.transaction(async (tx) => {
             handle = new TransactionHandle(tx, 0, driver.name, driver.capabilities)
@@ -332,6 +344,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
       return guard(async () => {
         generation++
         open++
+        begun++
         try {
           await driver.executeScript(sql)
         } catch (error) {

@@ -146,7 +146,9 @@ export interface AgentFSOptions {
    * The audit chain over tool calls and changes (`agent.seal()`, `agent.verify()`): `key` seals
    * it with HMAC-SHA256 (keep the key outside the database; with none, plain SHA-256, which
    * proves only against a head kept elsewhere); `sealOnClose` (default true) seals what is new
-   * when the agent closes. The same keys seal idempotency records: with `key`, a record it (or
+   * when an agent that changed the database closes (an agent that only read leaves the sealing,
+   * a write of its own, to the writers: it would hold their write lock for every row they made).
+   * The same keys seal idempotency records: with `key`, a record it (or
    * one of `previousKeys`, kept while a key rotates) did not seal is refused rather than
    * replayed (`IDEMPOTENCY_UNTRUSTED`); `verify()` accepts rows sealed with any of them.
    */
@@ -211,11 +213,14 @@ export class AgentFS implements AgentScope {
   readonly #options: AgentFSOptions
   #nodeFs: SyncNodeFs | undefined
   #embedLoop: EmbedLoop | undefined
+  /** Transactions the database handle had begun when this agent opened (see `close`). */
+  readonly #transactionsAtOpen: number
 
   private constructor(db: AgentDatabase, options: AgentFSOptions, path: string | undefined) {
     this.db = db
     this.path = path
     this.#options = options
+    this.#transactionsAtOpen = db.driver.transactions
     const feed = {
       enabled: options.feed ?? true,
       ...(options.versions === undefined ? {} : { versions: options.versions }),
@@ -514,8 +519,8 @@ export class AgentFS implements AgentScope {
   }
 
   /**
-   * Closes the database after running calls finish, sealing the audit first (unless
-   * `audit.sealOnClose` is false). Idempotent.
+   * Closes the database after running calls finish, sealing the audit first when this agent
+   * changed the database (unless `audit.sealOnClose` is false). Idempotent.
    */
   async close(): Promise<void> {
     const loop = this.#embedLoop
@@ -524,7 +529,13 @@ export class AgentFS implements AgentScope {
     const nodeFs = this.#nodeFs
     this.#nodeFs = undefined
     await nodeFs?.close()
-    if (this.#options.audit?.sealOnClose !== false && !this.db.driver.closed)
+    if (
+      this.#options.audit?.sealOnClose !== false &&
+      !this.db.driver.closed &&
+      // Every write of rows the chain seals runs in a transaction; a read (and the access time
+      // it may update, a lone statement) does not.
+      this.db.driver.transactions !== this.#transactionsAtOpen
+    )
       await this.seal().catch((error: unknown) => {
         // Nothing is lost: what stays unsealed is sealed by the next seal. A read-only
         // database is not sealed at all.

@@ -194,6 +194,7 @@ describe('audit chain', () => {
       "DELETE FROM agentfs_audit_chain WHERE stream = 'change' AND seq >= 5",
     )
     const forger = await AgentFS.open({ path: rebuilt })
+    await forger.seal()
     await forger.close()
     const report = await verify(rebuilt, { keys: [{ key: KEY }] })
     expect(report.issues.map((i) => [i.stream, i.seq, i.kind])).toEqual([
@@ -207,6 +208,7 @@ describe('audit chain', () => {
       "DELETE FROM agentfs_audit_chain WHERE stream = 'change' AND seq >= 5",
     )
     const other = await AgentFS.open({ path: again, audit: { key: { key: KEY.map(() => 1) } } })
+    await other.seal()
     await other.close()
     const foreign = await verify(again, { keys: [{ key: KEY }] })
     expect(foreign.issues.map((i) => [i.seq, i.kind])).toEqual([
@@ -254,6 +256,25 @@ describe('audit chain', () => {
     expect(before.ok).toBe(true)
     expect((await agent.seal()).sealed).toEqual({ call: 1, change: 1 })
     expect((await agent.verify()).unsealed).toEqual({ call: 0, change: 0 })
+  })
+
+  test('close seals only when the agent changed the database: a reader leaves it to writers', async () => {
+    const path = join(tempDir(), 'a.db')
+    const writer = await AgentFS.open({ path, audit: { sealOnClose: false } })
+    await writer.fs.writeFile('/a.txt', 'a')
+    await writer.tools.track('ping', {}, () => 'pong')
+    await writer.close()
+    // A reader's close would hold the write lock to seal the writer's rows: it does not seal.
+    const reader = await AgentFS.open({ path })
+    expect(await reader.fs.readFile('/a.txt', 'utf8')).toBe('a')
+    await reader.fs.readdir('/')
+    await reader.close()
+    expect((await verify(path)).unsealed).toEqual({ call: 1, change: 1 })
+    // An agent that changes anything seals everything new when it closes.
+    const next = await AgentFS.open({ path })
+    await next.kv.set('k', 1)
+    await next.close()
+    expect((await verify(path)).unsealed).toEqual({ call: 0, change: 0 })
   })
 
   test('a head that is not one is refused in one line; a short key is refused', async () => {
