@@ -175,24 +175,11 @@ async function chain(
 
 /** The {@link WalkRow} of a chain's array row (inode columns, depth, parent[, stamps]). */
 function walkRowOf(v: readonly unknown[]): WalkRow {
-  // One literal (a spread of the inode row copied each property through a generic path).
-  return {
-    ino: v[0] as number,
-    mode: v[1] as number,
-    nlink: v[2] as number,
-    uid: v[3] as number,
-    gid: v[4] as number,
-    size: v[5] as number,
-    atime: v[6] as number,
-    mtime: v[7] as number,
-    ctime: v[8] as number,
-    rdev: v[9] as number,
-    atime_nsec: v[10] as number,
-    mtime_nsec: v[11] as number,
-    ctime_nsec: v[12] as number,
-    depth: v[HEAD_DEPTH] as number,
-    parent: v[HEAD_DEPTH + 1] as number | null,
-  }
+  // Two fields added to the inode row (one cached shape change), not a spread that copies it.
+  const row = inodeOf(v) as InodeRow & { depth: number; parent: number | null }
+  row.depth = v[HEAD_DEPTH] as number
+  row.parent = v[HEAD_DEPTH + 1] as number | null
+  return row
 }
 
 /**
