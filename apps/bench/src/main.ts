@@ -81,7 +81,6 @@ function medianReport(runs: ImplReport[]): ImplReport {
       : undefined
     const out: Record<string, unknown> = {
       ...r,
-      ops: r.ops,
       seconds: m((x) => x.seconds)!,
       opsPerSec: m((x) => x.opsPerSec)!,
       p50us: m((x) => x.p50us)!,

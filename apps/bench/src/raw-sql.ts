@@ -17,6 +17,14 @@ function clock(): [sec: number, nsec: number] {
   return [sec, (ms - sec * 1000) * 1_000_000]
 }
 
+/** A created inode, and what the kept rows of its creation need. */
+interface Created {
+  readonly parent: number
+  readonly ino: number
+  readonly sec: number
+  readonly nsec: number
+}
+
 /**
  * The baseline: the fastest correct implementation of the spec's operations on its tables that
  * we can write on better-sqlite3, so that a ratio against it is a ratio against what SQLite can
@@ -29,14 +37,6 @@ function clock(): [sec: number, nsec: number] {
  * chunk size read once, a file of one chunk returned without a copy and a larger one copied
  * into one buffer of its known size, a range read copied straight into its result.
  */
-/** A created inode, and what the kept rows of its creation need. */
-interface Created {
-  readonly parent: number
-  readonly ino: number
-  readonly sec: number
-  readonly nsec: number
-}
-
 export class RawSqlFs {
   readonly #db: Database.Database
   readonly #chunk = DEFAULT_CHUNK_SIZE
@@ -307,18 +307,22 @@ export class RawSqlFs {
   /** `open` + `read(buf, 0, length, offset)` + `close`: resolve, read the chunks in range. */
   async pread(path: string, offset: number, length: number): Promise<Buffer> {
     return this.#tx(false, () => {
-      const ino = this.#must(path)
-      const first = Math.floor(offset / this.#chunk)
-      const last = Math.floor((offset + length - 1) / this.#chunk)
-      const out = Buffer.allocUnsafe(length)
-      let skip = offset - first * this.#chunk
-      let at = 0
-      for (const c of this.#range.all(ino, first, last)) {
-        at += c.copy(out, at, skip, Math.min(c.byteLength, skip + length - at))
-        skip = 0
-      }
-      return out.subarray(0, at)
+      return this.#readRange(this.#must(path), offset, length)
     })
+  }
+
+  /** `length` bytes of `ino` from `offset`: the chunks in range copied straight into one buffer. */
+  #readRange(ino: number, offset: number, length: number): Buffer {
+    const first = Math.floor(offset / this.#chunk)
+    const last = Math.floor((offset + length - 1) / this.#chunk)
+    const out = Buffer.allocUnsafe(length)
+    let skip = offset - first * this.#chunk
+    let at = 0
+    for (const c of this.#range.all(ino, first, last)) {
+      at += c.copy(out, at, skip, Math.min(c.byteLength, skip + length - at))
+      skip = 0
+    }
+    return out.subarray(0, at)
   }
 
   /**
@@ -332,17 +336,7 @@ export class RawSqlFs {
       const row = this.#stat.get(ino)
       if (!row) throw new Error(`EBADF: ${path}`)
       const end = Math.min(row[5] as number, offset + length)
-      if (end <= offset) return Buffer.alloc(0)
-      const first = Math.floor(offset / this.#chunk)
-      const last = Math.floor((end - 1) / this.#chunk)
-      const out = Buffer.allocUnsafe(end - offset)
-      let skip = offset - first * this.#chunk
-      let at = 0
-      for (const c of this.#range.all(ino, first, last)) {
-        at += c.copy(out, at, skip, Math.min(c.byteLength, skip + (end - offset) - at))
-        skip = 0
-      }
-      return out.subarray(0, at)
+      return end <= offset ? Buffer.alloc(0) : this.#readRange(ino, offset, end - offset)
     })
   }
 

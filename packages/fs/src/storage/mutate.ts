@@ -62,7 +62,7 @@ export async function touchMeta(
   let sql = touchMetaSql.get(key)
   if (sql === undefined) {
     const extra = columns.map((c) => `${c} = ?`).join(', ')
-    sql = `UPDATE fs_inode SET ${extra ? `${extra}, ` : ''}${ctime.sql} WHERE ino = ?`
+    sql = `UPDATE fs_inode SET ${extra ? `${extra}, ` : ''}${CTIME_SQL} WHERE ino = ?`
     // The callers' column sets are a handful of literals; the bound keeps a stray one harmless.
     if (touchMetaSql.size < 64) touchMetaSql.set(key, sql)
   }
