@@ -12,7 +12,7 @@ import { Stats } from '../stats.js'
 import { readAll } from '../storage/chunks.js'
 import { type InodeRow, isDir, isLnk } from '../storage/inode.js'
 import { pathOf, touchMeta } from '../storage/mutate.js'
-import { readRegularFile } from '../storage/resolver.js'
+import { lookup, readRegularFile } from '../storage/resolver.js'
 import { DAY, existing, type FsContext, write, X_OK } from './context.js'
 
 /** Files up to this size report `blocks` from their size without counting chunks. */
@@ -20,18 +20,35 @@ const SPARSE_STAT_THRESHOLD = 64 * 1024
 
 /**
  * Stats with honest `blocks` for files that may have holes: above 64 KiB the stored chunks are
- * counted (an index-only scan); smaller files report their size in 512-byte blocks.
+ * counted (an index-only scan); smaller files report their size in 512-byte blocks, at once
+ * (no promise: `stat` is the hottest read).
  */
-export async function statsOf(ctx: FsContext, row: InodeRow): Promise<Stats> {
-  const options = { blksize: ctx.chunkSize }
+export function statsOf(ctx: FsContext, row: InodeRow): Stats | Promise<Stats> {
   if ((row.mode & S_IFMT) !== S_IFREG || row.size <= SPARSE_STAT_THRESHOLD)
-    return new Stats(row, options)
+    return new Stats(row, { blksize: ctx.chunkSize })
+  return countedStats(ctx, row)
+}
+
+async function countedStats(ctx: FsContext, row: InodeRow): Promise<Stats> {
+  const options = { blksize: ctx.chunkSize }
   const { rows } = await ctx.q.execute<{ n: number }>({
     sql: 'SELECT COUNT(*) AS n FROM fs_data WHERE ino = ?',
     params: [row.ino],
   })
   const stored = Math.min(row.size, (rows[0]?.n ?? 0) * ctx.chunkSize)
   return new Stats(row, { ...options, blocks: Math.ceil(stored / 512) })
+}
+
+/** `stat` (`follow`) or `lstat` of `path`: one lookup, then {@link statsOf}. */
+export async function statPath(
+  ctx: FsContext,
+  path: string,
+  syscall: string,
+  follow: boolean,
+): Promise<Stats> {
+  const { node } = await lookup(ctx.q, path, { followLast: follow, syscall })
+  if (!node) throw fsError('ENOENT', syscall, path)
+  return statsOf(ctx, node)
 }
 
 /** Updates the access time of a file just read, as the `atime` option says (relatime by default). */

@@ -4,6 +4,7 @@ import {
   SNAPSHOT_COLUMNS,
   type SnapshotSource,
   type SnapshotToken,
+  type Statement,
   sameSnapshot,
   snapshotSource,
   tokenOf,
@@ -28,6 +29,11 @@ const ENTRY_SQL = stampedSql(
   'FROM (SELECT 1) s LEFT JOIN fs_dentry d ON d.parent_ino = ? AND d.name = ? ' +
     'LEFT JOIN fs_inode i ON i.ino = d.ino',
 )
+
+/** `name` in the directory `dirIno`, stamped: see {@link PathCache.entryOf}. */
+export function entryStatement(dirIno: number, name: string): Statement {
+  return { sql: ENTRY_SQL, params: [dirIno, name], arrays: true }
+}
 
 /**
  * `select` (a select list) with {@link SNAPSHOT_COLUMNS} appended, then `from`: a statement
@@ -67,13 +73,13 @@ export class PathCache {
   }
 
   /**
-   * Looks `name` up in the directory `dirIno`, which the cache holds. Undefined when the
-   * database moved since (the cache is then emptied); otherwise the entry, or null when
-   * `dirIno` has no such name.
+   * The entry a row of {@link entryStatement}, run on {@link source} while the generation was
+   * `before`, found in a directory the cache holds: the inode, or null when the directory has
+   * no such name; undefined when the database moved since (the cache is then emptied). The
+   * caller awaits the statement itself: one promise fewer on the hottest path.
    */
-  async entry(dirIno: number, name: string): Promise<InodeRow | null | undefined> {
-    const row = await this.stamped(ENTRY_SQL, [dirIno, name])
-    if (row === undefined) return undefined
+  entryOf(row: readonly unknown[], before: number): InodeRow | null | undefined {
+    if (!this.#holds(row, before)) return undefined
     return row[0] === null ? null : inodeOf(row)
   }
 
@@ -89,11 +95,15 @@ export class PathCache {
     const before = this.source.generation
     const { rows } = await this.source.execute<unknown[]>({ sql, params, arrays: true })
     const row = rows[0]!
-    if (this.source.generation !== before || !sameSnapshot(this.#token, tokenOf(row, before))) {
-      this.clear()
-      return undefined
-    }
-    return row
+    return this.#holds(row, before) ? row : undefined
+  }
+
+  /** Whether the cache held while the stamped `row` was read (emptied when not). */
+  #holds(row: readonly unknown[], before: number): boolean {
+    if (this.source.generation === before && sameSnapshot(this.#token, tokenOf(row, before)))
+      return true
+    this.clear()
+    return false
   }
 
   /**

@@ -15,7 +15,7 @@ import {
 } from '@agentfs/core'
 import { assembleWhole, MAX_READ_FILE } from './chunks.js'
 import { INODE_BY_INO, INODE_COLUMNS, type InodeRow, inodeOf, isDir, isLnk } from './inode.js'
-import { keyOf, type PathCache, pathCacheOf } from './path-cache.js'
+import { entryStatement, keyOf, type PathCache, pathCacheOf } from './path-cache.js'
 
 /**
  * Components resolved by one chain of joins (2 tables each, within SQLite's 64); longer runs
@@ -289,8 +289,17 @@ export async function lookup(q: Executor, path: unknown, options: LookupOptions)
   const parsed = parsePath(path, options.syscall)
   const cache = pathCacheOf(q)
   if (cache) {
-    const cached = await cachedLookup(cache, parsed, options)
-    if (cached) return cached
+    // The path cache's answer, the statement awaited here (no promise of its own per layer).
+    const dirIno = cachedDir(cache, parsed)
+    if (dirIno !== undefined) {
+      const name = parsed.parts[parsed.parts.length - 1]!
+      const before = cache.source.generation
+      const { rows } = await cache.source.execute<unknown[]>(entryStatement(dirIno, name))
+      const node = cache.entryOf(rows[0]!, before)
+      const cached =
+        node === undefined ? undefined : cachedAnswer(cache, parsed, options, dirIno, node)
+      if (cached) return cached
+    }
   }
   const stamps = cache && new Stamps(cache.source.generation)
   const r = await resolvePath(databaseSteps(q, stamps), parsed, options)
@@ -310,24 +319,33 @@ export async function lookup(q: Executor, path: unknown, options: LookupOptions)
 }
 
 /**
- * A lookup answered from the path cache: the parent directory remembered, the last name looked
- * up in one stamped statement. Undefined (the caller resolves afresh) for anything the cache
- * does not answer exactly: `..`, a parent not remembered, a stale cache, a link to follow, a
- * trailing slash on a non-directory.
+ * The directory the path cache holds for `parsed`'s parent, when it answers `parsed` at all:
+ * not for `/`, `..`, a parent not remembered or a cache gone stale ({@link cachedAnswer} then
+ * takes the entry found in it).
  */
-async function cachedLookup(
-  cache: PathCache,
-  parsed: ParsedPath,
-  options: LookupOptions,
-): Promise<Lookup | undefined> {
+function cachedDir(cache: PathCache, parsed: ParsedPath): number | undefined {
   const parts = parsed.parts
   const n = parts.length
   if (n === 0 || parts.includes('..')) return undefined
-  const dirIno = cache.dir(keyOf(parts, n - 1))
-  if (dirIno === undefined) return undefined
+  return cache.dir(keyOf(parts, n - 1))
+}
+
+/**
+ * A lookup answered from the path cache: the entry `node` found in the remembered parent
+ * `dirIno` (null: no such name) by one stamped statement. Undefined (the caller resolves
+ * afresh) for anything the cache does not answer exactly: a link to follow, a trailing slash
+ * on a non-directory.
+ */
+function cachedAnswer(
+  cache: PathCache,
+  parsed: ParsedPath,
+  options: LookupOptions,
+  dirIno: number,
+  node: InodeRow | null,
+): Lookup | undefined {
+  const parts = parsed.parts
+  const n = parts.length
   const name = parts[n - 1]!
-  const node = await cache.entry(dirIno, name)
-  if (node === undefined) return undefined
   if (node === null) {
     if (options.allowMissing || options.partial) return { dirIno, name, node: undefined }
     throw fsError('ENOENT', options.syscall, parsed.input)
