@@ -77,6 +77,41 @@ export function valuesSuite({ resources, it }: SuiteContext): void {
     ])
   })
 
+  it(
+    'values/first-row',
+    'a statement with `first` gives its first row exactly (a large integer too), none when there is none',
+    async () => {
+      const db = guardDriver(await resources().driver())
+      const big = 2n ** 53n + 1n
+      const sql = 'WITH t(n, v) AS (VALUES (1, ?), (2, 7), (3, 8)) SELECT n, v FROM t ORDER BY n'
+      for (const arrays of [false, true]) {
+        const { rows } = await db.execute({ sql, params: [big], first: true, arrays })
+        expect(rows[0]).toEqual(arrays ? [1, big] : { n: 1, v: big })
+        const small = await db.execute({ sql, params: [5], first: true, arrays })
+        expect(small.rows[0]).toEqual(arrays ? [1, 5] : { n: 1, v: 5 })
+        const none = await db.execute({ sql: `${sql} LIMIT 0`, params: [5], first: true, arrays })
+        expect(none.rows).toEqual([])
+      }
+      // Inside a transaction, and on a write, which always runs whole.
+      await db.execute({ sql: 'CREATE TABLE IF NOT EXISTS first_t (k INTEGER PRIMARY KEY)' })
+      const inTx = await db.transaction(async (tx) => {
+        const inserted = await tx.execute({
+          sql: 'INSERT INTO first_t (k) VALUES (1), (2) RETURNING k',
+          first: true,
+        })
+        return {
+          inserted,
+          read: await tx.execute({ sql: 'SELECT k FROM first_t ORDER BY k', first: true }),
+        }
+      })
+      expect(inTx.inserted.rows[0]).toEqual({ k: 1 })
+      expect(inTx.read.rows[0]).toEqual({ k: 1 })
+      expect((await db.execute({ sql: 'SELECT COUNT(*) AS n FROM first_t' })).rows[0]).toEqual({
+        n: 2,
+      })
+    },
+  )
+
   it('values/reals', 'REAL values keep full precision', async () => {
     for (const value of [1.5, -2.25, 0.1, 1e308, 5e-324, Math.PI]) {
       const row = await roundTrip(value)

@@ -30,6 +30,12 @@ export interface Statement {
    * guarded handle converts each object, so give the columns distinct, non-numeric names.
    */
   readonly arrays?: boolean
+  /**
+   * Only the first row is wanted (a lookup by a unique key, a one-row aggregate): a driver may
+   * stop after it (callers read `rows[0]` alone). In-process drivers then step the statement once
+   * (better-sqlite3's and `node:sqlite`'s `get`) instead of collecting every row.
+   */
+  readonly first?: boolean
 }
 
 /** The result of one statement. */

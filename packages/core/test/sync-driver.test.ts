@@ -89,3 +89,63 @@ describe('createSyncDriver turnEventLoopEvery', () => {
     await driver.close()
   })
 })
+
+describe('createSyncDriver first', () => {
+  /** A binding whose read-only statement counts how it was run; `value` is every row's x. */
+  function counting(value: number) {
+    const calls = { first: 0, numbers: 0, all: 0 }
+    const rows = () => [{ x: value }, { x: 2 }]
+    const connection: SyncConnection = {
+      file: undefined,
+      readonly: false,
+      isOpen: true,
+      inTransaction: false,
+      // Only the test's statements count (the driver runs its own when it opens).
+      prepare: (sql) => ({
+        reader: true,
+        readonly: !/RETURNING/.test(sql),
+        firstNumbers: () => {
+          if (/\bx\b/.test(sql)) calls.first++
+          return rows().slice(0, 1)
+        },
+        allNumbers: () => {
+          if (/\bx\b/.test(sql)) calls.numbers++
+          return rows()
+        },
+        all: () => {
+          if (/\bx\b/.test(sql)) calls.all++
+          return [{ x: BigInt(value) }, { x: 2n }]
+        },
+        run: () => ({ changes: 0, lastInsertRowid: 0 }),
+      }),
+      exec() {},
+      close() {},
+    }
+    const driver = createSyncDriver({
+      name: 'fake',
+      memory: true,
+      reopenable: false,
+      open: () => connection,
+    })
+    return { driver, calls }
+  }
+
+  test('a `first` read steps its statement once; a read without it collects every row', async () => {
+    const { driver, calls } = counting(1)
+    expect((await driver.execute({ sql: 'SELECT x', first: true })).rows).toEqual([{ x: 1 }])
+    expect(calls).toEqual({ first: 1, numbers: 0, all: 0 })
+    expect((await driver.execute({ sql: 'SELECT x' })).rows).toEqual([{ x: 1 }, { x: 2 }])
+    expect(calls).toEqual({ first: 1, numbers: 1, all: 0 })
+  })
+
+  test('a first row beyond 2^53 is read again exactly; a statement that writes runs whole', async () => {
+    const big = 2 ** 53 + 2
+    const { driver, calls } = counting(big)
+    const { rows } = await driver.execute({ sql: 'SELECT x', first: true })
+    expect(rows[0]).toEqual({ x: BigInt(big) })
+    expect(calls.all).toBe(1)
+    const written = await counting(1)
+    await written.driver.execute({ sql: 'INSERT INTO t VALUES (1) RETURNING x', first: true })
+    expect(written.calls).toEqual({ first: 0, numbers: 0, all: 1 })
+  })
+})

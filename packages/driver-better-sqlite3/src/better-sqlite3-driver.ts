@@ -17,6 +17,7 @@ export interface BetterSqlite3Statement {
   readonly reader: boolean
   readonly readonly: boolean
   all(...params: unknown[]): unknown[]
+  get(...params: unknown[]): unknown
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
   safeIntegers(toggle?: boolean): this
   raw(toggle?: boolean): this
@@ -253,6 +254,7 @@ function syncStatement(statement: BetterSqlite3Statement): SyncStatement {
   return statementOver(
     {
       all: (params) => statement.all(...params),
+      get: (params) => statement.get(...params),
       run: (params) => statement.run(...params),
       readBigInts: (on) => statement.safeIntegers(on),
     },

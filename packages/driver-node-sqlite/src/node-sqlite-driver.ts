@@ -11,6 +11,7 @@ import {
 /** The parts of a `node:sqlite` `StatementSync` this driver uses (structural). */
 export interface NodeSqliteStatement {
   all(...params: unknown[]): unknown[]
+  get(...params: unknown[]): unknown
   run(...params: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint }
   columns(): readonly unknown[]
   setReadBigInts(enabled: boolean): void
@@ -96,6 +97,7 @@ function syncStatement(statement: NodeSqliteStatement, sql: string): SyncStateme
   return statementOver(
     {
       all: (params) => statement.all(...params),
+      get: (params) => statement.get(...params),
       run: (params) => statement.run(...params),
       readBigInts: (on) => statement.setReadBigInts(on),
       // node:sqlite refuses an integer beyond 2^53 as a number rather than round it.

@@ -221,6 +221,7 @@ export class KvStore {
     const { rows } = await this.#q.execute<{ value: string }>({
       sql: 'SELECT value FROM kv_store WHERE key = ?',
       params: [key],
+      first: true,
     })
     return rows[0] === undefined ? undefined : deserialize<T>(rows[0].value)
   }
@@ -232,6 +233,7 @@ export class KvStore {
       sql: `SELECT k.key AS key, k.value AS value, k.created_at AS created_at, k.updated_at AS updated_at, v.version AS version
 FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`,
       params: [key],
+      first: true,
     })
     return rows[0] === undefined ? undefined : toEntry<T>(rows[0])
   }
@@ -246,6 +248,7 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
     const { rows } = await this.#q.execute({
       sql: 'SELECT 1 FROM kv_store WHERE key = ?',
       params: [key],
+      first: true,
     })
     return rows.length > 0
   }

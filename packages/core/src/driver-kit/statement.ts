@@ -8,6 +8,8 @@ import type { SyncStatement } from './sync-driver.js'
  */
 export interface ModalStatement {
   all(params: readonly unknown[]): unknown[]
+  /** The first row in the current integer mode, or undefined when there is none. */
+  get?(params: readonly unknown[]): unknown
   run(params: readonly unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint }
   readBigInts(on: boolean): void
   refusesNumber?(error: unknown): boolean
@@ -30,9 +32,21 @@ export function statementOver(
   }
   statement.readBigInts(false)
   const refuses = statement.refusesNumber
+  const get = statement.get?.bind(statement)
   return {
     reader,
     readonly,
+    ...(get && {
+      firstNumbers: (params: readonly unknown[]) => {
+        try {
+          const row = get(params)
+          return row === undefined ? [] : [row]
+        } catch (error) {
+          if (refuses?.(error)) return undefined
+          throw error
+        }
+      },
+    }),
     allNumbers: (params) => {
       try {
         return statement.all(params)

@@ -27,6 +27,12 @@ export interface SyncStatement {
    * integer may have been rounded) or undefined came back, runs {@link all} instead.
    */
   allNumbers?(params: readonly unknown[]): unknown[] | undefined
+  /**
+   * Optional, for read-only statements: {@link allNumbers} for the first row alone (a
+   * statement run with `first`): one row or none; undefined when the binding refuses an
+   * integer (the kit then reads the rows again, as bigints where needed).
+   */
+  firstNumbers?(params: readonly unknown[]): unknown[] | undefined
   /** Runs a writer. */
   run(params: readonly unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint }
 }
@@ -209,6 +215,12 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
       readsSinceTurn++
       // Object rows where arrays were asked for: the binding has no array mode.
       const shape = arrays && handle.prepareArrays === undefined ? arrayRowsOf : same
+      if (statement.first === true && prepared.firstNumbers !== undefined && prepared.readonly) {
+        // One step of the statement: the lookups of every read (an entry, a key).
+        const rows = prepared.firstNumbers(params)
+        if (rows !== undefined && exactNumberRows(rows))
+          return { rows: shape(rows) as Row[], changes: 0 }
+      }
       if (prepared.allNumbers !== undefined && prepared.readonly) {
         // Reading again is harmless: the statement cannot change anything, and inside a
         // transaction it sees the same snapshot.

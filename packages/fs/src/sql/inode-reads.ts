@@ -51,7 +51,11 @@ export function inodeReads(ctx: FsContext): InodeReads {
     root: ROOT_INO,
     async stat(ino) {
       checkIno(ino, 'stat')
-      const { rows } = await ctx.q.execute<InodeRow>({ sql: STAT_SQL, params: [ino] })
+      const { rows } = await ctx.q.execute<InodeRow>({
+        sql: STAT_SQL,
+        params: [ino],
+        first: true,
+      })
       const row = rows[0]
       if (row === undefined) throw fsError('ENOENT', 'stat', `inode ${ino}`)
       return statsOf(ctx, row)
@@ -68,6 +72,7 @@ export function inodeReads(ctx: FsContext): InodeReads {
       const { rows } = await ctx.q.execute<InodeRow & { dir_mode: number }>({
         sql: LOOKUP_SQL,
         params: [name, dir],
+        first: true,
       })
       const row = rows[0]
       if (row === undefined) throw fsError('ENOENT', 'lookup', `inode ${dir}`)

@@ -32,7 +32,7 @@ const ENTRY_SQL = stampedSql(
 
 /** `name` in the directory `dirIno`, stamped: see {@link PathCache.entryOf}. */
 export function entryStatement(dirIno: number, name: string): Statement {
-  return { sql: ENTRY_SQL, params: [dirIno, name], arrays: true }
+  return { sql: ENTRY_SQL, params: [dirIno, name], arrays: true, first: true }
 }
 
 /**
@@ -93,7 +93,12 @@ export class PathCache {
     params: readonly (number | string)[],
   ): Promise<readonly unknown[] | undefined> {
     const before = this.source.generation
-    const { rows } = await this.source.execute<unknown[]>({ sql, params, arrays: true })
+    const { rows } = await this.source.execute<unknown[]>({
+      sql,
+      params,
+      arrays: true,
+      first: true,
+    })
     const row = rows[0]!
     return this.#holds(row, before) ? row : undefined
   }

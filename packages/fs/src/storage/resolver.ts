@@ -99,6 +99,7 @@ export async function readRegularFile(
     sql,
     params: [ROOT_INO, ...parts],
     arrays: true,
+    first: true,
   })
   const head = rows[0]
   if (!head || head[HEAD_DEPTH] !== parts.length) return undefined
@@ -167,6 +168,7 @@ async function chain(
     sql: chainSql(names.length, stamps !== undefined),
     params: [start, ...names],
     arrays: true,
+    first: true,
   })
   const row = rows[0]!
   stamps?.add(row)
@@ -227,6 +229,7 @@ async function readTarget(q: Executor, ino: number): Promise<string> {
   const { rows } = await q.execute<{ target: string }>({
     sql: 'SELECT target FROM fs_symlink WHERE ino = ?',
     params: [ino],
+    first: true,
   })
   return rows[0]?.target ?? ''
 }
@@ -236,6 +239,7 @@ async function parentOf(q: Executor, dirIno: number): Promise<number> {
   const { rows } = await q.execute<{ parent_ino: number }>({
     sql: 'SELECT parent_ino FROM fs_dentry WHERE ino = ? LIMIT 1',
     params: [dirIno],
+    first: true,
   })
   return rows[0]?.parent_ino ?? ROOT_INO
 }
@@ -244,6 +248,7 @@ async function inodeRow(q: Executor, ino: number): Promise<InodeRow | undefined>
   const { rows } = await q.execute<InodeRow>({
     sql: INODE_BY_INO,
     params: [ino],
+    first: true,
   })
   return rows[0]
 }
