@@ -1,4 +1,4 @@
-import { type GuardedDriver, guardDriver, isAgentFsError } from '@agentfs/core'
+import { type GuardedDriver, guardDriver, isAgentFsError, readThen } from '@agentfs/core'
 import { expect } from 'vitest'
 import type { SuiteContext } from './context.js'
 
@@ -15,6 +15,54 @@ async function values(db: GuardedDriver): Promise<string[]> {
 /** Transactions: commit, rollback, savepoints, serialisation of concurrent callers, close. */
 export function transactionsSuite({ resources, it }: SuiteContext): void {
   const open = async () => guardDriver(await resources().driver())
+
+  it(
+    'transactions/read-then',
+    'readThen: the read, then the statement its result asks for; a failing second statement is reported and rolled back, the read stands',
+    async () => {
+      const db = await open()
+      await table(db)
+      await db.execute({ sql: "INSERT INTO t (id, v) VALUES (1, 'a')" })
+      const read = { sql: 'SELECT v FROM t WHERE id = ?', params: [1], first: true }
+      // The second statement, built from the read's row.
+      const wrote = await readThen<{ v: string }>(db, read, (r) => ({
+        sql: 'INSERT INTO t (id, v) VALUES (2, ?)',
+        params: [`${r.rows[0]!.v}+`],
+      }))
+      expect(wrote).toMatchObject({ followed: true, result: { rows: [{ v: 'a' }] } })
+      expect(await values(db)).toEqual(['a', 'a+'])
+      // Nothing asked for: nothing written.
+      const quiet = await readThen(db, read, () => undefined)
+      expect(quiet.followed).toBe(false)
+      expect(quiet.followError).toBeUndefined()
+      // A second statement that fails (a duplicate key): returned, not thrown; nothing of it
+      // stays, and the connection goes on (no transaction left open).
+      const failed = await readThen<{ v: string }>(db, read, () => ({
+        sql: "INSERT INTO t (id, v) VALUES (1, 'dup')",
+      }))
+      expect(failed.followed).toBe(false)
+      expect(failed.result.rows).toEqual([{ v: 'a' }])
+      expect(isAgentFsError(failed.followError, 'CONSTRAINT_UNIQUE')).toBe(true)
+      await db.execute({ sql: "INSERT INTO t (id, v) VALUES (3, 'c')" })
+      expect(await values(db)).toEqual(['a', 'a+', 'c'])
+      // Inside a transaction it runs there, and rolls back with it.
+      await expect(
+        db.transaction(async (tx) => {
+          const inner = await readThen(tx, read, () => ({
+            sql: "INSERT INTO t (id, v) VALUES (4, 'd')",
+          }))
+          expect(inner.followed).toBe(true)
+          throw new Error('undo')
+        }),
+      ).rejects.toThrow('undo')
+      expect(await values(db)).toEqual(['a', 'a+', 'c'])
+      // A read that fails rejects, and the connection goes on.
+      await expect(readThen(db, { sql: 'SELECT nope FROM t' }, () => undefined)).rejects.toSatisfy(
+        (error: unknown) => isAgentFsError(error),
+      )
+      expect(await values(db)).toEqual(['a', 'a+', 'c'])
+    },
+  )
 
   it('transactions/commit', 'a resolved callback commits every statement', async () => {
     const db = await open()

@@ -179,6 +179,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<AgentD
     },
     execute: <Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> =>
       driver.execute<Row>(statement),
+    ...(driver.readThen !== undefined && {
+      readThen: <Row = Record<string, SqlValue>>(
+        read: Statement,
+        next: (result: QueryResult<Row>) => Statement | undefined,
+      ) => driver.readThen!<Row>(read, next),
+    }),
     transaction: <T>(fn: (tx: Transaction) => Promise<T>) => driver.transaction(fn),
     close: () => driver.close(),
   }

@@ -64,6 +64,50 @@ export interface Executor {
    * transaction rolls back whatever its callback returns. Callers use {@link executeDeferred}.
    */
   defer?(statement: Statement): void
+  /**
+   * Optional, outside a transaction only: runs the read-only statement `read`, then the
+   * statement `next` returns for its result (if any) in the same transaction, which takes the
+   * write lock only when that second statement runs (SQLite's `BEGIN DEFERRED`): a read that
+   * sometimes writes (an access time) in one lock cycle instead of two. `next` runs
+   * synchronously between the two and MUST NOT run statements itself. A failure of the second
+   * statement rolls it back, leaves the read standing and is returned as `followError`.
+   * Callers use {@link readThen}, which runs the two apart where a driver has no such method.
+   */
+  readThen?<Row = Record<string, SqlValue>>(
+    read: Statement,
+    next: (result: QueryResult<Row>) => Statement | undefined,
+  ): Promise<ReadThen<Row>>
+}
+
+/** What {@link readThen} did: the read's result, and whether the second statement ran. */
+export interface ReadThen<Row> {
+  readonly result: QueryResult<Row>
+  /** The second statement ran and committed. */
+  readonly followed: boolean
+  /** Why the second statement did not commit, when it was asked for and failed. */
+  readonly followError?: unknown
+}
+
+/**
+ * Runs `read`, then the statement `next` returns for its result, if any: in one transaction on
+ * executors that offer {@link Executor.readThen}, otherwise as two statements. The second
+ * statement's failure is returned (`followError`), not thrown: the read stands.
+ */
+export async function readThen<Row = Record<string, SqlValue>>(
+  executor: Executor,
+  read: Statement,
+  next: (result: QueryResult<Row>) => Statement | undefined,
+): Promise<ReadThen<Row>> {
+  if (executor.readThen !== undefined) return executor.readThen(read, next)
+  const result = await executor.execute<Row>(read)
+  const follow = next(result)
+  if (follow === undefined) return { result, followed: false }
+  try {
+    await executor.execute(follow)
+    return { result, followed: true }
+  } catch (followError) {
+    return { result, followed: false, followError }
+  }
 }
 
 /** `?, ?, …`: the parameter list of `count` values (an `IN (…)` or a `VALUES (…)`). */

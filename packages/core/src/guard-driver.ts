@@ -4,6 +4,7 @@ import type {
   Executor,
   IdTable,
   QueryResult,
+  ReadThen,
   SqlValue,
   Statement,
 } from './driver.js'
@@ -310,6 +311,49 @@ export function guardDriver(driver: Driver): GuardedDriver {
         }
       })
     },
+    ...(driver.readThen !== undefined && {
+      readThen<Row = Record<string, SqlValue>>(
+        read: Statement,
+        next: (result: QueryResult<Row>) => Statement | undefined,
+      ): Promise<ReadThen<Row>> {
+        try {
+          checkParams(read)
+        } catch (error) {
+          return Promise.reject(error)
+        }
+        // The second statement may change the database: the generation moves before it runs.
+        const follow = (result: QueryResult<Row>) => {
+          const statement = next(result)
+          if (statement !== undefined) {
+            checkParams(statement)
+            generation++
+          }
+          return statement
+        }
+        const arrays = read.arrays === true && driver.capabilities.arrayRows !== true
+        const run = () =>
+          driver.readThen!<Row>(read, follow).then(
+            (done) => (arrays ? { ...done, result: toArrayRows(done.result) } : done),
+            (error: unknown) => {
+              throw mapSqliteError(error, { sql: read.sql })
+            },
+          )
+        if (serial && !closeRequested && !closed && mutex.tryLock()) {
+          let pending: Promise<ReadThen<Row>>
+          try {
+            pending = run()
+          } catch (error) {
+            mutex.unlock()
+            return Promise.reject(mapSqliteError(error, { sql: read.sql }))
+          }
+          return pending.finally(() => mutex.unlock())
+        }
+        return guard(async () => {
+          if (closed) throw closedError(driver.name)
+          return run()
+        })
+      },
+    }),
     transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
       return guard(async () => {
         if (closed) throw closedError(driver.name)

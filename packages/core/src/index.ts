@@ -73,7 +73,14 @@ export type {
   Statement,
   SyncCapabilities,
 } from './driver.js'
-export { executeDeferred, fromSqlInteger, insertedRowid, placeholders } from './driver.js'
+export {
+  executeDeferred,
+  fromSqlInteger,
+  insertedRowid,
+  placeholders,
+  type ReadThen,
+  readThen,
+} from './driver.js'
 export type { DatabaseKey } from './driver-kit/encryption.js'
 export type { AgentFsErrorOptions, FsErrorInit, PosixCode } from './errors.js'
 export {

@@ -149,3 +149,77 @@ describe('createSyncDriver first', () => {
     expect(written.calls).toEqual({ first: 0, numbers: 0, all: 1 })
   })
 })
+
+describe('createSyncDriver readThen', () => {
+  /** A binding that records the statements run, in order; `fail` makes that text throw. */
+  function recording(fail?: string) {
+    const ran: string[] = []
+    let inTransaction = false
+    const connection: SyncConnection = {
+      file: undefined,
+      readonly: false,
+      isOpen: true,
+      get inTransaction() {
+        return inTransaction
+      },
+      prepare: (sql) => {
+        const reader = /^\s*(SELECT|PRAGMA)/i.test(sql)
+        const step = () => {
+          if (/^(SELECT|INSERT|BEGIN|COMMIT|ROLLBACK)/.test(sql)) ran.push(sql)
+          if (sql === fail)
+            throw Object.assign(new Error('UNIQUE constraint failed'), {
+              code: 'SQLITE_CONSTRAINT_UNIQUE',
+            })
+          if (sql === 'BEGIN') inTransaction = true
+          if (sql === 'COMMIT' || sql === 'ROLLBACK') inTransaction = false
+        }
+        return {
+          reader,
+          readonly: reader,
+          all: () => {
+            step()
+            return reader ? [{ x: 1n }] : []
+          },
+          run: () => {
+            step()
+            return { changes: 1, lastInsertRowid: 0 }
+          },
+        }
+      },
+      exec() {},
+      close() {},
+    }
+    const driver = createSyncDriver({
+      name: 'fake',
+      memory: true,
+      reopenable: false,
+      open: () => connection,
+    })
+    return { driver, ran }
+  }
+
+  test('the read and the statement it asks for run in one deferred transaction', async () => {
+    const { driver, ran } = recording()
+    await driver.execute({ sql: 'SELECT 0' })
+    ran.length = 0
+    const done = await driver.readThen!({ sql: 'SELECT x' }, (r) =>
+      r.rows.length === 1 ? { sql: 'INSERT y' } : undefined,
+    )
+    expect(done).toMatchObject({ followed: true, result: { rows: [{ x: 1 }] } })
+    expect(ran).toEqual(['BEGIN', 'SELECT x', 'INSERT y', 'COMMIT'])
+    ran.length = 0
+    expect((await driver.readThen!({ sql: 'SELECT x' }, () => undefined)).followed).toBe(false)
+    expect(ran).toEqual(['BEGIN', 'SELECT x', 'COMMIT'])
+  })
+
+  test('a failing second statement is rolled back and returned', async () => {
+    const { driver, ran } = recording('INSERT y')
+    await driver.execute({ sql: 'SELECT 0' })
+    ran.length = 0
+    const done = await driver.readThen!({ sql: 'SELECT x' }, () => ({ sql: 'INSERT y' }))
+    expect(done.followed).toBe(false)
+    expect(done.result.rows).toEqual([{ x: 1 }])
+    expect((done.followError as { code?: string }).code).toBe('CONSTRAINT_UNIQUE')
+    expect(ran).toEqual(['BEGIN', 'SELECT x', 'INSERT y', 'ROLLBACK'])
+  })
+})

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fixedClock, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
+import Database from 'better-sqlite3'
 import { describe, expect, test } from 'vitest'
 import { ConflictError, createFileSystem } from '../src/index.js'
 import { DRIVERS, freshFs } from './helpers.js'
@@ -20,6 +21,28 @@ for (const driver of Object.keys(DRIVERS)) {
       expect((await fs.stat('/f')).atimeNs).toBe(first) // now newer: no write per read
     })
 
+    test("relatime after each kind of change: this connection's, another connection's", async () => {
+      const { fs, db } = await freshFs(driver)
+      const atime = async () => (await fs.stat('/f')).atimeNs
+      await fs.writeFile('/f', 'x')
+      await fs.readFile('/f')
+      await fs.readFile('/f')
+      const quiet = await atime()
+      // A change made here: the next read sets the access time again (with its read).
+      await fs.writeFile('/f', 'y')
+      expect(await fs.readFile('/f', 'utf8')).toBe('y')
+      const second = await atime()
+      expect(second).toBeGreaterThan(quiet)
+      await fs.readFile('/f')
+      expect(await atime()).toBe(second)
+      // A lone statement on the handle (not through the filesystem) counts as well.
+      await db.execute({
+        sql: "UPDATE fs_inode SET mtime = mtime + 10 WHERE ino = (SELECT ino FROM fs_dentry WHERE name = 'f')",
+      })
+      await fs.readFile('/f')
+      expect(await atime()).toBeGreaterThan(second)
+    })
+
     test('strictatime writes on every read; noatime never', async () => {
       const strict = (await freshFs(driver, { atime: 'strictatime' })).fs
       await strict.writeFile('/f', 'x')
@@ -35,6 +58,69 @@ for (const driver of Object.keys(DRIVERS)) {
     })
   })
 }
+
+describe('access times while another connection writes', () => {
+  test('a read while another process holds the write lock returns its bytes; the access time lands when the lock is free', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'agentfs-atime-'))
+    const path = join(dir, 'db.sqlite')
+    const db = await openDatabase({ driver: betterSqlite3Driver({ path }) })
+    const fs = createFileSystem(db)
+    await fs.writeFile('/f', 'bytes')
+    const before = (await fs.stat('/f')).atimeNs
+    // A connection outside this driver (as another process's would be) takes the write lock.
+    const other = new Database(path)
+    other.exec('BEGIN IMMEDIATE')
+    let released = false
+    const release = setTimeout(() => {
+      released = true
+      other.exec('COMMIT')
+    }, 150)
+    expect(await fs.readFile('/f', 'utf8')).toBe('bytes')
+    // The access time waited for the lock (as a lone update does), then was set.
+    expect(released).toBe(true)
+    expect((await fs.stat('/f')).atimeNs).toBeGreaterThan(before)
+    clearTimeout(release)
+    other.close()
+    await db.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  test('a change another connection committed: the next read sets the access time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'agentfs-atime-'))
+    const path = join(dir, 'db.sqlite')
+    const db = await openDatabase({ driver: betterSqlite3Driver({ path }) })
+    const fs = createFileSystem(db)
+    await fs.writeFile('/f', 'bytes')
+    await fs.readFile('/f')
+    await fs.readFile('/f')
+    const quiet = (await fs.stat('/f')).atimeNs
+    const other = new Database(path)
+    other.exec(
+      "UPDATE fs_inode SET mtime = mtime + 10 WHERE ino = (SELECT ino FROM fs_dentry WHERE name = 'f')",
+    )
+    other.close()
+    await fs.readFile('/f')
+    expect((await fs.stat('/f')).atimeNs).toBeGreaterThan(quiet)
+    await db.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  test('on a read-only database the read returns and the access time stays', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'agentfs-atime-'))
+    const path = join(dir, 'db.sqlite')
+    const writer = await openDatabase({ driver: betterSqlite3Driver({ path }) })
+    await createFileSystem(writer).writeFile('/f', 'bytes')
+    await writer.close()
+    const db = await openDatabase({ driver: betterSqlite3Driver({ path, readonly: true }) })
+    const fs = createFileSystem(db)
+    const before = (await fs.stat('/f')).atimeNs
+    expect(await fs.readFile('/f', 'utf8')).toBe('bytes')
+    expect(await fs.readFile('/f', 'utf8')).toBe('bytes')
+    expect((await fs.stat('/f')).atimeNs).toBe(before)
+    await db.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+})
 
 describe('versions across connections', () => {
   test('two connections with the same fixed clock still get distinct, increasing versions', async () => {

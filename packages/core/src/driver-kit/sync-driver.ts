@@ -4,6 +4,8 @@ import {
   type Driver,
   type Executor,
   type QueryResult,
+  type ReadThen,
+  readThen,
   type SqlValue,
   type Statement,
 } from '../driver.js'
@@ -35,6 +37,18 @@ export interface SyncStatement {
   firstNumbers?(params: readonly unknown[]): unknown[] | undefined
   /** Runs a writer. */
   run(params: readonly unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint }
+}
+
+const BEGIN_DEFERRED: Statement = { sql: 'BEGIN' }
+const COMMIT: Statement = { sql: 'COMMIT' }
+
+/** {@link Executor.readThen} as two statements on `executor`'s `execute`. */
+function readThenApart<Row>(
+  executor: Executor,
+  read: Statement,
+  next: (result: QueryResult<Row>) => Statement | undefined,
+): Promise<ReadThen<Row>> {
+  return readThen<Row>({ execute: (statement) => executor.execute(statement) }, read, next)
 }
 
 /**
@@ -300,6 +314,52 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
           ? exclusive(() => runRetrying<Row>(opened, statement))
           : runRetrying<Row>(opened, statement)
       })()
+    },
+    readThen<Row = Record<string, SqlValue>>(
+      read: Statement,
+      next: (result: QueryResult<Row>) => Statement | undefined,
+    ): Promise<ReadThen<Row>> {
+      // In one deferred transaction when the connection is free right now (the common case);
+      // otherwise as two statements, each waiting and retrying as `execute` does.
+      const handle = db
+      if (!handle || fileLock.contended || needsTurn() || handle.inTransaction)
+        return readThenApart(this, read, next)
+      try {
+        runRaw(handle, BEGIN_DEFERRED)
+      } catch {
+        return readThenApart(this, read, next)
+      }
+      let result: QueryResult<Row>
+      let follow: Statement | undefined
+      try {
+        result = runRaw<Row>(handle, read)
+        follow = next(result)
+      } catch (error) {
+        rollback(handle)
+        // A busy database (a WAL being recovered): read again the way `execute` retries.
+        if (isBusyError(error)) return readThenApart(this, read, next)
+        return Promise.reject(mapSqliteError(error, { sql: read.sql }))
+      }
+      let followError: unknown
+      if (follow !== undefined) {
+        try {
+          // Takes the write lock now; busy when another connection holds it or wrote since
+          // this read (its snapshot is then stale): the caller may run it again on its own.
+          runRaw(handle, follow)
+        } catch (error) {
+          followError = mapSqliteError(error, { sql: follow.sql })
+        }
+      }
+      if (followError === undefined) {
+        try {
+          runRaw(handle, COMMIT)
+          return Promise.resolve({ result, followed: follow !== undefined })
+        } catch (error) {
+          followError = mapSqliteError(error, { sql: 'COMMIT' })
+        }
+      }
+      rollback(handle)
+      return Promise.resolve({ result, followed: false, followError })
     },
     async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
       const handle = db ?? (await withDb())

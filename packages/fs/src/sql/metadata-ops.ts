@@ -6,6 +6,7 @@ import {
   ROOT_INO,
   S_IFMT,
   S_IFREG,
+  type Statement,
   type Timestamp,
 } from '@agentfs/core'
 import { Stats } from '../stats.js'
@@ -53,7 +54,26 @@ export async function statPath(
 
 /** Updates the access time of a file just read, as the `atime` option says (relatime by default). */
 export async function touchAtime(ctx: FsContext, node: InodeRow): Promise<void> {
-  if (ctx.atime === 'noatime') return
+  const touch = atimeTouch(ctx, node)
+  if (touch === undefined) return
+  try {
+    await ctx.q.execute(touch)
+  } catch (error) {
+    if (!touchFailureIgnored(error)) throw error
+  }
+}
+
+/**
+ * A read-only database reads like a read-only mount, and a full disk still reads: access
+ * times simply stay as they are.
+ */
+function touchFailureIgnored(error: unknown): boolean {
+  return isAgentFsError(error, 'READONLY') || isAgentFsError(error, 'FULL')
+}
+
+/** The statement that updates `node`'s access time, when the `atime` option wants it now. */
+function atimeTouch(ctx: FsContext, node: InodeRow): Statement | undefined {
+  if (ctx.atime === 'noatime') return undefined
   const now = ctx.clock.now()
   if (ctx.atime === 'relatime') {
     const a = node.atime * 1e9 + node.atime_nsec
@@ -61,32 +81,56 @@ export async function touchAtime(ctx: FsContext, node: InodeRow): Promise<void> 
       a <= node.mtime * 1e9 + node.mtime_nsec ||
       a <= node.ctime * 1e9 + node.ctime_nsec ||
       now.sec - node.atime >= DAY
-    if (!stale) return
+    if (!stale) return undefined
   }
-  try {
-    await ctx.q.execute({
-      sql: 'UPDATE fs_inode SET atime = ?, atime_nsec = ? WHERE ino = ?',
-      params: [now.sec, now.nsec, node.ino],
-    })
-  } catch (error) {
-    // A read-only database reads like a read-only mount, and a full disk still reads: access
-    // times simply stay as they are.
-    if (!isAgentFsError(error, 'READONLY') && !isAgentFsError(error, 'FULL')) throw error
-  }
+  return { sql: TOUCH_ATIME_SQL, params: [now.sec, now.nsec, node.ino] }
 }
+
+const TOUCH_ATIME_SQL = 'UPDATE fs_inode SET atime = ?, atime_nsec = ? WHERE ino = ?'
+
+/**
+ * Per connection handle: its generation when a whole-file read last found no access time to
+ * set. Until the handle changes something again, reads are most likely to find none again, and
+ * read alone (one statement); after a change, the next read may have one to set, and reads in
+ * a transaction that sets it too (one lock cycle instead of two). Either way is exact: this
+ * only picks the cheaper.
+ */
+const quietSince = new WeakMap<object, number>()
 
 /** A whole file's bytes (one statement in the common case), its access time updated. */
 export async function readWhole(ctx: FsContext, path: string): Promise<Buffer> {
   let node: InodeRow
   let bytes: Uint8Array
-  const direct = await readRegularFile(ctx.q, path, 'open', ctx.chunks)
-  if (direct) ({ node, bytes } = direct)
-  else {
+  const q = ctx.q as { readonly generation?: number }
+  const combine =
+    ctx.atime !== 'noatime' && q.generation !== undefined && quietSince.get(q) !== q.generation
+  const direct = await readRegularFile(
+    ctx.q,
+    path,
+    'open',
+    ctx.chunks,
+    combine ? (found) => atimeTouch(ctx, found) : undefined,
+  )
+  let touched = false
+  if (direct) {
+    ;({ node, bytes } = direct)
+    // Set, or refused for good (a read-only database, a full disk): nothing more to do.
+    touched =
+      direct.touched || (direct.touchError !== undefined && touchFailureIgnored(direct.touchError))
+    if (
+      combine &&
+      !direct.touched &&
+      direct.touchError === undefined &&
+      node.size <= ctx.chunks.size
+    )
+      quietSince.set(q, q.generation!)
+  } else {
     node = (await existing(ctx.q, path, 'open')).node
     if (isDir(node.mode)) throw fsError('EISDIR', 'read', path)
     bytes = await readAll(ctx.q, node.ino, node.size, ctx.chunks, 'read', path)
   }
-  await touchAtime(ctx, node)
+  // Not set with the read (read alone, a larger file, another connection writing): set now.
+  if (!touched) await touchAtime(ctx, node)
   return Buffer.isBuffer(bytes)
     ? bytes
     : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)

@@ -7,9 +7,11 @@ import {
   parsePath,
   type ResolveOptions,
   ROOT_INO,
+  readThen,
   resolvePath,
   SNAPSHOT_COLUMNS,
   type SnapshotToken,
+  type Statement,
   sameSnapshot,
   tokenOf,
 } from '@agentfs/core'
@@ -79,7 +81,10 @@ export async function readRegularFile(
   path: string,
   syscall: string,
   format: ChunkFormat,
-): Promise<{ node: InodeRow; bytes: Uint8Array } | undefined> {
+  touch?: (node: InodeRow) => Statement | undefined,
+): Promise<
+  { node: InodeRow; bytes: Uint8Array; touched: boolean; touchError?: unknown } | undefined
+> {
   const parsed = parsePath(path, syscall)
   const parts = parsed.parts
   if (
@@ -95,23 +100,36 @@ export async function readRegularFile(
     sql = `SELECT r.*, d.chunk_index AS chunk_index, d.data AS data FROM (${chainSql(parts.length)}) r LEFT JOIN fs_data d ON d.ino = r.ino AND d.chunk_index = 0`
     wholeCache.set(parts.length, sql)
   }
-  const { rows } = await q.execute<unknown[]>({
-    sql,
-    params: [ROOT_INO, ...parts],
-    arrays: true,
-    first: true,
-  })
-  const head = rows[0]
-  if (!head || head[HEAD_DEPTH] !== parts.length) return undefined
-  const node = inodeOf(head)
-  if ((node.mode & 0o170000) !== 0o100000) return undefined
-  // Huge or impossible sizes take the general path, which reports them precisely.
-  if (!(node.size >= 0 && node.size <= MAX_READ_FILE)) return undefined
+  const statement: Statement = { sql, params: [ROOT_INO, ...parts], arrays: true, first: true }
+  let head: readonly unknown[] | undefined
+  let node: InodeRow | undefined
+  let touched = false
+  let touchError: unknown
+  if (touch === undefined) {
+    head = (await q.execute<unknown[]>(statement)).rows[0]
+    node = regularHead(head, parts.length)
+  } else {
+    // A file of one chunk is read and its access time set in one transaction (one lock
+    // cycle); for a larger one the caller sets it after reading the rest.
+    const done = await readThen<unknown[]>(q, statement, (result) => {
+      head = result.rows[0]
+      node = regularHead(head, parts.length)
+      return node !== undefined && node.size <= format.size ? touch(node) : undefined
+    })
+    touched = done.followed
+    touchError = done.followError
+  }
+  if (head === undefined || node === undefined) return undefined
   // A LEFT JOIN row without a chunk means the file has no first chunk (empty, or a hole).
   const index = head[HEAD_DEPTH + 2] as number | null
   const first = index === null ? [] : [{ chunk_index: index, data: head[HEAD_DEPTH + 3] }]
   if (node.size <= format.size)
-    return { node, bytes: assembleWhole(first, format, node.size, node.ino, 'read', path) }
+    return {
+      node,
+      bytes: assembleWhole(first, format, node.size, node.ino, 'read', path),
+      touched,
+      ...(touchError === undefined ? {} : { touchError }),
+    }
   // The other chunks as bare rows (a join would repeat the inode's columns on each), in the
   // same state: each row also carries the inode's ctime, which moves on every change, and a
   // changed (or vanished) ctime gives up (undefined: the caller reads afresh). The one-row
@@ -131,7 +149,21 @@ export async function readRegularFile(
   return {
     node,
     bytes: assembleWhole([...first, ...rest], format, node.size, node.ino, 'read', path),
+    touched,
   }
+}
+
+/**
+ * The inode of {@link readRegularFile}'s first row when the whole path resolved to a regular
+ * file of a size it reads at once; undefined for anything else (the general path then).
+ */
+function regularHead(head: readonly unknown[] | undefined, depth: number): InodeRow | undefined {
+  if (!head || head[HEAD_DEPTH] !== depth) return undefined
+  const node = inodeOf(head)
+  if ((node.mode & 0o170000) !== 0o100000) return undefined
+  // Huge or impossible sizes take the general path, which reports them precisely.
+  if (!(node.size >= 0 && node.size <= MAX_READ_FILE)) return undefined
+  return node
 }
 
 async function walk(
