@@ -23,6 +23,23 @@ test('agent.nodeFs(): the …Sync calls run on the database file and see what as
   const st = fs.statSync('/src/a.txt')
   expect([st.isFile(), st.isDirectory(), st.size]).toEqual([true, false, 5])
   expect(st).toBeInstanceOf(fs.Stats)
+  // The Dates of a Stats rebuilt by the synchronous bridge come from its times.
+  expect(st.mtime.getTime()).toBe(Math.trunc(st.mtimeMs))
+  expect(st.birthtime).toBeInstanceOf(Date)
+  // watchFile of a missing file: the state before is all zeros, its Dates the epoch.
+  const seen = await new Promise<[number, number, number]>((resolve) => {
+    fs.watchFile(
+      '/src/later.txt',
+      { interval: 10, persistent: false },
+      (cur: InstanceType<typeof fs.Stats>, prev: InstanceType<typeof fs.Stats>) => {
+        fs.unwatchFile('/src/later.txt')
+        resolve([prev.mtime.getTime(), prev.atimeMs, cur.mtime.getTime() - Math.trunc(cur.mtimeMs)])
+      },
+    )
+    fs.writeFileSync('/src/later.txt', 'now')
+  })
+  expect(seen).toEqual([0, 0, 0])
+  fs.unlinkSync('/src/later.txt')
   const entries = fs.readdirSync('/src', { withFileTypes: true })
   expect(entries.map((d: InstanceType<typeof fs.Dirent>) => [d.name, d.isDirectory()])).toEqual([
     ['a.txt', false],
