@@ -90,43 +90,48 @@ describe('createSyncDriver turnEventLoopEvery', () => {
   })
 })
 
+/** A driver on a fake in-memory connection whose statements `prepare` makes. */
+function fakeDriver(
+  prepare: SyncConnection['prepare'],
+  inTransaction: () => boolean = () => false,
+) {
+  const connection: SyncConnection = {
+    file: undefined,
+    readonly: false,
+    isOpen: true,
+    get inTransaction() {
+      return inTransaction()
+    },
+    prepare,
+    exec() {},
+    close() {},
+  }
+  return createSyncDriver({ name: 'fake', memory: true, reopenable: false, open: () => connection })
+}
+
 describe('createSyncDriver first', () => {
   /** A binding whose read-only statement counts how it was run; `value` is every row's x. */
   function counting(value: number) {
     const calls = { first: 0, numbers: 0, all: 0 }
     const rows = () => [{ x: value }, { x: 2 }]
-    const connection: SyncConnection = {
-      file: undefined,
-      readonly: false,
-      isOpen: true,
-      inTransaction: false,
-      // Only the test's statements count (the driver runs its own when it opens).
-      prepare: (sql) => ({
-        reader: true,
-        readonly: !/RETURNING/.test(sql),
-        firstNumbers: () => {
-          if (/\bx\b/.test(sql)) calls.first++
-          return rows().slice(0, 1)
-        },
-        allNumbers: () => {
-          if (/\bx\b/.test(sql)) calls.numbers++
-          return rows()
-        },
-        all: () => {
-          if (/\bx\b/.test(sql)) calls.all++
-          return [{ x: BigInt(value) }, { x: 2n }]
-        },
-        run: () => ({ changes: 0, lastInsertRowid: 0 }),
-      }),
-      exec() {},
-      close() {},
-    }
-    const driver = createSyncDriver({
-      name: 'fake',
-      memory: true,
-      reopenable: false,
-      open: () => connection,
-    })
+    // Only the test's statements count (the driver runs its own when it opens).
+    const driver = fakeDriver((sql) => ({
+      reader: true,
+      readonly: !/RETURNING/.test(sql),
+      firstNumbers: () => {
+        if (/\bx\b/.test(sql)) calls.first++
+        return rows().slice(0, 1)
+      },
+      allNumbers: () => {
+        if (/\bx\b/.test(sql)) calls.numbers++
+        return rows()
+      },
+      all: () => {
+        if (/\bx\b/.test(sql)) calls.all++
+        return [{ x: BigInt(value) }, { x: 2n }]
+      },
+      run: () => ({ changes: 0, lastInsertRowid: 0 }),
+    }))
     return { driver, calls }
   }
 
@@ -155,14 +160,8 @@ describe('createSyncDriver readThen', () => {
   function recording(fail?: string) {
     const ran: string[] = []
     let inTransaction = false
-    const connection: SyncConnection = {
-      file: undefined,
-      readonly: false,
-      isOpen: true,
-      get inTransaction() {
-        return inTransaction
-      },
-      prepare: (sql) => {
+    const driver = fakeDriver(
+      (sql) => {
         const reader = /^\s*(SELECT|PRAGMA)/i.test(sql)
         const step = () => {
           if (/^(SELECT|INSERT|BEGIN|COMMIT|ROLLBACK)/.test(sql)) ran.push(sql)
@@ -186,15 +185,8 @@ describe('createSyncDriver readThen', () => {
           },
         }
       },
-      exec() {},
-      close() {},
-    }
-    const driver = createSyncDriver({
-      name: 'fake',
-      memory: true,
-      reopenable: false,
-      open: () => connection,
-    })
+      () => inTransaction,
+    )
     return { driver, ran }
   }
 

@@ -1,10 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fixedClock, openDatabase } from '@agentfs/core'
+import { type AgentDatabase, fixedClock, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import Database from 'better-sqlite3'
-import { describe, expect, test } from 'vitest'
+import { afterEach, describe, expect, test } from 'vitest'
 import { ConflictError, createFileSystem } from '../src/index.js'
 import { DRIVERS, freshFs } from './helpers.js'
 
@@ -60,12 +60,27 @@ for (const driver of Object.keys(DRIVERS)) {
 }
 
 describe('access times while another connection writes', () => {
-  test('a read while another process holds the write lock returns its bytes; the access time lands when the lock is free', async () => {
+  const dirs: string[] = []
+  const dbs: AgentDatabase[] = []
+  afterEach(async () => {
+    for (const db of dbs.splice(0)) await db.close()
+    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true })
+  })
+  /** A database file holding `/f` ("bytes"), and a filesystem on it (read-only if asked). */
+  async function fileWithF(readonly = false) {
     const dir = await mkdtemp(join(tmpdir(), 'agentfs-atime-'))
+    dirs.push(dir)
     const path = join(dir, 'db.sqlite')
-    const db = await openDatabase({ driver: betterSqlite3Driver({ path }) })
-    const fs = createFileSystem(db)
-    await fs.writeFile('/f', 'bytes')
+    const writer = await openDatabase({ driver: betterSqlite3Driver({ path }) })
+    await createFileSystem(writer).writeFile('/f', 'bytes')
+    await writer.close()
+    const db = await openDatabase({ driver: betterSqlite3Driver({ path, readonly }) })
+    dbs.push(db)
+    return { path, fs: createFileSystem(db) }
+  }
+
+  test('a read while another process holds the write lock returns its bytes; the access time lands when the lock is free', async () => {
+    const { path, fs } = await fileWithF()
     const before = (await fs.stat('/f')).atimeNs
     // A connection outside this driver (as another process's would be) takes the write lock.
     const other = new Database(path)
@@ -81,16 +96,10 @@ describe('access times while another connection writes', () => {
     expect((await fs.stat('/f')).atimeNs).toBeGreaterThan(before)
     clearTimeout(release)
     other.close()
-    await db.close()
-    await rm(dir, { recursive: true, force: true })
   })
 
   test('a change another connection committed: the next read sets the access time', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'agentfs-atime-'))
-    const path = join(dir, 'db.sqlite')
-    const db = await openDatabase({ driver: betterSqlite3Driver({ path }) })
-    const fs = createFileSystem(db)
-    await fs.writeFile('/f', 'bytes')
+    const { path, fs } = await fileWithF()
     await fs.readFile('/f')
     await fs.readFile('/f')
     const quiet = (await fs.stat('/f')).atimeNs
@@ -101,24 +110,14 @@ describe('access times while another connection writes', () => {
     other.close()
     await fs.readFile('/f')
     expect((await fs.stat('/f')).atimeNs).toBeGreaterThan(quiet)
-    await db.close()
-    await rm(dir, { recursive: true, force: true })
   })
 
   test('on a read-only database the read returns and the access time stays', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'agentfs-atime-'))
-    const path = join(dir, 'db.sqlite')
-    const writer = await openDatabase({ driver: betterSqlite3Driver({ path }) })
-    await createFileSystem(writer).writeFile('/f', 'bytes')
-    await writer.close()
-    const db = await openDatabase({ driver: betterSqlite3Driver({ path, readonly: true }) })
-    const fs = createFileSystem(db)
+    const { fs } = await fileWithF(true)
     const before = (await fs.stat('/f')).atimeNs
     expect(await fs.readFile('/f', 'utf8')).toBe('bytes')
     expect(await fs.readFile('/f', 'utf8')).toBe('bytes')
     expect((await fs.stat('/f')).atimeNs).toBe(before)
-    await db.close()
-    await rm(dir, { recursive: true, force: true })
   })
 })
 
