@@ -247,6 +247,40 @@ export function guardDriver(driver: Driver): GuardedDriver {
       if (--running === 0) whenIdle?.()
     })
   }
+  /**
+   * Runs one call of the driver (`sql`: what its errors name) on the connection: a free
+   * single-connection lock is taken without an extra async frame (the fast path every lone
+   * statement takes), otherwise the call waits its turn; errors come back mapped.
+   */
+  const serially = <T>(sql: string, run: () => Promise<T>): Promise<T> => {
+    if (serial && !closeRequested && !closed && mutex.tryLock()) {
+      let pending: Promise<T>
+      try {
+        pending = run()
+      } catch (error) {
+        mutex.unlock()
+        return Promise.reject(mapSqliteError(error, { sql }))
+      }
+      return pending.then(
+        (result) => {
+          mutex.unlock()
+          return result
+        },
+        (error: unknown) => {
+          mutex.unlock()
+          throw mapSqliteError(error, { sql })
+        },
+      )
+    }
+    return guard(async () => {
+      if (closed) throw closedError(driver.name)
+      try {
+        return await run()
+      } catch (error) {
+        throw mapSqliteError(error, { sql })
+      }
+    })
+  }
   /** Resolves once every call started before it has finished. */
   const drained = (): Promise<void> => {
     if (serial) return mutex.run(async () => {})
@@ -282,34 +316,9 @@ export function guardDriver(driver: Driver): GuardedDriver {
         return Promise.reject(error)
       }
       if (!PLAIN_SELECT.test(statement.sql)) generation++
-      // Fast path: a free single-connection lock is taken without an extra async frame.
-      if (serial && !closeRequested && !closed && mutex.tryLock()) {
-        let pending: Promise<QueryResult<Row>>
-        try {
-          pending = withArrays(driver.execute<Row>(statement), statement, driver.capabilities)
-        } catch (error) {
-          mutex.unlock()
-          return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
-        }
-        return pending.then(
-          (result) => {
-            mutex.unlock()
-            return result
-          },
-          (error: unknown) => {
-            mutex.unlock()
-            throw mapSqliteError(error, { sql: statement.sql })
-          },
-        )
-      }
-      return guard(async () => {
-        if (closed) throw closedError(driver.name)
-        try {
-          return await withArrays(driver.execute<Row>(statement), statement, driver.capabilities)
-        } catch (error) {
-          throw mapSqliteError(error, { sql: statement.sql })
-        }
-      })
+      return serially(statement.sql, () =>
+        withArrays(driver.execute<Row>(statement), statement, driver.capabilities),
+      )
     },
     ...(driver.readThen !== undefined && {
       readThen<Row = Record<string, SqlValue>>(
@@ -331,27 +340,11 @@ export function guardDriver(driver: Driver): GuardedDriver {
           return statement
         }
         const arrays = read.arrays === true && driver.capabilities.arrayRows !== true
-        const run = () =>
-          driver.readThen!<Row>(read, follow).then(
-            (done) => (arrays ? { ...done, result: toArrayRows(done.result) } : done),
-            (error: unknown) => {
-              throw mapSqliteError(error, { sql: read.sql })
-            },
-          )
-        if (serial && !closeRequested && !closed && mutex.tryLock()) {
-          let pending: Promise<ReadThen<Row>>
-          try {
-            pending = run()
-          } catch (error) {
-            mutex.unlock()
-            return Promise.reject(mapSqliteError(error, { sql: read.sql }))
-          }
-          return pending.finally(() => mutex.unlock())
-        }
-        return guard(async () => {
-          if (closed) throw closedError(driver.name)
-          return run()
-        })
+        return serially(read.sql, () =>
+          driver.readThen!<Row>(read, follow).then((done) =>
+            arrays ? { ...done, result: toArrayRows(done.result) } : done,
+          ),
+        )
       },
     }),
     transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
