@@ -64,6 +64,50 @@ export function transactionsSuite({ resources, it }: SuiteContext): void {
     },
   )
 
+  it(
+    'transactions/execute-now',
+    'executeNow: a statement run at once gives what execute gives, changes what execute changes, throws what it rejects with; in a transaction it is part of it',
+    async (skip) => {
+      const driver = await resources().driver()
+      await driver.execute({ sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)' })
+      const now = driver.executeNow?.bind(driver)
+      if (now === undefined) skip('the driver has no executeNow (it is optional)')
+      const read = { sql: 'SELECT id, v FROM t ORDER BY id' }
+      // A free connection runs it now; undefined would only mean "use execute".
+      const wrote = now({ sql: "INSERT INTO t (id, v) VALUES (1, 'a')" })
+      if (wrote === undefined)
+        await driver.execute({ sql: "INSERT INTO t (id, v) VALUES (1, 'a')" })
+      else expect(wrote.changes).toBe(1)
+      const got = now(read) ?? (await driver.execute(read))
+      expect(got.rows).toEqual((await driver.execute(read)).rows)
+      expect(got.rows).toEqual([{ id: 1, v: 'a' }])
+      const first = now({ ...read, first: true, arrays: true })
+      if (first !== undefined && driver.capabilities.arrayRows === true)
+        expect(first.rows[0]).toEqual([1, 'a'])
+      // An engine error is thrown, mapped, and the connection goes on.
+      expect(() => now({ sql: "INSERT INTO t (id, v) VALUES (1, 'dup')" })).toThrow(
+        expect.objectContaining({ code: 'CONSTRAINT_UNIQUE' }),
+      )
+      // Inside a transaction: seen by the transaction, rolled back with it.
+      await expect(
+        driver.transaction(async (tx) => {
+          const inside = tx.executeNow?.({ sql: "INSERT INTO t (id, v) VALUES (2, 'b')" })
+          if (inside === undefined)
+            await tx.execute({ sql: "INSERT INTO t (id, v) VALUES (2, 'b')" })
+          expect((await tx.execute(read)).rows).toHaveLength(2)
+          throw new Error('undo')
+        }),
+      ).rejects.toThrow('undo')
+      expect((await driver.execute(read)).rows).toEqual([{ id: 1, v: 'a' }])
+      // Through the guarded handle, which uses it, the same answers.
+      const db = guardDriver(driver)
+      expect((await db.execute(read)).rows).toEqual([{ id: 1, v: 'a' }])
+      await expect(
+        db.execute({ sql: "INSERT INTO t (id, v) VALUES (1, 'dup')" }),
+      ).rejects.toSatisfy((error: unknown) => isAgentFsError(error, 'CONSTRAINT_UNIQUE'))
+    },
+  )
+
   it('transactions/commit', 'a resolved callback commits every statement', async () => {
     const db = await open()
     await table(db)

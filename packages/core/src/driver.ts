@@ -65,6 +65,14 @@ export interface Executor {
    */
   defer?(statement: Statement): void
   /**
+   * Optional: runs `statement` at once, synchronously, when it can run without waiting (an
+   * in-process engine whose connection is free), and returns its result; returns undefined,
+   * having done nothing, when it would have to wait (a lock, a busy database, a turn of the event
+   * loop), and the caller then uses {@link Executor.execute}. Throws what `execute` rejects
+   * with. It saves the promises of a call that never waits; callers need not use it.
+   */
+  executeNow?<Row = Record<string, SqlValue>>(statement: Statement): QueryResult<Row> | undefined
+  /**
    * Optional, outside a transaction only: runs the read-only statement `read`, then the
    * statement `next` returns for its result (if any) in the same transaction, which takes the
    * write lock only when that second statement runs (SQLite's `BEGIN DEFERRED`): a read that

@@ -124,6 +124,15 @@ function toArrayRows<Row>(result: QueryResult<Row>): QueryResult<Row> {
   return { ...result, rows: arrayRowsOf(result.rows) as Row[] }
 }
 
+/** `result`, with array rows when the statement asks for them and the driver cannot. */
+function arraysOf<Row>(
+  result: QueryResult<Row>,
+  statement: Statement,
+  capabilities: DriverCapabilities,
+): QueryResult<Row> {
+  return statement.arrays === true && capabilities.arrayRows !== true ? toArrayRows(result) : result
+}
+
 /** `pending`, with array rows when the statement asks for them and the driver cannot. */
 function withArrays<Row>(
   pending: Promise<QueryResult<Row>>,
@@ -141,6 +150,8 @@ class TransactionHandle implements Transaction {
   #depth: number
   readonly #inner: Executor
   readonly #name: string
+  /** The transaction's `executeNow`, when the driver offers it. */
+  readonly #now: Executor['executeNow']
   readonly capabilities: DriverCapabilities
   /** Present when the driver's transaction can queue statements (see `Executor.defer`). */
   readonly defer?: (statement: Statement) => void
@@ -150,6 +161,7 @@ class TransactionHandle implements Transaction {
     this.#depth = depth
     this.#name = name
     this.capabilities = capabilities
+    this.#now = inner.executeNow?.bind(inner)
     if (inner.defer !== undefined) {
       const queue = inner.defer.bind(inner)
       this.defer = (statement) => {
@@ -178,6 +190,12 @@ class TransactionHandle implements Transaction {
     try {
       this.#check()
       checkParams(statement)
+      const now = this.#now
+      if (now !== undefined) {
+        const result = now<Row>(statement)
+        if (result !== undefined)
+          return Promise.resolve(arraysOf(result, statement, this.capabilities))
+      }
       pending = withArrays(this.#inner.execute<Row>(statement), statement, this.capabilities)
     } catch (error) {
       return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
@@ -225,6 +243,7 @@ class TransactionHandle implements Transaction {
 export function guardDriver(driver: Driver): GuardedDriver {
   const mutex = new Mutex()
   const serial = !driver.capabilities.concurrentTransactions
+  const now = driver.executeNow?.bind(driver)
   /** Set by close(): new calls are refused, calls already queued still run. */
   let closeRequested = false
   /** Set once the driver itself is closed. */
@@ -316,6 +335,18 @@ export function guardDriver(driver: Driver): GuardedDriver {
         return Promise.reject(error)
       }
       if (!PLAIN_SELECT.test(statement.sql)) generation++
+      // A free connection of an in-process engine: the statement runs now, with no lock to hold
+      // across a wait (nothing else can run until it returns) and one promise for its result.
+      if (now !== undefined && serial && !closeRequested && !closed && !mutex.locked) {
+        let result: QueryResult<Row> | undefined
+        try {
+          result = now<Row>(statement)
+        } catch (error) {
+          return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
+        }
+        if (result !== undefined)
+          return Promise.resolve(arraysOf(result, statement, driver.capabilities))
+      }
       return serially(statement.sql, () =>
         withArrays(driver.execute<Row>(statement), statement, driver.capabilities),
       )

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest'
 import { createSyncDriver, type SyncConnection } from '../src/driver-kit/index.js'
+import { guardDriver } from '../src/guard-driver.js'
 
 /**
  * A fake in-process binding: every reader records whether the event loop had turned (a
@@ -213,5 +214,56 @@ describe('createSyncDriver readThen', () => {
     expect(done.result.rows).toEqual([{ x: 1 }])
     expect((done.followError as { code?: string }).code).toBe('CONSTRAINT_UNIQUE')
     expect(ran).toEqual(['BEGIN', 'SELECT x', 'INSERT y', 'ROLLBACK'])
+  })
+})
+
+describe('createSyncDriver executeNow', () => {
+  test('not before the connection is open, nor when the event loop is due a turn', async () => {
+    const binding = fakeBinding()
+    const driver = createSyncDriver({
+      name: 'fake',
+      memory: true,
+      reopenable: false,
+      open: () => binding.connection,
+      turnEventLoopEvery: 3,
+    })
+    // Opening is asynchronous: nothing runs now, execute opens it.
+    expect(driver.executeNow!({ sql: 'SELECT 1' })).toBeUndefined()
+    await driver.execute({ sql: 'SELECT 1' })
+    binding.arm()
+    binding.turnedAt.length = 0
+    expect(driver.executeNow!({ sql: 'SELECT 1' })?.rows).toEqual([{ x: 1 }])
+    expect(driver.executeNow!({ sql: 'SELECT 1' })?.rows).toEqual([{ x: 1 }])
+    // Three reads since the last turn: the next waits for one, by way of execute.
+    expect(driver.executeNow!({ sql: 'SELECT 1' })).toBeUndefined()
+    expect(binding.turnedAt).toEqual([false, false])
+    await guardDriver(driver).execute({ sql: 'SELECT 1' })
+    expect(binding.turnedAt).toEqual([false, false, true])
+    await driver.close()
+  })
+
+  test('a busy statement is left to execute, which retries it; other errors are thrown mapped', async () => {
+    let busy = 1
+    const driver = fakeDriver((sql) => ({
+      reader: false,
+      readonly: false,
+      all: () => [],
+      run: () => {
+        if (sql === 'INSERT busy' && busy-- > 0)
+          throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })
+        if (sql === 'INSERT dup')
+          throw Object.assign(new Error('UNIQUE constraint failed'), {
+            code: 'SQLITE_CONSTRAINT_UNIQUE',
+          })
+        return { changes: 1, lastInsertRowid: 0 }
+      },
+    }))
+    await driver.execute({ sql: 'INSERT ok' })
+    expect(driver.executeNow!({ sql: 'INSERT busy' })).toBeUndefined()
+    expect((await driver.execute({ sql: 'INSERT busy' })).changes).toBe(1)
+    expect(() => driver.executeNow!({ sql: 'INSERT dup' })).toThrow(
+      expect.objectContaining({ code: 'CONSTRAINT_UNIQUE' }),
+    )
+    await driver.close()
   })
 })

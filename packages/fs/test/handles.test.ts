@@ -47,6 +47,49 @@ for (const driver of Object.keys(DRIVERS)) {
       expect((await fs.stat('/sparse')).size).toBe(1003)
     })
 
+    test("a read writes only its bytes into the caller's buffer: holes and damaged short chunks as zeros", async () => {
+      const { fs, db } = await freshFs(driver, { chunkSize: 64 })
+      await fs.writeFile('/sparse', '')
+      const writer = await fs.open('/sparse', 'r+')
+      await writer.write(Buffer.from('end'), 0, 3, 1000)
+      await writer.close()
+      const handle = await fs.open('/sparse', 'r')
+      const out = Buffer.alloc(200, 0xaa)
+      // 950..999 is a hole, 1000..1002 the bytes, then the end of the file.
+      const { bytesRead } = await handle.read(out, 10, 100, 950)
+      expect(bytesRead).toBe(53)
+      expect(out.subarray(0, 10).every((b) => b === 0xaa)).toBe(true)
+      expect(out.subarray(10, 60).every((b) => b === 0)).toBe(true)
+      expect(out.subarray(60, 63).toString()).toBe('end')
+      expect(out.subarray(63).every((b) => b === 0xaa)).toBe(true)
+      await handle.close()
+      // A chunk cut short (damage): the bytes it lacks read as zeros, not as what the buffer held.
+      await fs.writeFile('/full', Buffer.alloc(128, 0x31))
+      const { ino } = await fs.stat('/full')
+      await db.execute({
+        sql: 'UPDATE fs_data SET data = substr(data, 1, 10) WHERE ino = ? AND chunk_index = 0',
+        params: [ino],
+      })
+      const reader = await fs.open('/full', 'r')
+      const dirty = Buffer.alloc(100, 0xaa)
+      expect((await reader.read(dirty, 0, 100, 0)).bytesRead).toBe(100)
+      expect(dirty.subarray(0, 10).every((b) => b === 0x31)).toBe(true)
+      expect(dirty.subarray(10, 64).every((b) => b === 0)).toBe(true)
+      expect(dirty.subarray(64).every((b) => b === 0x31)).toBe(true)
+      await reader.close()
+      // A directory (one a damaged row gives a size, too): EISDIR, the buffer left as it was.
+      await fs.mkdir('/dir')
+      await db.execute({
+        sql: 'UPDATE fs_inode SET size = 64 WHERE ino = ?',
+        params: [(await fs.stat('/dir')).ino],
+      })
+      const dir = await fs.open('/dir', 'r')
+      const untouched = Buffer.alloc(8, 0xaa)
+      expect(await code(dir.read(untouched, 0, 8, 0))).toBe('EISDIR')
+      expect(untouched.every((b) => b === 0xaa)).toBe(true)
+      await dir.close()
+    })
+
     test('handle writes accept ifMatch; truncate, chmod, utimes through the handle', async () => {
       const { fs } = await freshFs(driver)
       await fs.writeFile('/v', 'one')

@@ -1,7 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type AgentDatabase, fixedClock, groupCommits, openDatabase } from '@agentfs/core'
+import {
+  type AgentDatabase,
+  type Executor,
+  fixedClock,
+  groupCommits,
+  openDatabase,
+} from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFileSystem, type SqlFileSystem } from '../src/index.js'
@@ -31,6 +37,28 @@ async function connect(): Promise<{ fs: SqlFileSystem; db: AgentDatabase }> {
   return { fs: createFileSystem(db), db }
 }
 
+/**
+ * `execute` and `executeNow` of `executor` that report each statement run to `seen` (a call of
+ * `executeNow` that ran nothing, leaving the statement to `execute`, is not one).
+ */
+function counted(executor: Executor, seen: (sql: string) => void): Executor {
+  const execute = executor.execute.bind(executor)
+  const now = executor.executeNow?.bind(executor)
+  return {
+    execute: (statement) => {
+      seen(statement.sql)
+      return execute(statement)
+    },
+    ...(now && {
+      executeNow: (statement) => {
+        const result = now(statement)
+        if (result !== undefined) seen(statement.sql)
+        return result
+      },
+    }),
+  } as Executor
+}
+
 /** Stats every file of `/a/b` twice, so the second round is answered from the cache. */
 async function warm(fs: SqlFileSystem): Promise<void> {
   for (let round = 0; round < 2; round++) {
@@ -43,11 +71,9 @@ describe('path cache', () => {
   it('answers a stat in a remembered directory with one statement', async () => {
     const driver = betterSqlite3Driver({ path: join(dir, 'count.db') })
     const statements: string[] = []
-    const execute = driver.execute.bind(driver)
-    driver.execute = (statement) => {
-      statements.push(statement.sql)
-      return execute(statement)
-    }
+    const counting = counted(driver, (sql) => statements.push(sql))
+    driver.execute = counting.execute
+    driver.executeNow = counting.executeNow
     const db = await openDatabase({ driver, clock: fixedClock() })
     open.push(db)
     const fs = createFileSystem(db)
@@ -64,21 +90,15 @@ describe('path cache', () => {
   it('after a change of its own, resolves a path afresh in one statement, grouped or not', async () => {
     const driver = betterSqlite3Driver({ path: join(dir, 'own.db') })
     const selects: string[] = []
-    const counted = <E extends Pick<typeof driver, 'execute'>>(executor: E): E =>
-      new Proxy(executor, {
-        get: (target, key, receiver) =>
-          key === 'execute'
-            ? (statement: { sql: string }) => {
-                if (/^\s*SELECT\s/i.test(statement.sql)) selects.push(statement.sql)
-                return target.execute(statement as never)
-              }
-            : Reflect.get(target, key, receiver),
-      })
-    const execute = driver.execute.bind(driver)
-    driver.execute = (statement) => counted({ execute }).execute(statement)
+    const select = (sql: string) => {
+      if (/^\s*SELECT\s/i.test(sql)) selects.push(sql)
+    }
+    const counting = counted(driver, select)
+    driver.execute = counting.execute
+    driver.executeNow = counting.executeNow
     const transaction = driver.transaction.bind(driver)
     // A group's statements run in its transaction: counted there too.
-    driver.transaction = (fn) => transaction((tx) => fn(counted(tx)))
+    driver.transaction = (fn) => transaction((tx) => fn({ ...tx, ...counted(tx, select) }))
     const plain = await openDatabase({ driver, clock: fixedClock() })
     open.push(plain)
     const grouped = groupCommits(plain, { maxDelayMs: 1000 })

@@ -315,6 +315,19 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
           : runRetrying<Row>(opened, statement)
       })()
     },
+    executeNow<Row = Record<string, SqlValue>>(statement: Statement): QueryResult<Row> | undefined {
+      // `execute`'s fast path without its promise; a busy statement changed nothing and is left
+      // to `execute`, which waits and retries.
+      const handle = db
+      if (!handle || fileLock.contended || needsTurn()) return undefined
+      try {
+        return runRaw<Row>(handle, statement)
+      } catch (error) {
+        if (handle.inTransaction || !isBusyError(error))
+          throw mapSqliteError(error, { sql: statement.sql })
+        return undefined
+      }
+    },
     readThen<Row = Record<string, SqlValue>>(
       read: Statement,
       next: (result: QueryResult<Row>) => Statement | undefined,
@@ -413,23 +426,29 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     await runRetrying(handle, { sql: 'BEGIN IMMEDIATE' })
     let active = true
     let bound = 0
+    /** Runs one statement of the transaction, counting the bytes it binds. */
+    const runInside = <Row>(statement: Statement): QueryResult<Row> => {
+      if (!active) throw new AgentFsError('MISUSE', 'Transaction already finished')
+      if (statement.params)
+        for (const p of statement.params)
+          if (typeof p === 'string' || p instanceof Uint8Array)
+            bound += typeof p === 'string' ? p.length : p.byteLength
+      return run<Row>(handle, statement)
+    }
     const tx: Executor = {
       execute: <Row = Record<string, SqlValue>>(
         statement: Statement,
       ): Promise<QueryResult<Row>> => {
         if (needsTurn()) return turn().then(() => tx.execute<Row>(statement))
-        if (!active)
-          return Promise.reject(new AgentFsError('MISUSE', 'Transaction already finished'))
-        if (statement.params)
-          for (const p of statement.params)
-            if (typeof p === 'string' || p instanceof Uint8Array)
-              bound += typeof p === 'string' ? p.length : p.byteLength
         try {
-          return Promise.resolve(run<Row>(handle, statement))
+          return Promise.resolve(runInside<Row>(statement))
         } catch (error) {
           return Promise.reject(error)
         }
       },
+      executeNow: <Row = Record<string, SqlValue>>(
+        statement: Statement,
+      ): QueryResult<Row> | undefined => (needsTurn() ? undefined : runInside<Row>(statement)),
     }
     let result: T
     try {

@@ -160,13 +160,11 @@ export class FileHandle {
       throw fsError('EINVAL', 'read')
     }
     const at = position ?? this.#position
-    const found = await readAt(this.#q, this.#ino, this.#fs.chunks, at, length)
+    const found = await readAt(this.#q, this.#ino, this.#fs.chunks, at, length, buffer, offset)
     if (!found) throw fsError('EBADF', 'read', undefined, { hint: 'the file was deleted' })
     if (isDir(found.mode)) throw fsError('EISDIR', 'read')
-    const bytes = found.bytes
-    buffer.set(bytes, offset)
-    if (position === null) this.#position = at + bytes.byteLength
-    return { bytesRead: bytes.byteLength, buffer }
+    if (position === null) this.#position = at + found.bytesRead
+    return { bytesRead: found.bytesRead, buffer }
   }
 
   /**

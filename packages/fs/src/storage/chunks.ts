@@ -9,6 +9,7 @@ import {
   fsError,
   placeholders,
 } from '@agentfs/core'
+import { isDir } from './inode.js'
 
 /**
  * Largest file size, in bytes: 16 TiB (ext4's limit with 4 KiB blocks). Writes, truncates and
@@ -118,11 +119,30 @@ export function assemble(
     if (start + (end - offset) <= Math.min(only.data.byteLength, chunkSize))
       return only.data.subarray(start, start + (end - offset))
   }
-  // Chunks in increasing index order are disjoint: when the bytes they copied add up to the
-  // length, every byte was written and the buffer needed no zeroing. Otherwise (holes, short
-  // chunks, rows out of order or repeated, as a damaged database could give) the bytes are
-  // copied again into a zeroed buffer, so no byte of uninitialised memory is ever returned.
-  const copyInto = (out: Uint8Array) => {
+  const out = Buffer.allocUnsafe(end - offset)
+  fill(rows, chunkSize, offset, end, ino, syscall, path, out, 0)
+  return out
+}
+
+/**
+ * Writes the bytes `[offset, end)` of the file from `rows` (decoded chunks) into `out` at `at`.
+ * Chunks in increasing index order are disjoint: when the bytes they copied add up to the length,
+ * every byte was written and nothing needed zeroing. Otherwise (holes, short chunks, rows out of
+ * order or repeated, as a damaged database could give) the range is zeroed and the bytes copied
+ * again, so no byte of what `out` held before is ever left in it.
+ */
+function fill(
+  rows: readonly { chunk_index: number | null; data: unknown }[],
+  chunkSize: number,
+  offset: number,
+  end: number,
+  ino: number,
+  syscall: string,
+  path: string | undefined,
+  out: Uint8Array,
+  at: number,
+): void {
+  const copyInto = () => {
     let copied = 0
     let last = -1
     for (const { chunk_index, data } of rows) {
@@ -134,17 +154,15 @@ export function assemble(
       const from = Math.max(offset, chunkStart)
       const to = Math.min(end, chunkStart + Math.min(bytes.byteLength, chunkSize))
       if (to > from) {
-        out.set(bytes.subarray(from - chunkStart, to - chunkStart), from - offset)
+        out.set(bytes.subarray(from - chunkStart, to - chunkStart), at + from - offset)
         copied += to - from
       }
     }
     return copied
   }
-  const out = Buffer.allocUnsafe(end - offset)
-  if (copyInto(out) === end - offset) return out
-  const zeroed = new Uint8Array(end - offset)
-  copyInto(zeroed)
-  return zeroed
+  if (copyInto() === end - offset) return
+  out.fill(0, at, at + (end - offset))
+  copyInto()
 }
 
 /** `rows` with each chunk's stored bytes decoded (compressed databases). */
@@ -163,11 +181,12 @@ function decodeRows(
 }
 
 /**
- * A positional read by inode in one statement: the inode's mode and size together with the
- * chunks covering `[offset, offset + length)`, clamped to the size. Undefined when the inode is
- * gone. (Open handles read this way: one look-up per read instead of two.) No ORDER BY:
- * {@link assemble} places each chunk by its index, and sorting the joined rows would cost a
- * temporary b-tree.
+ * A positional read by inode in one statement, into `out` at `at`: the inode's mode and size
+ * together with the chunks covering `[offset, offset + length)`, clamped to the size, copied
+ * straight into the caller's buffer (no buffer of its own). Returns the mode, the size and the
+ * bytes read; nothing is read from a directory. Undefined when the inode is gone. (Open handles
+ * read this way: one look-up per read instead of two.) No ORDER BY: the chunks are placed by
+ * their index, and sorting the joined rows would cost a temporary b-tree.
  */
 export async function readAt(
   q: Executor,
@@ -175,7 +194,9 @@ export async function readAt(
   format: ChunkFormat,
   offset: number,
   length: number,
-): Promise<{ mode: number; size: number; bytes: Uint8Array } | undefined> {
+  out: Uint8Array,
+  at: number,
+): Promise<{ mode: number; size: number; bytesRead: number } | undefined> {
   const chunkSize = format.size
   const first = Math.floor(offset / chunkSize)
   const last = Math.floor((offset + Math.max(length, 1) - 1) / chunkSize)
@@ -192,8 +213,10 @@ export async function readAt(
   if (!head) return undefined
   checkStoredSize(head.size, ino, 'read')
   const end = Math.min(head.size, offset + length)
-  if (end <= offset) return { mode: head.mode, size: head.size, bytes: new Uint8Array(0) }
-  return { mode: head.mode, size: head.size, bytes: assemble(rows, format, offset, end, ino) }
+  if (end <= offset || isDir(head.mode)) return { mode: head.mode, size: head.size, bytesRead: 0 }
+  const chunks = format.codec ? decodeRows(rows, format, ino, 'read', undefined) : rows
+  fill(chunks, chunkSize, offset, end, ino, 'read', undefined, out, at)
+  return { mode: head.mode, size: head.size, bytesRead: end - offset }
 }
 
 /**
