@@ -3,9 +3,10 @@
 // built: `--old` e.g. a `git worktree` of an earlier commit; `--new` default this checkout), so
 // the noise of a shared machine hits both alike: batches of operations alternated between them
 // (the order flipped every round), and the medians of per-batch throughput compared. Shapes:
-// W1 (1 KiB creates in 100 directories), W8 (tool-call records), W9 (renames across
-// directories), W11 (an agent step: read_file / edit_file through the agent tools, audited and
-// not).
+// W1 (1 KiB creates in 100 directories), W2/W3 (readFile/stat of 1 KiB files), W4 (readdir),
+// W6 (open + 4 KiB pread + close), W7 (kv set, get), W8 (tool-call records), W9 (renames
+// across directories), W11 (an agent step: read_file / edit_file through the agent tools,
+// audited and not).
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -29,11 +30,22 @@ if (!Number.isSafeInteger(batch) || batch < 10) throw new Error('--batch must be
 
 interface Fs {
   mkdir(path: string): Promise<unknown>
-  writeFile(path: string, data: string): Promise<unknown>
+  writeFile(path: string, data: string | Buffer): Promise<unknown>
   rename(from: string, to: string): Promise<unknown>
+  readFile(path: string): Promise<unknown>
+  stat(path: string): Promise<unknown>
+  readdir(path: string): Promise<unknown>
+  open(
+    path: string,
+    flags: string,
+  ): Promise<{
+    read(b: Buffer, at: number, n: number, pos: number): Promise<unknown>
+    close(): Promise<void>
+  }>
 }
 interface Agent {
   fs: Fs
+  kv: { set(key: string, value: unknown): Promise<unknown>; get(key: string): Promise<unknown> }
   tools: { record(input: Record<string, unknown>): Promise<unknown> }
   close(): Promise<void>
 }
@@ -44,6 +56,9 @@ interface Side {
   plain: Tools
 }
 
+const READ_FILES = 2000
+const BIG = 4 * 1024 * 1024
+const kib = `${'x'.repeat(1023)}\n`
 const dir = mkdtempSync(join(tmpdir(), 'agentfs-ab-'))
 const sides: Record<'old' | 'new', Side> = {} as never
 for (const side of ['old', 'new'] as const) {
@@ -61,6 +76,10 @@ for (const side of ['old', 'new'] as const) {
   for (let d = 0; d < 100; d++) await agent.fs.mkdir(`/d${d}`)
   for (const d of ['/r0', '/r1']) await agent.fs.mkdir(d)
   await agent.fs.writeFile('/edit.txt', 'alpha\nbeta\n')
+  // What the read shapes read: files written in the 100 directories, keys, a 4 MiB file.
+  for (let i = 0; i < READ_FILES; i++) await agent.fs.writeFile(`/d${i % 100}/s${i}`, kib)
+  for (let i = 0; i < READ_FILES; i++) await agent.kv.set(`key:${i}`, { i, name: `value ${i}` })
+  await agent.fs.writeFile('/big.bin', Buffer.alloc(BIG, 7))
   sides[side] = {
     agent,
     audited: createAgentTools({ fs: agent.fs, audit: agent.tools }),
@@ -68,8 +87,8 @@ for (const side of ['old', 'new'] as const) {
   }
 }
 
-const kib = `${'x'.repeat(1023)}\n`
 let created = 0
+const readFileOf = (i: number) => `/d${i % 100}/s${i % READ_FILES}`
 const step = (tools: Tools, i: number) => {
   if (i % 2 === 0) return tools.get('read_file')!.execute({ path: '/edit.txt' })
   const [from, to] = i % 4 === 1 ? ['alpha', 'ALPHA'] : ['ALPHA', 'alpha']
@@ -80,6 +99,16 @@ const shapes: Record<string, (s: Side, round: number) => Promise<(i: number) => 
   {
     'W1 create 1 KiB files': async (s) => (i) =>
       s.agent.fs.writeFile(`/d${i % 100}/f${created++}`, kib),
+    'W2 readFile 1 KiB': async (s) => (i) => s.agent.fs.readFile(readFileOf(i)),
+    'W3 stat': async (s) => (i) => s.agent.fs.stat(readFileOf(i)),
+    'W4 readdir': async (s) => (i) => s.agent.fs.readdir(`/d${i % 100}`),
+    'W6 open + 4 KiB pread + close': async (s) => async (i) => {
+      const handle = await s.agent.fs.open('/big.bin', 'r')
+      await handle.read(Buffer.allocUnsafe(4096), 0, 4096, (i * 7919 * 4099) % (BIG - 4096))
+      await handle.close()
+    },
+    'W7 kv set': async (s) => (i) => s.agent.kv.set(`key:${i % READ_FILES}`, { i, name: `v${i}` }),
+    'W7 kv get': async (s) => (i) => s.agent.kv.get(`key:${i % READ_FILES}`),
     'W8 tool-call records': async (s) => (i) => {
       const t = Date.now()
       return s.agent.tools.record({

@@ -97,6 +97,26 @@ export interface ReadThen<Row> {
 }
 
 /**
+ * Runs `statement` and maps its result with `then`: at once when `q` can run it without waiting
+ * ({@link Executor.executeNow}), so the answer costs one promise, else through `execute`. Errors,
+ * including `then`'s, reject the promise. Give `then` as a function made once (a module-level
+ * one), not a closure per call, on hot paths.
+ */
+export function executeThen<Row, T>(
+  q: Executor,
+  statement: Statement,
+  then: (result: QueryResult<Row>) => T,
+): Promise<T> {
+  try {
+    const result = q.executeNow?.<Row>(statement)
+    if (result !== undefined) return Promise.resolve(then(result))
+  } catch (error) {
+    return Promise.reject(error)
+  }
+  return q.execute<Row>(statement).then(then)
+}
+
+/**
  * Runs `read`, then the statement `next` returns for its result, if any: in one transaction on
  * executors that offer {@link Executor.readThen}, otherwise as two statements. The second
  * statement's failure is returned (`followError`), not thrown: the read stands.

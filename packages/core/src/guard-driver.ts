@@ -185,17 +185,25 @@ class TransactionHandle implements Transaction {
     }
   }
 
+  executeNow<Row = Record<string, SqlValue>>(statement: Statement): QueryResult<Row> | undefined {
+    this.#check()
+    checkParams(statement)
+    const now = this.#now
+    if (now === undefined) return undefined
+    let result: QueryResult<Row> | undefined
+    try {
+      result = now<Row>(statement)
+    } catch (error) {
+      throw mapSqliteError(error, { sql: statement.sql })
+    }
+    return result === undefined ? undefined : arraysOf(result, statement, this.capabilities)
+  }
+
   execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
     let pending: Promise<QueryResult<Row>>
     try {
-      this.#check()
-      checkParams(statement)
-      const now = this.#now
-      if (now !== undefined) {
-        const result = now<Row>(statement)
-        if (result !== undefined)
-          return Promise.resolve(arraysOf(result, statement, this.capabilities))
-      }
+      const result = this.executeNow<Row>(statement)
+      if (result !== undefined) return Promise.resolve(result)
       pending = withArrays(this.#inner.execute<Row>(statement), statement, this.capabilities)
     } catch (error) {
       return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
@@ -300,6 +308,23 @@ export function guardDriver(driver: Driver): GuardedDriver {
       }
     })
   }
+  /** The statement run now, on a free connection; undefined when it must wait (see `Executor.executeNow`). */
+  const executeNow = <Row = Record<string, SqlValue>>(
+    statement: Statement,
+  ): QueryResult<Row> | undefined => {
+    checkParams(statement)
+    // A free connection of an in-process engine: the statement runs now, with no lock to hold
+    // across a wait (nothing else can run until it returns).
+    if (now === undefined || !serial || closeRequested || closed || mutex.locked) return undefined
+    if (!PLAIN_SELECT.test(statement.sql)) generation++
+    let result: QueryResult<Row> | undefined
+    try {
+      result = now<Row>(statement)
+    } catch (error) {
+      throw mapSqliteError(error, { sql: statement.sql })
+    }
+    return result === undefined ? undefined : arraysOf(result, statement, driver.capabilities)
+  }
   /** Resolves once every call started before it has finished. */
   const drained = (): Promise<void> => {
     if (serial) return mutex.run(async () => {})
@@ -328,25 +353,15 @@ export function guardDriver(driver: Driver): GuardedDriver {
     get transactions() {
       return begun
     },
+    executeNow,
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       try {
-        checkParams(statement)
+        const result = executeNow<Row>(statement)
+        if (result !== undefined) return Promise.resolve(result)
       } catch (error) {
         return Promise.reject(error)
       }
       if (!PLAIN_SELECT.test(statement.sql)) generation++
-      // A free connection of an in-process engine: the statement runs now, with no lock to hold
-      // across a wait (nothing else can run until it returns) and one promise for its result.
-      if (now !== undefined && serial && !closeRequested && !closed && !mutex.locked) {
-        let result: QueryResult<Row> | undefined
-        try {
-          result = now<Row>(statement)
-        } catch (error) {
-          return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
-        }
-        if (result !== undefined)
-          return Promise.resolve(arraysOf(result, statement, driver.capabilities))
-      }
       return serially(statement.sql, () =>
         withArrays(driver.execute<Row>(statement), statement, driver.capabilities),
       )

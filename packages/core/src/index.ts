@@ -75,6 +75,7 @@ export type {
 } from './driver.js'
 export {
   executeDeferred,
+  executeThen,
   fromSqlInteger,
   insertedRowid,
   placeholders,

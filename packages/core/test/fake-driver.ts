@@ -1,4 +1,4 @@
-import type { Driver, Executor, QueryResult } from '../src/index.js'
+import type { Driver, Executor, QueryResult, Statement } from '../src/index.js'
 
 export interface FakeDriverOptions {
   /** Report concurrent transactions (a remote server) instead of one connection. */
@@ -9,6 +9,8 @@ export interface FakeDriverOptions {
   readonly failCode?: string
   /** Each statement waits this long first (default 1 ms; 0 answers at once). */
   readonly delayMs?: number
+  /** Offer `executeNow` (logged with " now"), at the top level and in transactions. */
+  readonly now?: boolean
 }
 
 /** A driver that records statements and can be told to fail; no engine behind it. */
@@ -26,6 +28,10 @@ export function fakeDriver(options: FakeDriverOptions = {}) {
     }
     return { rows: [], changes: 0 }
   }
+  const now = (statement: Statement): QueryResult<never> => {
+    log.push(`${statement.sql} now`)
+    return { rows: [], changes: 0 }
+  }
   const driver: Driver = {
     name: 'fake',
     capabilities: {
@@ -34,9 +40,13 @@ export function fakeDriver(options: FakeDriverOptions = {}) {
       remote: false,
     },
     execute: (statement) => exec(statement.sql),
+    ...(options.now && { executeNow: now }),
     async transaction(fn) {
       await exec('BEGIN')
-      const tx: Executor = { execute: (statement) => exec(statement.sql) }
+      const tx: Executor = {
+        execute: (statement) => exec(statement.sql),
+        ...(options.now && { executeNow: now }),
+      }
       try {
         const result = await fn(tx)
         await exec('COMMIT')

@@ -19,6 +19,55 @@ describe('guardDriver', () => {
     expect(log).toEqual(['BEGIN', 'A', 'B', 'COMMIT', 'OUTSIDE'])
   })
 
+  test('executeNow runs a statement at once only while the connection is free', async () => {
+    const { driver, log } = fakeDriver({ now: true })
+    const db = guardDriver(driver)
+    expect(db.executeNow!({ sql: 'SELECT 1' })).toEqual({ rows: [], changes: 0 })
+    expect(await db.execute({ sql: 'SELECT 2' })).toEqual({ rows: [], changes: 0 })
+    // Only a statement other than a SELECT moves the generation.
+    const generation = db.generation
+    db.executeNow!({ sql: 'SELECT 3' })
+    expect(db.generation).toBe(generation)
+    db.executeNow!({ sql: 'UPDATE t' })
+    expect(db.generation).toBeGreaterThan(generation)
+    // A transaction under way holds the connection: nothing runs now, and a call waits its turn.
+    const tx = db.transaction(async (t) => {
+      await t.execute({ sql: 'A' })
+      await pause(10)
+    })
+    await pause(2)
+    expect(db.executeNow!({ sql: 'OUTSIDE' })).toBeUndefined()
+    const outside = db.execute({ sql: 'OUTSIDE' })
+    await Promise.all([tx, outside])
+    expect(log).toEqual([
+      'SELECT 1 now',
+      'SELECT 2 now',
+      'SELECT 3 now',
+      'UPDATE t now',
+      'BEGIN',
+      'A now',
+      'COMMIT',
+      'OUTSIDE',
+    ])
+    // Parameters are checked first; after close nothing runs and execute says why.
+    expect(() => db.executeNow!({ sql: 'SELECT ?', params: [{} as never] })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    )
+    await db.close()
+    expect(db.executeNow!({ sql: 'SELECT 4' })).toBeUndefined()
+    expect(isAgentFsError(await db.execute({ sql: 'SELECT 4' }).catch((e) => e), 'CLOSED')).toBe(
+      true,
+    )
+  })
+
+  test('executeNow leaves every statement to execute on a driver that isolates transactions', async () => {
+    const { driver, log } = fakeDriver({ now: true, concurrent: true })
+    const db = guardDriver(driver)
+    expect(db.executeNow!({ sql: 'SELECT 1' })).toBeUndefined()
+    await db.execute({ sql: 'SELECT 1' })
+    expect(log).toEqual(['SELECT 1'])
+  })
+
   test('does not serialise a driver that isolates transactions itself', async () => {
     const { driver, log } = fakeDriver({ concurrent: true })
     const db = guardDriver(driver)

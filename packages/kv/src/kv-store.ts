@@ -6,10 +6,12 @@ import {
   type ChangeOp,
   type Clock,
   executeDeferred,
+  executeThen,
   type FeedOptions,
   hasLoneSurrogate,
   micros,
   type Queryable,
+  type QueryResult,
   STORE_DATABASE,
   type Timestamp,
 } from '@agentfs/core'
@@ -122,6 +124,14 @@ const toEntry = <T>(row: EntryRow): KvEntry<T> => ({
   updatedAt: row.updated_at ?? 0,
 })
 
+/** The value of a `SELECT value` row, if any. */
+const storedValue = ({ rows }: QueryResult<{ value: string }>): unknown =>
+  rows[0] === undefined ? undefined : deserialize(rows[0].value)
+/** The entry of an {@link EntryRow}, if any. */
+const entryOf = ({ rows }: QueryResult<EntryRow>): KvEntry<unknown> | undefined =>
+  rows[0] === undefined ? undefined : toEntry(rows[0])
+const found = ({ rows }: QueryResult): boolean => rows.length > 0
+
 /**
  * The spec's key-value store (`kv_store`): JSON values, case-sensitive ordered range scans,
  * and a version per key (extension table `agentfs_kv_version`). Every write is one transaction
@@ -216,26 +226,36 @@ export class KvStore {
   }
 
   /** The value at `key`, or undefined. */
-  async get<T = unknown>(key: string): Promise<T | undefined> {
-    checkKey(key)
-    const { rows } = await this.#q.execute<{ value: string }>({
-      sql: 'SELECT value FROM kv_store WHERE key = ?',
-      params: [key],
-      first: true,
-    })
-    return rows[0] === undefined ? undefined : deserialize<T>(rows[0].value)
+  get<T = unknown>(key: string): Promise<T | undefined> {
+    try {
+      checkKey(key)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return executeThen(
+      this.#q,
+      { sql: 'SELECT value FROM kv_store WHERE key = ?', params: [key], first: true },
+      storedValue,
+    ) as Promise<T | undefined>
   }
 
   /** The entry at `key` with its version and timestamps, or undefined. */
-  async getEntry<T = unknown>(key: string): Promise<KvEntry<T> | undefined> {
-    checkKey(key)
-    const { rows } = await this.#q.execute<EntryRow>({
-      sql: `SELECT k.key AS key, k.value AS value, k.created_at AS created_at, k.updated_at AS updated_at, v.version AS version
+  getEntry<T = unknown>(key: string): Promise<KvEntry<T> | undefined> {
+    try {
+      checkKey(key)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return executeThen(
+      this.#q,
+      {
+        sql: `SELECT k.key AS key, k.value AS value, k.created_at AS created_at, k.updated_at AS updated_at, v.version AS version
 FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`,
-      params: [key],
-      first: true,
-    })
-    return rows[0] === undefined ? undefined : toEntry<T>(rows[0])
+        params: [key],
+        first: true,
+      },
+      entryOf,
+    ) as Promise<KvEntry<T> | undefined>
   }
 
   /** The key's version, or null when absent (0: written only by another tool so far). */
@@ -243,14 +263,17 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
     return currentVersion(this.#q, checkKey(key))
   }
 
-  async has(key: string): Promise<boolean> {
-    checkKey(key)
-    const { rows } = await this.#q.execute({
-      sql: 'SELECT 1 FROM kv_store WHERE key = ?',
-      params: [key],
-      first: true,
-    })
-    return rows.length > 0
+  has(key: string): Promise<boolean> {
+    try {
+      checkKey(key)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return executeThen(
+      this.#q,
+      { sql: 'SELECT 1 FROM kv_store WHERE key = ?', params: [key], first: true },
+      found,
+    )
   }
 
   /** Deletes a key; true if it existed. With `ifVersion`, only at that version (else KvConflictError). */
