@@ -71,9 +71,10 @@ describe('path cache', () => {
   it('answers a stat in a remembered directory with one statement', async () => {
     const driver = betterSqlite3Driver({ path: join(dir, 'count.db') })
     const statements: string[] = []
-    const counting = counted(driver, (sql) => statements.push(sql))
-    driver.execute = counting.execute
-    driver.executeNow = counting.executeNow
+    Object.assign(
+      driver,
+      counted(driver, (sql) => statements.push(sql)),
+    )
     const db = await openDatabase({ driver, clock: fixedClock() })
     open.push(db)
     const fs = createFileSystem(db)
@@ -93,9 +94,7 @@ describe('path cache', () => {
     const select = (sql: string) => {
       if (/^\s*SELECT\s/i.test(sql)) selects.push(sql)
     }
-    const counting = counted(driver, select)
-    driver.execute = counting.execute
-    driver.executeNow = counting.executeNow
+    Object.assign(driver, counted(driver, select))
     const transaction = driver.transaction.bind(driver)
     // A group's statements run in its transaction: counted there too.
     driver.transaction = (fn) => transaction((tx) => fn({ ...tx, ...counted(tx, select) }))

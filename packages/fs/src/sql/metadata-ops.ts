@@ -13,7 +13,7 @@ import { Stats } from '../stats.js'
 import { readAll } from '../storage/chunks.js'
 import { type InodeRow, isDir, isLnk } from '../storage/inode.js'
 import { pathOf, touchMeta } from '../storage/mutate.js'
-import { lookup, readRegularFile } from '../storage/resolver.js'
+import { lookupSoon, readRegularFile } from '../storage/resolver.js'
 import { DAY, existing, type FsContext, write, X_OK } from './context.js'
 
 /** Files up to this size report `blocks` from their size without counting chunks. */
@@ -42,15 +42,32 @@ async function countedStats(ctx: FsContext, row: InodeRow): Promise<Stats> {
 
 /**
  * `stat` (`follow`) or `lstat` of `path`: one lookup, then {@link statsOf}. The lookup and its
- * ENOENT are `existing`'s, inlined: one promise fewer on the hottest read.
+ * ENOENT are `existing`'s, inlined, and an answer the path cache gives at once costs one promise
+ * (`lookupSoon`): this is the hottest read.
  */
-export async function statPath(
+export function statPath(
   ctx: FsContext,
   path: string,
   syscall: string,
   follow: boolean,
 ): Promise<Stats> {
-  const { node } = await lookup(ctx.q, path, { followLast: follow, syscall })
+  try {
+    const found = lookupSoon(ctx.q, path, { followLast: follow, syscall })
+    if (found instanceof Promise) return found.then(({ node }) => statOf(ctx, node, syscall, path))
+    const stats = statOf(ctx, found.node, syscall, path)
+    return stats instanceof Promise ? stats : Promise.resolve(stats)
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+/** The stats of a looked-up `node`; ENOENT when there is none. */
+function statOf(
+  ctx: FsContext,
+  node: InodeRow | undefined,
+  syscall: string,
+  path: string,
+): Stats | Promise<Stats> {
   if (!node) throw fsError('ENOENT', syscall, path)
   return statsOf(ctx, node)
 }

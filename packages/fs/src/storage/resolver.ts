@@ -323,21 +323,61 @@ function databaseSteps(q: Executor, stamps?: Stamps): PathSteps<number, InodeRow
  * or before a trailing slash. The common case (no `..`, no links) is one statement.
  */
 export async function lookup(q: Executor, path: unknown, options: LookupOptions): Promise<Lookup> {
+  return lookupSoon(q, path, options)
+}
+
+/**
+ * {@link lookup}, answered without a promise when the path cache answers and the connection
+ * runs its statement at once (`executeNow`); a promise otherwise. Throws what `lookup` rejects
+ * with.
+ */
+export function lookupSoon(
+  q: Executor,
+  path: unknown,
+  options: LookupOptions,
+): Lookup | Promise<Lookup> {
   const parsed = parsePath(path, options.syscall)
   const cache = pathCacheOf(q)
-  if (cache) {
-    // The path cache's answer, the statement awaited here (no promise of its own per layer).
-    const dirIno = cachedDir(cache, parsed)
-    if (dirIno !== undefined) {
-      const name = parsed.parts[parsed.parts.length - 1]!
-      const before = cache.source.generation
-      const { rows } = await cache.source.execute<unknown[]>(entryStatement(dirIno, name))
-      const node = cache.entryOf(rows[0]!, before)
-      const cached =
-        node === undefined ? undefined : cachedAnswer(cache, parsed, options, dirIno, node)
-      if (cached) return cached
-    }
-  }
+  const dirIno = cache && cachedDir(cache, parsed)
+  if (dirIno === undefined) return resolveAfresh(q, cache, parsed, options)
+  // The path cache's answer: one stamped statement for the entry in the remembered parent.
+  const statement = entryStatement(dirIno, parsed.parts[parsed.parts.length - 1]!)
+  const before = cache!.source.generation
+  const now = cache!.source.executeNow?.<unknown[]>(statement)
+  if (now !== undefined)
+    return (
+      fromCache(cache!, parsed, options, dirIno, now.rows[0]!, before) ??
+      resolveAfresh(q, cache, parsed, options)
+    )
+  return cache!.source
+    .execute<unknown[]>(statement)
+    .then(
+      ({ rows }) =>
+        fromCache(cache!, parsed, options, dirIno, rows[0]!, before) ??
+        resolveAfresh(q, cache, parsed, options),
+    )
+}
+
+/** The answer of the cache's entry `row` (read while the generation was `before`), if exact. */
+function fromCache(
+  cache: PathCache,
+  parsed: ParsedPath,
+  options: LookupOptions,
+  dirIno: number,
+  row: readonly unknown[],
+  before: number,
+): Lookup | undefined {
+  const node = cache.entryOf(row, before)
+  return node === undefined ? undefined : cachedAnswer(cache, parsed, options, dirIno, node)
+}
+
+/** Resolves `parsed` from the root with the database's steps, remembering what it may. */
+async function resolveAfresh(
+  q: Executor,
+  cache: PathCache | undefined,
+  parsed: ParsedPath,
+  options: LookupOptions,
+): Promise<Lookup> {
   const stamps = cache && new Stamps(cache.source.generation)
   const r = await resolvePath(databaseSteps(q, stamps), parsed, options)
   if (r.name !== undefined) {
