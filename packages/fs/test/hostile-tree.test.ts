@@ -31,6 +31,39 @@ for (const driver of Object.keys(DRIVERS)) {
   })
 }
 
+for (const driver of Object.keys(DRIVERS)) {
+  describe(`crafted entry names (${driver})`, () => {
+    test.each([
+      ['empty', '', 'it is empty'],
+      ['.', '.', 'it is "."'],
+      ['..', '..', 'it is ".."'],
+      ['with NUL', new Uint8Array([0x61, 0, 0x62]), 'it contains NUL'],
+      ['with a slash', 'a/b', 'it contains "/"'],
+      ['a BLOB', new Uint8Array([0x68, 0x69]), 'it is not text'],
+    ])('a name %s is EIO from readdir, however the names are read', async (_, name, why) => {
+      const { fs, db } = await freshFs(driver)
+      await fs.mkdir('/d')
+      await fs.writeFile('/d/a', 'x')
+      await fs.writeFile('/d/z', 'y')
+      // The directory is remembered (a listing answered at once), then an entry is crafted.
+      expect(await fs.readdir('/d')).toEqual(['a', 'z'])
+      await db.execute({
+        sql: `INSERT INTO fs_dentry (name, parent_ino, ino) SELECT ${why.includes('NUL') ? 'CAST(? AS TEXT)' : '?'}, d.ino, f.ino
+              FROM fs_dentry d, fs_dentry f WHERE d.name = 'd' AND f.name = 'a'`,
+        params: [name],
+      })
+      // A driver that reads text up to its first NUL (libSQL's) cannot hand such a name over.
+      const { rows } = await db.execute<{ name: unknown }>({ sql: 'SELECT name FROM fs_dentry' })
+      if (why.includes('NUL') && !rows.some((r) => String(r.name).includes('\0'))) return
+      for (let round = 0; round < 2; round++) {
+        const error = await fs.readdir('/d').catch((e: unknown) => e)
+        expect(isAgentFsError(error, 'EIO'), String(error)).toBe(true)
+        expect((error as Error).message).toContain(`cannot be a path component: ${why}`)
+      }
+    })
+  })
+}
+
 // The hostile-database corpus on every driver, in process: each operation answers with a result
 // or a typed error (the reliability suite runs the same through the SDK in a child process with
 // a time limit, and the CLI's suite through every command).

@@ -29,7 +29,24 @@ import { statsOf } from './metadata-ops.js'
  * `readdir`: names or Dirents in name order; `recursive` walks the tree (cycle-safe);
  * `withStats` gives each Dirent its entry's Stats, from the listing's own statement.
  */
-export async function listDirectory(
+export function listDirectory(
+  ctx: FsContext,
+  path: string,
+  options: ReaddirOptions,
+): Promise<string[] | Dirent[]> {
+  // Names of a directory the path cache holds, read at once: one promise for the answer.
+  if (!options.recursive && !options.withFileTypes) {
+    try {
+      const names = cachedNamesNow(ctx.q, path)
+      if (names !== undefined) return Promise.resolve(names)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+  return listing(ctx, path, options)
+}
+
+async function listing(
   ctx: FsContext,
   path: string,
   options: ReaddirOptions,
@@ -106,17 +123,49 @@ async function namesOf(
   dirIno: number,
   path: string,
 ): Promise<string[]> {
-  const [joined, n, lo, hi] = row as [string | null, number, string | null, string | null]
-  if (n === 0) return []
-  const names = joined === null ? [] : joined.split('/')
-  if (lo === 'text' && hi === 'text' && names.length === n)
-    return names.map((name) => checkedName(name, dirIno, path))
+  const names = ordinaryNames(row)
+  if (names !== undefined) return names
   const { rows } = await q.execute<unknown[]>({
     sql: 'SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name',
     params: [dirIno],
     arrays: true,
   })
   return rows.map(([name]) => checkedName(name, dirIno, path))
+}
+
+/**
+ * The names of a {@link NAMES_COLUMNS} row when every one is an ordinary name: text (both ends
+ * of the index are), no `/` (the count adds up), no NUL (one scan of the joined text), not
+ * empty, `.` or `..`. Undefined otherwise: the caller reads the names one row each, so that
+ * `checkedName` reports the bad one.
+ */
+function ordinaryNames(row: readonly unknown[]): string[] | undefined {
+  const [joined, n, lo, hi] = row as [string | null, number, string | null, string | null]
+  if (n === 0) return []
+  if (lo !== 'text' || hi !== 'text' || joined === null || joined.includes('\0')) return undefined
+  const names = joined.split('/')
+  if (names.length !== n) return undefined
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!
+    if (name.length <= 2 && (name === '' || name === '.' || name === '..')) return undefined
+  }
+  return names
+}
+
+/**
+ * {@link cachedNames} answered at once: the names when the path cache holds the directory, the
+ * connection is free and every name is ordinary; undefined otherwise (the caller then takes the
+ * general path, which reports a bad name).
+ */
+function cachedNamesNow(q: Queryable, path: string): string[] | undefined {
+  const cache = pathCacheOf(q)
+  if (!cache) return
+  const { parts } = parsePath(path, 'scandir')
+  if (parts.includes('..')) return
+  const ino = cache.dir(keyOf(parts))
+  if (ino === undefined) return
+  const row = cache.stampedNow(NAMES_SQL, [ino, ino, ino])
+  return row ? ordinaryNames(row) : undefined
 }
 
 /**

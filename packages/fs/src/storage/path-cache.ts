@@ -103,6 +103,22 @@ export class PathCache {
     return this.#holds(row, before) ? row : undefined
   }
 
+  /**
+   * {@link stamped} run at once on a free connection (`executeNow`): the row if the cache still
+   * held, undefined (the cache emptied) if not, null when the statement could not run now (it
+   * did not run; use {@link stamped}).
+   */
+  stampedNow(
+    sql: string,
+    params: readonly (number | string)[],
+  ): readonly unknown[] | undefined | null {
+    const before = this.source.generation
+    const result = this.source.executeNow?.<unknown[]>({ sql, params, arrays: true, first: true })
+    if (result === undefined) return null
+    const row = result.rows[0]!
+    return this.#holds(row, before) ? row : undefined
+  }
+
   /** Whether the cache held while the stamped `row` was read (emptied when not). */
   #holds(row: readonly unknown[], before: number): boolean {
     if (this.source.generation === before && sameSnapshot(this.#token, tokenOf(row, before)))
