@@ -112,6 +112,39 @@ export function valuesSuite({ resources, it }: SuiteContext): void {
     },
   )
 
+  it(
+    'values/pluck',
+    "a statement with `pluck` gives its one column's values: every type mapped as in rows, large integers exact, first or all, in and out of a transaction",
+    async () => {
+      const db = guardDriver(await resources().driver())
+      const big = 2n ** 53n + 1n
+      const blob = new Uint8Array([0, 1, 254, 255])
+      const sql =
+        'WITH t(n, v) AS (VALUES (1, ?), (2, 7), (3, 1.5), (4, ?), (5, NULL), (6, ?)) SELECT v FROM t ORDER BY n'
+      const params = [big, 'text', blob]
+      // Blobs may come as a Uint8Array subclass (a Buffer): compared by their bytes.
+      const bytes = (rows: unknown[]) => rows.map((v) => (v instanceof Uint8Array ? [...v] : v))
+      const all = await db.execute({ sql, params, pluck: true })
+      expect(bytes(all.rows)).toEqual([big, 7, 1.5, 'text', null, [...blob]])
+      expect(all.rows[5]).toBeInstanceOf(Uint8Array)
+      const small = await db.execute({ sql, params: [5, 'text', blob], pluck: true })
+      expect(bytes(small.rows)).toEqual([5, 7, 1.5, 'text', null, [...blob]])
+      expect((await db.execute({ sql, params, pluck: true, first: true })).rows[0]).toBe(big)
+      expect((await db.execute({ sql: `${sql} LIMIT 0`, params, pluck: true })).rows).toEqual([])
+      const none = await db.execute({ sql: `${sql} LIMIT 0`, params, pluck: true, first: true })
+      expect(none.rows).toEqual([])
+      // A NULL first value is a row, not none.
+      const nul = await db.execute({ sql: 'SELECT NULL AS v', pluck: true, first: true })
+      expect(nul.rows).toEqual([null])
+      // The same SQL without `pluck` still gives objects (a statement per row shape).
+      expect((await db.execute({ sql, params, first: true })).rows[0]).toEqual({ v: big })
+      const inTx = await db.transaction((tx) =>
+        tx.execute({ sql, params: [5, 'x', blob], pluck: true }),
+      )
+      expect(bytes(inTx.rows)).toEqual([5, 7, 1.5, 'x', null, [...blob]])
+    },
+  )
+
   it('values/reals', 'REAL values keep full precision', async () => {
     for (const value of [1.5, -2.25, 0.1, 1e308, 5e-324, Math.PI]) {
       const row = await roundTrip(value)

@@ -20,6 +20,11 @@ export function arrayRowsOf(rows: readonly unknown[]): unknown[] {
   return rows.map((row) => (Array.isArray(row) ? row : Object.values(row as object)))
 }
 
+/** Each row's first value (see `Statement.pluck`), from object or array rows. */
+export function pluckedRowsOf(rows: readonly unknown[]): unknown[] {
+  return rows.map((row) => (Array.isArray(row) ? row[0] : Object.values(row as object)[0]))
+}
+
 /** One SQL statement with positional (`?`) parameters. */
 export interface Statement {
   readonly sql: string
@@ -30,6 +35,13 @@ export interface Statement {
    * guarded handle converts each object, so give the columns distinct, non-numeric names.
    */
   readonly arrays?: boolean
+  /**
+   * The rows are the values of the statement's one column, not objects or arrays
+   * (better-sqlite3's `pluck`): no container per row, which on short rows is much of a row's
+   * cost. Drivers whose capabilities say `pluckRows` return them so; for the others the guarded
+   * handle takes each row's first value. Select one column.
+   */
+  readonly pluck?: boolean
   /**
    * Only the first row is wanted (a lookup by a unique key, a one-row aggregate): a driver may
    * stop after it (callers read `rows[0]` alone). In-process drivers then step the statement once
@@ -223,6 +235,8 @@ export interface DriverCapabilities {
   readonly snapshotTokens?: boolean
   /** The driver returns rows as arrays for a statement with `arrays` (else the guard converts). */
   readonly arrayRows?: boolean
+  /** The driver returns values for a statement with `pluck` (else the guard converts). */
+  readonly pluckRows?: boolean
   /**
    * Present on a database several clients sync (`@agentfs/sync`): rows get ids no other client
    * can choose, and whole-file writes replace the inode so concurrent rewrites cannot interleave

@@ -8,7 +8,7 @@ import type {
   SqlValue,
   Statement,
 } from './driver.js'
-import { arrayRowsOf } from './driver.js'
+import { arrayRowsOf, pluckedRowsOf } from './driver.js'
 import { AgentFsError, isAgentFsError } from './errors.js'
 import { joinRealm } from './integrity-keys.js'
 import { mapSqliteError } from './map-error.js'
@@ -124,24 +124,38 @@ function toArrayRows<Row>(result: QueryResult<Row>): QueryResult<Row> {
   return { ...result, rows: arrayRowsOf(result.rows) as Row[] }
 }
 
-/** `result`, with array rows when the statement asks for them and the driver cannot. */
+function toPluckedRows<Row>(result: QueryResult<Row>): QueryResult<Row> {
+  return { ...result, rows: pluckedRowsOf(result.rows) as Row[] }
+}
+
+/** How the rows of `statement` must be converted on a driver with `capabilities`, if at all. */
+function conversion(
+  statement: Statement,
+  capabilities: DriverCapabilities,
+): (<Row>(result: QueryResult<Row>) => QueryResult<Row>) | undefined {
+  if (statement.pluck === true) return capabilities.pluckRows === true ? undefined : toPluckedRows
+  if (statement.arrays === true) return capabilities.arrayRows === true ? undefined : toArrayRows
+  return undefined
+}
+
+/** `result`, with the rows the statement asks for (arrays, values) when the driver cannot. */
 function arraysOf<Row>(
   result: QueryResult<Row>,
   statement: Statement,
   capabilities: DriverCapabilities,
 ): QueryResult<Row> {
-  return statement.arrays === true && capabilities.arrayRows !== true ? toArrayRows(result) : result
+  const convert = conversion(statement, capabilities)
+  return convert === undefined ? result : convert(result)
 }
 
-/** `pending`, with array rows when the statement asks for them and the driver cannot. */
+/** `pending`, with the rows the statement asks for (arrays, values) when the driver cannot. */
 function withArrays<Row>(
   pending: Promise<QueryResult<Row>>,
   statement: Statement,
   capabilities: DriverCapabilities,
 ): Promise<QueryResult<Row>> {
-  return statement.arrays === true && capabilities.arrayRows !== true
-    ? pending.then(toArrayRows)
-    : pending
+  const convert = conversion(statement, capabilities)
+  return convert === undefined ? pending : pending.then(convert)
 }
 
 class TransactionHandle implements Transaction {
@@ -385,10 +399,10 @@ export function guardDriver(driver: Driver): GuardedDriver {
           }
           return statement
         }
-        const arrays = read.arrays === true && driver.capabilities.arrayRows !== true
+        const convert = conversion(read, driver.capabilities)
         return serially(read.sql, () =>
           driver.readThen!<Row>(read, follow).then((done) =>
-            arrays ? { ...done, result: toArrayRows(done.result) } : done,
+            convert ? { ...done, result: convert(done.result) } : done,
           ),
         )
       },

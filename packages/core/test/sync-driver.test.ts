@@ -267,3 +267,69 @@ describe('createSyncDriver executeNow', () => {
     await driver.close()
   })
 })
+
+describe('createSyncDriver after a failed ROLLBACK', () => {
+  test('the reopened connection prepares every statement again, whatever its row shape', async () => {
+    let opened = 0
+    const connections: { closed: boolean; inTransaction: boolean }[] = []
+    const open = (): SyncConnection => {
+      const state = { closed: false, inTransaction: false }
+      const id = ++opened
+      connections.push(state)
+      const statement = (sql: string, shape: 'objects' | 'arrays' | 'pluck' = 'objects') => {
+        const reader = /^\s*SELECT/i.test(sql)
+        const row = (x: bigint) => (shape === 'pluck' ? x : shape === 'arrays' ? [x] : { x })
+        const step = () => {
+          if (state.closed) throw new Error(`statement of closed connection ${id}`)
+          if (sql === 'BEGIN IMMEDIATE') state.inTransaction = true
+          if (sql === 'COMMIT') state.inTransaction = false
+          // The first connection cannot roll back: the kit must close it.
+          if (sql === 'ROLLBACK' && id === 1) throw new Error('cannot roll back')
+          if (sql === 'ROLLBACK') state.inTransaction = false
+        }
+        return {
+          reader,
+          readonly: reader,
+          all: () => {
+            step()
+            return reader ? [row(BigInt(id))] : []
+          },
+          run: () => {
+            step()
+            return { changes: 0, lastInsertRowid: 0 }
+          },
+        }
+      }
+      return {
+        file: undefined,
+        readonly: false,
+        isOpen: true,
+        get inTransaction() {
+          return state.inTransaction
+        },
+        prepare: (sql) => statement(sql),
+        prepareArrays: (sql) => statement(sql, 'arrays'),
+        preparePluck: (sql) => statement(sql, 'pluck'),
+        exec() {},
+        close() {
+          state.closed = true
+        },
+      }
+    }
+    const driver = createSyncDriver({ name: 'fake', memory: true, reopenable: true, open })
+    const read = { sql: 'SELECT x' }
+    for (const shape of [{}, { arrays: true }, { pluck: true }])
+      await driver.execute({ ...read, ...shape })
+    await expect(
+      driver.transaction(async () => {
+        throw new Error('undo')
+      }),
+    ).rejects.toThrow('undo')
+    expect(connections[0]!.closed).toBe(true)
+    // Each shape reads on the new connection, none through a statement of the closed one.
+    expect((await driver.execute(read)).rows).toEqual([{ x: 2 }])
+    expect((await driver.execute({ ...read, arrays: true })).rows).toEqual([[2]])
+    expect((await driver.execute({ ...read, pluck: true })).rows).toEqual([2])
+    await driver.close()
+  })
+})

@@ -21,6 +21,7 @@ export interface BetterSqlite3Statement {
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
   safeIntegers(toggle?: boolean): this
   raw(toggle?: boolean): this
+  pluck(toggle?: boolean): this
 }
 
 /** The parts of a better-sqlite3 `Database` this driver uses. */
@@ -272,6 +273,11 @@ function connection(db: BetterSqlite3Database): SyncConnection {
     prepareArrays(sql) {
       const statement = db.prepare(sql)
       if (statement.reader) statement.raw(true)
+      return syncStatement(statement)
+    },
+    preparePluck(sql) {
+      const statement = db.prepare(sql)
+      if (statement.reader) statement.pluck(true)
       return syncStatement(statement)
     },
   })

@@ -17,6 +17,7 @@ interface EngineStatement {
   run(params: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint }
   safeIntegers(toggle?: boolean): this
   raw(toggle?: boolean): this
+  pluck(toggle?: boolean): this
 }
 
 /** The parts of the `libsql` engine's `Database` this driver uses. */
@@ -100,6 +101,11 @@ function connection(db: EngineDatabase, file: string | undefined): SyncConnectio
     prepareArrays(sql) {
       const statement = db.prepare(sql)
       if (statement.reader) statement.raw(true)
+      return syncStatement(statement, sql)
+    },
+    preparePluck(sql) {
+      const statement = db.prepare(sql)
+      if (statement.reader) statement.pluck(true)
       return syncStatement(statement, sql)
     },
   })

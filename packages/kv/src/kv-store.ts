@@ -124,13 +124,13 @@ const toEntry = <T>(row: EntryRow): KvEntry<T> => ({
   updatedAt: row.updated_at ?? 0,
 })
 
-/** The value of a `SELECT value` row, if any. */
-const storedValue = ({ rows }: QueryResult<{ value: string }>): unknown =>
-  rows[0] === undefined ? undefined : deserialize(rows[0].value)
+/** The value of a plucked `SELECT value`, if any. */
+const storedValue = ({ rows }: QueryResult<string>): unknown =>
+  rows.length === 0 ? undefined : deserialize(rows[0]!)
 /** The entry of an {@link EntryRow}, if any. */
 const entryOf = ({ rows }: QueryResult<EntryRow>): KvEntry<unknown> | undefined =>
   rows[0] === undefined ? undefined : toEntry(rows[0])
-const found = ({ rows }: QueryResult): boolean => rows.length > 0
+const found = ({ rows }: QueryResult<number>): boolean => rows.length > 0
 
 /**
  * The spec's key-value store (`kv_store`): JSON values, case-sensitive ordered range scans,
@@ -234,7 +234,7 @@ export class KvStore {
     }
     return executeThen(
       this.#q,
-      { sql: 'SELECT value FROM kv_store WHERE key = ?', params: [key], first: true },
+      { sql: 'SELECT value FROM kv_store WHERE key = ?', params: [key], first: true, pluck: true },
       storedValue,
     ) as Promise<T | undefined>
   }
@@ -271,7 +271,7 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
     }
     return executeThen(
       this.#q,
-      { sql: 'SELECT 1 FROM kv_store WHERE key = ?', params: [key], first: true },
+      { sql: 'SELECT 1 FROM kv_store WHERE key = ?', params: [key], first: true, pluck: true },
       found,
     )
   }

@@ -24,13 +24,17 @@ export function connectionOver(
     prepare(sql: string): SyncStatement
     /** See `SyncConnection.prepareArrays`. */
     prepareArrays?(sql: string): SyncStatement
+    /** See `SyncConnection.preparePluck`. */
+    preparePluck?(sql: string): SyncStatement
     guard?<T>(fn: () => T): T
   },
 ): SyncConnection {
   const guard = parts.guard ?? (<T>(fn: () => T): T => fn())
   const prepareArrays = parts.prepareArrays
+  const preparePluck = parts.preparePluck
   return {
     ...(prepareArrays ? { prepareArrays: (sql: string) => prepareArrays(sql) } : {}),
+    ...(preparePluck ? { preparePluck: (sql: string) => preparePluck(sql) } : {}),
     file: parts.file,
     readonly: parts.readonly,
     get isOpen() {

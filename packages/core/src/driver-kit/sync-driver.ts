@@ -3,6 +3,7 @@ import {
   arrayRowsOf,
   type Driver,
   type Executor,
+  pluckedRowsOf,
   type QueryResult,
   type ReadThen,
   readThen,
@@ -12,7 +13,13 @@ import {
 import { AgentFsError } from '../errors.js'
 import { mapSqliteError } from '../map-error.js'
 import { FileLock } from './lazy.js'
-import { bindIntegers, convertRows, exactNumberRows } from './values.js'
+import {
+  bindIntegers,
+  convertRows,
+  convertValues,
+  exactNumberRows,
+  exactNumberValues,
+} from './values.js'
 
 /** A prepared statement of a synchronous, in-process SQLite binding. */
 export interface SyncStatement {
@@ -68,6 +75,11 @@ export interface SyncConnection {
    * values (see `Statement.arrays`). Without it the kit converts the object rows.
    */
   prepareArrays?(sql: string): SyncStatement
+  /**
+   * Optional: prepares `sql` so that its readers return each row's one value (see
+   * `Statement.pluck`). Without it the kit takes the first value of each row.
+   */
+  preparePluck?(sql: string): SyncStatement
   exec(sql: string): void
   close(): void
 }
@@ -136,6 +148,9 @@ export interface SyncDriverSpec extends SyncDriverOptions {
 
 const same = (rows: unknown[]): unknown[] => rows
 
+/** How a binding's statement hands rows over: objects, arrays (`Statement.arrays`), values (`Statement.pluck`). */
+type RowShape = 'objects' | 'arrays' | 'pluck'
+
 /**
  * Builds a {@link Driver} from a synchronous SQLite binding: lazy open, WAL and the pragmas, a
  * per-file lock shared by the connections of this process, asynchronous BUSY retry, a FIFO
@@ -166,6 +181,13 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
   }
   const cache = new Map<string, SyncStatement>()
   const arrayCache = new Map<string, SyncStatement>()
+  const pluckCache = new Map<string, SyncStatement>()
+  /** Drops every prepared statement (of a connection closed or about to be). */
+  const forgetStatements = () => {
+    cache.clear()
+    arrayCache.clear()
+    pluckCache.clear()
+  }
   let db: SyncConnection | undefined
   let opening: Promise<SyncConnection> | undefined
   let closed = false
@@ -206,43 +228,61 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     return opening
   }
 
-  function prepare(handle: SyncConnection, sql: string, arrays: boolean): SyncStatement {
-    // Statements that return arrays are other prepared statements (a binding's row mode is a
-    // property of the statement), kept apart.
-    const own = arrays && handle.prepareArrays !== undefined
-    const map = own ? arrayCache : cache
+  function prepare(handle: SyncConnection, sql: string, shape: RowShape): SyncStatement {
+    // Statements that return arrays or values are other prepared statements (a binding's row
+    // mode is a property of the statement), kept apart.
+    const map = shape === 'pluck' ? pluckCache : shape === 'arrays' ? arrayCache : cache
     // First in, first out: refreshing an entry's place on every hit (delete + set) costs more
     // than preparing again the rare hot statement that reaches the front.
     let statement = map.get(sql)
     if (statement) return statement
-    statement = own ? handle.prepareArrays!(sql) : handle.prepare(sql)
+    statement =
+      shape === 'pluck'
+        ? handle.preparePluck!(sql)
+        : shape === 'arrays'
+          ? handle.prepareArrays!(sql)
+          : handle.prepare(sql)
     map.set(sql, statement)
     if (map.size > cacheSize) map.delete(map.keys().next().value as string)
     return statement
   }
 
   function runRaw<Row>(handle: SyncConnection, statement: Statement): QueryResult<Row> {
-    const arrays = statement.arrays === true
-    const prepared = prepare(handle, statement.sql, arrays)
+    // The binding's own row mode when it has one; otherwise object rows, converted.
+    const shape: RowShape =
+      statement.pluck === true
+        ? handle.preparePluck !== undefined
+          ? 'pluck'
+          : 'objects'
+        : statement.arrays === true && handle.prepareArrays !== undefined
+          ? 'arrays'
+          : 'objects'
+    const prepared = prepare(handle, statement.sql, shape)
     const params = bindIntegers(statement.params, blob)
     if (prepared.reader) {
       readsSinceTurn++
-      // Object rows where arrays were asked for: the binding has no array mode.
-      const shape = arrays && handle.prepareArrays === undefined ? arrayRowsOf : same
+      const convert =
+        shape !== 'objects'
+          ? same
+          : statement.pluck === true
+            ? pluckedRowsOf
+            : statement.arrays === true
+              ? arrayRowsOf
+              : same
+      const exact = shape === 'pluck' ? exactNumberValues : exactNumberRows
       if (statement.first === true && prepared.firstNumbers !== undefined && prepared.readonly) {
         // One step of the statement: the lookups of every read (an entry, a key).
         const rows = prepared.firstNumbers(params)
-        if (rows !== undefined && exactNumberRows(rows))
-          return { rows: shape(rows) as Row[], changes: 0 }
+        if (rows !== undefined && exact(rows)) return { rows: convert(rows) as Row[], changes: 0 }
       }
       if (prepared.allNumbers !== undefined && prepared.readonly) {
         // Reading again is harmless: the statement cannot change anything, and inside a
         // transaction it sees the same snapshot.
         const rows = prepared.allNumbers(params)
-        if (rows !== undefined && exactNumberRows(rows))
-          return { rows: shape(rows) as Row[], changes: 0 }
+        if (rows !== undefined && exact(rows)) return { rows: convert(rows) as Row[], changes: 0 }
       }
-      const rows = convertRows<Row>(shape(prepared.all(params)))
+      const all = prepared.all(params)
+      const rows = convert(shape === 'pluck' ? convertValues(all) : convertRows(all)) as Row[]
       return { rows, changes: prepared.readonly ? 0 : rows.length }
     }
     const info = prepared.run(params)
@@ -291,6 +331,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
       // moves the guard's generation): SQLite's data_version and total_changes() hold.
       snapshotTokens: spec.snapshotTokens ?? true,
       arrayRows: true,
+      pluckRows: true,
       ...(spec.recursiveQueries === undefined ? {} : { recursiveQueries: spec.recursiveQueries }),
       ...(spec.fullTextSearch === undefined ? {} : { fullTextSearch: spec.fullTextSearch }),
       ...(spec.encrypted ? { encrypted: true } : {}),
@@ -393,7 +434,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
       if (closed) return
       closed = true
       const handle = db ?? (opening ? await opening.catch(() => undefined) : undefined)
-      cache.clear()
+      forgetStatements()
       if (handle?.isOpen) handle.close()
       fileLock.release()
     },
@@ -414,7 +455,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
       }
     }
     if (!handle.inTransaction) return
-    cache.clear()
+    forgetStatements()
     handle.close()
     if (db === handle) db = undefined
     opening = undefined

@@ -80,3 +80,29 @@ export function convertRows<Row>(rows: unknown[]): Row[] {
 export function exactNumberRows(rows: unknown[]): boolean {
   return visitRows(rows, true)
 }
+
+/**
+ * A one-column statement's values (`Statement.pluck`) read with integers as JS numbers, checked
+ * and made over in place as {@link exactNumberRows} does rows: false at the first number of
+ * 2^53 or more in magnitude (or NaN).
+ */
+export function exactNumberValues(values: unknown[]): boolean {
+  return visitValues(values, true)
+}
+
+/** Values read with bigint integers, narrowed in place (see {@link convertRows}). */
+export function convertValues(values: unknown[]): unknown[] {
+  visitValues(values, false)
+  return values
+}
+
+function visitValues(values: unknown[], checkNumbers: boolean): boolean {
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]
+    if (typeof value === 'number') {
+      if (checkNumbers && !(value < EXACT_LIMIT && value > -EXACT_LIMIT)) return false
+    } else if (typeof value === 'bigint') values[i] = fromSqlInteger(value)
+    else if (value instanceof ArrayBuffer) values[i] = new Uint8Array(value)
+  }
+  return true
+}
