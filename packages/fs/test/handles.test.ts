@@ -90,6 +90,46 @@ for (const driver of Object.keys(DRIVERS)) {
       await dir.close()
     })
 
+    test('readFile of a file of many chunks: holes and short chunks read as zeros, stray rows ignored', async () => {
+      const { fs, db } = await freshFs(driver, { chunkSize: 64 })
+      // Chunk 0 and chunk 15 stored, 1 to 14 a hole.
+      await fs.writeFile('/holey', 'start')
+      const writer = await fs.open('/holey', 'r+')
+      await writer.write(Buffer.from('end'), 0, 3, 1000)
+      await writer.close()
+      const holey = await fs.readFile('/holey')
+      expect(holey.length).toBe(1003)
+      expect(holey.subarray(0, 5).toString()).toBe('start')
+      expect(holey.subarray(5, 1000).every((b) => b === 0)).toBe(true)
+      expect(holey.subarray(1000).toString()).toBe('end')
+      // Every chunk stored, the middle one cut short (damage), and rows no read may take: an
+      // index that is not an integer, one past the end.
+      await fs.writeFile('/full', Buffer.alloc(192, 0x31))
+      const { ino } = await fs.stat('/full')
+      await db.execute({
+        sql: 'UPDATE fs_data SET data = substr(data, 1, 10) WHERE ino = ? AND chunk_index = 1',
+        params: [ino],
+      })
+      await db.execute({
+        sql: "INSERT INTO fs_data (ino, chunk_index, data) VALUES (?, 1.5, X'3232'), (?, 3, X'3333')",
+        params: [ino, ino],
+      })
+      const full = await fs.readFile('/full')
+      expect(full.length).toBe(192)
+      expect(full.subarray(0, 74).every((b) => b === 0x31)).toBe(true)
+      expect(full.subarray(74, 128).every((b) => b === 0)).toBe(true)
+      expect(full.subarray(128).every((b) => b === 0x31)).toBe(true)
+      // A stray row where a chunk is missing is not that chunk: the hole stays zeros.
+      await db.execute({
+        sql: 'DELETE FROM fs_data WHERE ino = ? AND chunk_index = 1',
+        params: [ino],
+      })
+      const gap = await fs.readFile('/full')
+      expect(gap.subarray(0, 64).every((b) => b === 0x31)).toBe(true)
+      expect(gap.subarray(64, 128).every((b) => b === 0)).toBe(true)
+      expect(gap.subarray(128).every((b) => b === 0x31)).toBe(true)
+    })
+
     test('handle writes accept ifMatch; truncate, chmod, utimes through the handle', async () => {
       const { fs } = await freshFs(driver)
       await fs.writeFile('/v', 'one')

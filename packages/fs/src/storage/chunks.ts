@@ -266,6 +266,45 @@ export function assembleWhole(
 }
 
 /**
+ * A whole file of `size` bytes from its chunks in order, every one present: `first` is chunk
+ * 0's stored data, `rest[i]` chunk i + 1's (values, no row objects: a large file has tens of
+ * thousands). A chunk cut short (damage) leaves zeros, as in {@link assemble}; a chunk that is
+ * not a BLOB, or a damaged compressed one, is EIO.
+ */
+export function assembleChunks(
+  first: unknown,
+  rest: readonly unknown[],
+  format: ChunkFormat,
+  size: number,
+  ino: number,
+  syscall: string,
+  path?: string,
+): Uint8Array {
+  const chunkSize = format.size
+  const out = Buffer.allocUnsafe(size)
+  const copyAll = () => {
+    let copied = 0
+    for (let i = -1; i < rest.length; i++) {
+      const stored = i < 0 ? first : rest[i]
+      const data = format.codec ? decodeChunk(format, stored, ino, syscall, path) : stored
+      const bytes = chunkBytes(data, ino, syscall, path)
+      const start = (i + 1) * chunkSize
+      const end = Math.min(size, start + Math.min(bytes.byteLength, chunkSize))
+      if (end > start) {
+        out.set(bytes.subarray(0, end - start), start)
+        copied += end - start
+      }
+    }
+    return copied
+  }
+  // The chunks are disjoint: bytes copied adding up to the size means every byte was written.
+  if (copyAll() === size) return out
+  out.fill(0)
+  copyAll()
+  return out
+}
+
+/**
  * Writes `data` at `offset` into a file of `oldSize` bytes and returns the new size. A gap past
  * the old end becomes a hole: whole chunks inside it are not stored (they read as zeros), and
  * only the old last chunk is padded to full size, so every stored chunk but the last is exactly

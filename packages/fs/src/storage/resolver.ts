@@ -15,7 +15,7 @@ import {
   sameSnapshot,
   tokenOf,
 } from '@agentfs/core'
-import { assembleWhole, MAX_READ_FILE } from './chunks.js'
+import { assembleChunks, assembleWhole, MAX_READ_FILE } from './chunks.js'
 import { INODE_BY_INO, INODE_COLUMNS, type InodeRow, inodeOf, isDir, isLnk } from './inode.js'
 import { entryStatement, keyOf, type PathCache, pathCacheOf } from './path-cache.js'
 
@@ -63,6 +63,14 @@ function chainSql(n: number, stamped = false): string {
   chainCache.set(key, sql)
   return sql
 }
+
+/**
+ * The chunks of a file after the first, in order, as values, while its inode's ctime is still
+ * the one given: (ino, last chunk index, ino, ctime, ctime_nsec). Integer indices only, so that
+ * a count of `last` values means chunks 1 to `last`, each once.
+ */
+const REST_SQL =
+  "SELECT data FROM fs_data WHERE ino = ? AND chunk_index > 0 AND chunk_index <= ? AND typeof(chunk_index) = 'integer' AND EXISTS (SELECT 1 FROM fs_inode WHERE ino = ? AND ctime = ? AND ctime_nsec = ?) ORDER BY chunk_index"
 
 /** Where `depth` is in a chain's array row: after the inode's columns. */
 const HEAD_DEPTH = COLUMNS.length
@@ -130,6 +138,32 @@ export async function readRegularFile(
       touched,
       ...(touchError === undefined ? {} : { touchError }),
     }
+  const last = Math.floor((node.size - 1) / format.size)
+  if (index === 0) {
+    // Every other chunk as a bare value, in order, read only while the inode's ctime (which
+    // moves on every change) is the one the first row saw: as many values as chunks means none
+    // is missing (a hole, a change in between, damage: the general read below).
+    const { rows: rest } = await q.execute<unknown>({
+      sql: REST_SQL,
+      params: [node.ino, last, node.ino, node.ctime, node.ctime_nsec],
+      pluck: true,
+    })
+    if (rest.length === last)
+      return {
+        node,
+        bytes: assembleChunks(
+          head[HEAD_DEPTH + 3],
+          rest,
+          format,
+          node.size,
+          node.ino,
+          'read',
+          path,
+        ),
+        touched,
+        ...(touchError === undefined ? {} : { touchError }),
+      }
+  }
   // The other chunks as bare rows (a join would repeat the inode's columns on each), in the
   // same state: each row also carries the inode's ctime, which moves on every change, and a
   // changed (or vanished) ctime gives up (undefined: the caller reads afresh). The one-row
@@ -140,8 +174,8 @@ export async function readRegularFile(
     chunk_index: number | null
     data: unknown
   }>({
-    sql: 'SELECT i.ctime AS c, i.ctime_nsec AS n, d.chunk_index AS chunk_index, d.data AS data FROM (SELECT 1) s LEFT JOIN fs_inode i ON i.ino = ? LEFT JOIN fs_data d ON d.ino = ? AND d.chunk_index > 0 AND d.chunk_index <= ?',
-    params: [node.ino, node.ino, Math.floor((node.size - 1) / format.size)],
+    sql: "SELECT i.ctime AS c, i.ctime_nsec AS n, d.chunk_index AS chunk_index, d.data AS data FROM (SELECT 1) s LEFT JOIN fs_inode i ON i.ino = ? LEFT JOIN fs_data d ON d.ino = ? AND d.chunk_index > 0 AND d.chunk_index <= ? AND typeof(d.chunk_index) = 'integer'",
+    params: [node.ino, node.ino, last],
   })
   const stamp = found[0]!
   if (stamp.c !== node.ctime || stamp.n !== node.ctime_nsec) return undefined
