@@ -1,4 +1,4 @@
-import type { SyncConnection, SyncStatement } from './sync-driver.js'
+import type { SyncConnection, SyncStatement } from './kit-types.js'
 
 /**
  * The database object of a binding with better-sqlite3's surface (better-sqlite3 itself, the

@@ -16,16 +16,16 @@ export {
   proveOpens,
   wrongKeyError,
 } from './encryption.js'
-export type { LocalDriverConfig } from './lazy.js'
-export { FileLock, lazyConnection, localSource } from './lazy.js'
-export type { ModalStatement } from './statement.js'
-export { statementOver } from './statement.js'
 export type {
   SyncConnection,
   SyncDriverOptions,
   SyncDriverSpec,
   SynchronousMode,
   SyncStatement,
-} from './sync-driver.js'
+} from './kit-types.js'
+export type { LocalDriverConfig } from './lazy.js'
+export { FileLock, lazyConnection, localSource } from './lazy.js'
+export type { ModalStatement } from './statement.js'
+export { statementOver } from './statement.js'
 export { createSyncDriver } from './sync-driver.js'
 export { bindIntegers, convertRows } from './values.js'

@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs'
 import { AgentFsError } from '../errors.js'
 import { type Mutex, sharedMutex } from '../mutex.js'
-import type { SyncDriverOptions } from './sync-driver.js'
+import type { SyncDriverOptions } from './kit-types.js'
 
 /**
  * The options of a local driver built with the kit: a path it opens itself, or a database

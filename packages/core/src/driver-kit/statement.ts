@@ -1,4 +1,4 @@
-import type { SyncStatement } from './sync-driver.js'
+import type { SyncStatement } from './kit-types.js'
 
 /**
  * A binding's prepared statement as {@link statementOver} needs it: rows in the statement's

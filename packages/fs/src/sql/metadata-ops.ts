@@ -13,7 +13,8 @@ import { Stats } from '../stats.js'
 import { readAll } from '../storage/chunks.js'
 import { type InodeRow, isDir, isLnk } from '../storage/inode.js'
 import { pathOf, touchMeta } from '../storage/mutate.js'
-import { lookupSoon, readRegularFile } from '../storage/resolver.js'
+import { lookupSoon } from '../storage/resolver.js'
+import { readRegularFile } from '../storage/whole-read.js'
 import { DAY, existing, type FsContext, write, X_OK } from './context.js'
 
 /** Files up to this size report `blocks` from their size without counting chunks. */

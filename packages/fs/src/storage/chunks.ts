@@ -40,8 +40,16 @@ export { chunkBytes }
 /** Chunks inserted per statement when writing many (bounded statement size, few round trips). */
 const BATCH = 32
 
-const insertSql = (rows: number) =>
-  `INSERT OR REPLACE INTO fs_data (ino, chunk_index, data) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?)').join(', ')}`
+/**
+ * The insert of 1 to {@link BATCH} chunks, built once each: the driver's statement cache then
+ * finds it by a string whose hash is already known (a string built per call is hashed anew).
+ */
+const INSERT_SQL = Array.from(
+  { length: BATCH + 1 },
+  (_, rows) =>
+    `INSERT OR REPLACE INTO fs_data (ino, chunk_index, data) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?)').join(', ')}`,
+)
+const insertSql = (rows: number) => INSERT_SQL[rows]!
 
 /**
  * Bytes a write may leave queued for the transaction's next request (see `Executor.defer`);
