@@ -31,6 +31,7 @@ describe('betterSqlite3Driver', () => {
       remote: false,
       snapshotTokens: true,
       arrayRows: true,
+      pluckRows: true,
     })
     await db.close()
   })

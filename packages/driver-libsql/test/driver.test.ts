@@ -30,6 +30,7 @@ describe('libsqlDriver', () => {
       // One connection of the engine: rows can be stamped for the path cache.
       snapshotTokens: true,
       arrayRows: true,
+      pluckRows: true,
     })
     await db.close()
   })

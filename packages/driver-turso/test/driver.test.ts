@@ -32,6 +32,7 @@ describe('tursoDriver', () => {
       snapshotTokens: false,
       // The kit builds array rows from the engine's objects.
       arrayRows: true,
+      pluckRows: true,
     })
     expect(recursiveQueries(db)).toBe(false)
     expect(fullTextSearch(db)).toBe(false)
