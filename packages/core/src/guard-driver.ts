@@ -15,8 +15,8 @@ import { Mutex } from './mutex.js'
 import {
   checkParams,
   conversion,
-  rowsAsAsked,
   rowsAsAskedLater,
+  runNow,
   TransactionHandle,
 } from './transaction-handle.js'
 import { beginUnit } from './transaction-unit.js'
@@ -177,13 +177,7 @@ export function guardDriver(driver: Driver): GuardedDriver {
     // across a wait (nothing else can run until it returns).
     if (now === undefined || !serial || closeRequested || closed || mutex.locked) return undefined
     if (!PLAIN_SELECT.test(statement.sql)) generation++
-    let result: QueryResult<Row> | undefined
-    try {
-      result = now<Row>(statement)
-    } catch (error) {
-      throw mapSqliteError(error, { sql: statement.sql })
-    }
-    return result === undefined ? undefined : rowsAsAsked(result, statement, driver.capabilities)
+    return runNow<Row>(now, statement, driver.capabilities)
   }
   /** Resolves once every call started before it has finished. */
   const drained = (): Promise<void> => {

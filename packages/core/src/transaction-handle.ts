@@ -61,6 +61,24 @@ export function rowsAsAsked<Row>(
   return convert === undefined ? result : convert(result)
 }
 
+/**
+ * `statement` run by a driver's `executeNow`, its engine error mapped, its rows as the statement
+ * asks for them; undefined when it did not run.
+ */
+export function runNow<Row>(
+  now: NonNullable<Executor['executeNow']>,
+  statement: Statement,
+  capabilities: DriverCapabilities,
+): QueryResult<Row> | undefined {
+  let result: QueryResult<Row> | undefined
+  try {
+    result = now<Row>(statement)
+  } catch (error) {
+    throw mapSqliteError(error, { sql: statement.sql })
+  }
+  return result === undefined ? undefined : rowsAsAsked(result, statement, capabilities)
+}
+
 /** `pending`, with the rows the statement asks for (arrays, values) when the driver cannot. */
 export function rowsAsAskedLater<Row>(
   pending: Promise<QueryResult<Row>>,
@@ -116,14 +134,7 @@ export class TransactionHandle implements Transaction {
     this.#check()
     checkParams(statement)
     const now = this.#now
-    if (now === undefined) return undefined
-    let result: QueryResult<Row> | undefined
-    try {
-      result = now<Row>(statement)
-    } catch (error) {
-      throw mapSqliteError(error, { sql: statement.sql })
-    }
-    return result === undefined ? undefined : rowsAsAsked(result, statement, this.capabilities)
+    return now === undefined ? undefined : runNow<Row>(now, statement, this.capabilities)
   }
 
   execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {

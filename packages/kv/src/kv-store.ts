@@ -124,6 +124,30 @@ const toEntry = <T>(row: EntryRow): KvEntry<T> => ({
   updatedAt: row.updated_at ?? 0,
 })
 
+const VALUE_SQL = 'SELECT value FROM kv_store WHERE key = ?'
+const ENTRY_SQL = `SELECT k.key AS key, k.value AS value, k.created_at AS created_at, k.updated_at AS updated_at, v.version AS version
+FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
+const HAS_SQL = 'SELECT 1 FROM kv_store WHERE key = ?'
+
+/**
+ * The first row of `sql` for `key` (checked first: a bad key rejects), mapped by `then`, with one
+ * promise when the statement runs at once (see `executeThen`); `pluck`: the row is its value.
+ */
+function byKey<Row, T>(
+  q: Queryable,
+  key: string,
+  sql: string,
+  pluck: boolean,
+  then: (result: QueryResult<Row>) => T,
+): Promise<T> {
+  try {
+    checkKey(key)
+  } catch (error) {
+    return Promise.reject(error)
+  }
+  return executeThen(q, { sql, params: [key], first: true, pluck }, then)
+}
+
 /** The value of a plucked `SELECT value`, if any. */
 const storedValue = ({ rows }: QueryResult<string>): unknown =>
   rows.length === 0 ? undefined : deserialize(rows[0]!)
@@ -227,35 +251,12 @@ export class KvStore {
 
   /** The value at `key`, or undefined. */
   get<T = unknown>(key: string): Promise<T | undefined> {
-    try {
-      checkKey(key)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    return executeThen(
-      this.#q,
-      { sql: 'SELECT value FROM kv_store WHERE key = ?', params: [key], first: true, pluck: true },
-      storedValue,
-    ) as Promise<T | undefined>
+    return byKey(this.#q, key, VALUE_SQL, true, storedValue) as Promise<T | undefined>
   }
 
   /** The entry at `key` with its version and timestamps, or undefined. */
   getEntry<T = unknown>(key: string): Promise<KvEntry<T> | undefined> {
-    try {
-      checkKey(key)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    return executeThen(
-      this.#q,
-      {
-        sql: `SELECT k.key AS key, k.value AS value, k.created_at AS created_at, k.updated_at AS updated_at, v.version AS version
-FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`,
-        params: [key],
-        first: true,
-      },
-      entryOf,
-    ) as Promise<KvEntry<T> | undefined>
+    return byKey(this.#q, key, ENTRY_SQL, false, entryOf) as Promise<KvEntry<T> | undefined>
   }
 
   /** The key's version, or null when absent (0: written only by another tool so far). */
@@ -264,16 +265,7 @@ FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
   }
 
   has(key: string): Promise<boolean> {
-    try {
-      checkKey(key)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    return executeThen(
-      this.#q,
-      { sql: 'SELECT 1 FROM kv_store WHERE key = ?', params: [key], first: true, pluck: true },
-      found,
-    )
+    return byKey(this.#q, key, HAS_SQL, true, found)
   }
 
   /** Deletes a key; true if it existed. With `ifVersion`, only at that version (else KvConflictError). */

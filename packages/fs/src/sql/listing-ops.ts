@@ -14,7 +14,7 @@ import { Dirent } from '../stats.js'
 import { resize } from '../storage/chunks.js'
 import { type InodeRow, inodeColumnsOf, inodeOf, isDir } from '../storage/inode.js'
 import { createNode, touchContent } from '../storage/mutate.js'
-import { keyOf, pathCacheOf, stampedSql } from '../storage/path-cache.js'
+import { keyOf, type PathCache, pathCacheOf, stampedSql } from '../storage/path-cache.js'
 import { lookup } from '../storage/resolver.js'
 import type { ReaddirOptions, StatFs } from '../types.js'
 import { hashBefore } from './content-hash.js'
@@ -153,35 +153,37 @@ function ordinaryNames(row: readonly unknown[]): string[] | undefined {
 }
 
 /**
+ * The path cache and the directory it remembers at `path`, when it does (not for a path with
+ * `..`, which the cache does not key).
+ */
+function rememberedDir(q: Queryable, path: string): { cache: PathCache; ino: number } | undefined {
+  const cache = pathCacheOf(q)
+  if (!cache) return
+  const { parts } = parsePath(path, 'scandir')
+  if (parts.includes('..')) return
+  const ino = cache.dir(keyOf(parts))
+  return ino === undefined ? undefined : { cache, ino }
+}
+
+/**
  * {@link cachedNames} answered at once: the names when the path cache holds the directory, the
  * connection is free and every name is ordinary; undefined otherwise (the caller then takes the
  * general path, which reports a bad name).
  */
 function cachedNamesNow(q: Queryable, path: string): string[] | undefined {
-  const cache = pathCacheOf(q)
-  if (!cache) return
-  const { parts } = parsePath(path, 'scandir')
-  if (parts.includes('..')) return
-  const ino = cache.dir(keyOf(parts))
-  if (ino === undefined) return
-  const row = cache.stampedNow(NAMES_SQL, [ino, ino, ino])
+  const dir = rememberedDir(q, path)
+  if (!dir) return
+  const row = dir.cache.stampedNow(NAMES_SQL, [dir.ino, dir.ino, dir.ino])
   return row ? ordinaryNames(row) : undefined
 }
 
-/**
- * A directory's names in one statement when the path cache holds the directory; undefined when
- * it does not (or the path has `..`, which the cache does not key).
- */
+/** A directory's names in one statement when the path cache holds the directory; else undefined. */
 async function cachedNames(q: Queryable, path: string): Promise<string[] | undefined> {
-  const cache = pathCacheOf(q)
-  if (!cache) return
-  const { parts } = parsePath(path, 'scandir')
-  if (parts.includes('..')) return
-  const ino = cache.dir(keyOf(parts))
-  if (ino === undefined) return
-  const row = await cache.stamped(NAMES_SQL, [ino, ino, ino])
+  const dir = rememberedDir(q, path)
+  if (!dir) return
+  const row = await dir.cache.stamped(NAMES_SQL, [dir.ino, dir.ino, dir.ino])
   if (!row) return
-  return namesOf(cache.source, row, ino, path)
+  return namesOf(dir.cache.source, row, dir.ino, path)
 }
 
 /** `statfs`: used space from the sizes, a nominal 2^31 blocks and files free. */
