@@ -71,7 +71,7 @@ export function transactionsSuite({ resources, it }: SuiteContext): void {
       const driver = await resources().driver()
       await driver.execute({ sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)' })
       const now = driver.executeNow?.bind(driver)
-      if (now === undefined) skip('the driver has no executeNow (it is optional)')
+      if (now === undefined) return skip('the driver has no executeNow (it is optional)')
       const read = { sql: 'SELECT id, v FROM t ORDER BY id' }
       // A free connection runs it now; undefined would only mean "use execute".
       const wrote = now({ sql: "INSERT INTO t (id, v) VALUES (1, 'a')" })
