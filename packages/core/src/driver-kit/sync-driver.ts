@@ -209,6 +209,24 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
 
   const withDb = async (): Promise<SyncConnection> => current()
 
+  /**
+   * The statement run at once on the open, uncontended connection (see `Executor.executeNow`);
+   * a busy statement changed nothing and is left to `execute`, which waits and retries.
+   */
+  function executeNow<Row = Record<string, SqlValue>>(
+    statement: Statement,
+  ): QueryResult<Row> | undefined {
+    const handle = db
+    if (!handle || fileLock.contended || needsTurn()) return undefined
+    try {
+      return runRaw<Row>(handle, statement)
+    } catch (error) {
+      if (handle.inTransaction || !isBusyError(error))
+        throw mapSqliteError(error, { sql: statement.sql })
+      return undefined
+    }
+  }
+
   return {
     name: spec.name,
     capabilities: {
@@ -226,15 +244,11 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       // Fast path: the statement runs synchronously; only a lock wait or a busy retry goes async.
-      const handle = db
-      if (handle && !fileLock.contended && !needsTurn()) {
-        try {
-          return Promise.resolve(runRaw<Row>(handle, statement))
-        } catch (error) {
-          if (handle.inTransaction || !isBusyError(error)) {
-            return Promise.reject(mapSqliteError(error, { sql: statement.sql }))
-          }
-        }
+      try {
+        const result = executeNow<Row>(statement)
+        if (result !== undefined) return Promise.resolve(result)
+      } catch (error) {
+        return Promise.reject(error)
       }
       return (async () => {
         if (needsTurn()) await turn()
@@ -244,19 +258,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
           : runRetrying<Row>(opened, statement)
       })()
     },
-    executeNow<Row = Record<string, SqlValue>>(statement: Statement): QueryResult<Row> | undefined {
-      // `execute`'s fast path without its promise; a busy statement changed nothing and is left
-      // to `execute`, which waits and retries.
-      const handle = db
-      if (!handle || fileLock.contended || needsTurn()) return undefined
-      try {
-        return runRaw<Row>(handle, statement)
-      } catch (error) {
-        if (handle.inTransaction || !isBusyError(error))
-          throw mapSqliteError(error, { sql: statement.sql })
-        return undefined
-      }
-    },
+    executeNow,
     readThen<Row = Record<string, SqlValue>>(
       read: Statement,
       next: (result: QueryResult<Row>) => Statement | undefined,
