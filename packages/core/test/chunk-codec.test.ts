@@ -8,7 +8,7 @@ import {
   type ZstdEngine,
   zstdCodec,
   zstdEngines,
-} from '../src/chunk-codec.js'
+} from '../src/content/chunk-codec.js'
 import { isAgentFsError, isFsError } from '../src/index.js'
 
 // "line of agent notes\n" × 200 (4,000 bytes) as Node.js 22's zstd writes it, with and without

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest'
+import { guardDriver } from '../src/driver/guard-driver.js'
 import { createSyncDriver, type SyncConnection } from '../src/driver-kit/index.js'
-import { guardDriver } from '../src/guard-driver.js'
 
 /**
  * A fake in-process binding: every reader records whether the event loop had turned (a

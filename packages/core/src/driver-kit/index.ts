@@ -4,8 +4,8 @@
  * {@link createSyncDriver}; an asynchronous one (libSQL, a remote engine) uses the pieces:
  * `retryBusy`, the per-file `FileLock`, `lazyConnection` and the value helpers.
  */
-export { isBusyError, retryBusy } from '../busy-retry.js'
-export { Mutex, sharedMutex } from '../mutex.js'
+export { isBusyError, retryBusy } from '../driver/busy-retry.js'
+export { Mutex, sharedMutex } from '../driver/mutex.js'
 export type { BetterSqliteLikeDatabase } from './connection.js'
 export { connectionOver } from './connection.js'
 export type { DatabaseKey } from './encryption.js'

@@ -1,6 +1,6 @@
 import { realpathSync } from 'node:fs'
+import { type Mutex, sharedMutex } from '../driver/mutex.js'
 import { AgentFsError } from '../errors.js'
-import { type Mutex, sharedMutex } from '../mutex.js'
 import type { SyncDriverOptions } from './kit-types.js'
 
 /**

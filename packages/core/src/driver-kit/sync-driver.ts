@@ -1,4 +1,4 @@
-import { isBusyError, retryBusy } from '../busy-retry.js'
+import { isBusyError, retryBusy } from '../driver/busy-retry.js'
 import {
   arrayRowsOf,
   type Driver,
@@ -9,9 +9,9 @@ import {
   readThen,
   type SqlValue,
   type Statement,
-} from '../driver.js'
+} from '../driver/driver.js'
+import { mapSqliteError } from '../driver/map-error.js'
 import { AgentFsError } from '../errors.js'
-import { mapSqliteError } from '../map-error.js'
 import type { SyncConnection, SyncDriverSpec, SyncStatement } from './kit-types.js'
 import { FileLock } from './lazy.js'
 import {

@@ -1,4 +1,4 @@
-import { fromSqlInteger } from '../driver.js'
+import { fromSqlInteger } from '../driver/driver.js'
 
 /**
  * Parameters as a synchronous binding needs them. better-sqlite3 and `node:sqlite` bind every JS
