@@ -175,6 +175,7 @@ export { ID_TABLES, idColumn, MAX_SLOT, SLOT_SPAN, slotIds } from './driver/slot
 export type { SnapshotSource, SnapshotToken } from './driver/snapshot.js'
 export { SNAPSHOT_COLUMNS, sameSnapshot, snapshotSource, tokenOf } from './driver/snapshot.js'
 export { databaseOf, STORE_DATABASE } from './driver/store-database.js'
+export { viaSubqueries } from './driver/via-subqueries.js'
 export type { DatabaseKey } from './driver-kit/encryption.js'
 export type { AgentFsErrorOptions, FsErrorInit, PosixCode } from './errors.js'
 export {

@@ -29,7 +29,10 @@ it('readFile never mixes two versions of a file rewritten between its statements
   let rewrites = 0
   const execute = driver.execute.bind(driver)
   driver.execute = async (statement) => {
-    if (rewrites === 0 && /FROM fs_data WHERE ino = \? AND chunk_index > 0/.test(statement.sql)) {
+    if (
+      rewrites === 0 &&
+      /FROM fs_data WHERE ino = \(SELECT \?\) AND chunk_index > 0/.test(statement.sql)
+    ) {
       rewrites++
       await writer.writeFile('/f', newer)
     }

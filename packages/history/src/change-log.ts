@@ -77,7 +77,7 @@ export class ChangeLog {
       if (upTo !== undefined) limit = Math.min(limit, checkCount(upTo, 'upTo'))
       if (keep !== undefined) {
         const { rows } = await tx.execute<{ seq: number }>({
-          sql: 'SELECT seq FROM agentfs_change ORDER BY seq DESC LIMIT 1 OFFSET ?',
+          sql: 'SELECT seq FROM agentfs_change ORDER BY seq DESC LIMIT 1 OFFSET (SELECT ?)',
           params: [checkCount(keep, 'keep')],
         })
         limit = Math.min(limit, rows[0]?.seq ?? 0)

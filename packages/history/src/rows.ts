@@ -41,13 +41,14 @@ export async function openInode(q: Executor, ino: number): Promise<SnapInode | u
 
 /**
  * The live inode with its symlink target (chunks are not read here). A file unlinked while open
- * (recorded as `orphan.<ino>`) is not part of the tree: a snapshot holds it as gone.
+ * (recorded as `orphan.<ino>`) is not part of the tree: a snapshot holds it as gone. The inode
+ * comes in through the one-row start (ARCHITECTURE.md, "Statement shapes").
  */
 export async function liveInode(q: Executor, ino: number): Promise<SnapInode | undefined> {
   const { rows } = await q.execute<SnapInode>({
     sql: `SELECT i.ino, ${INODE_COLUMNS.map((c) => `i.${c}`).join(', ')}, l.target AS target, NULL AS chunks
-FROM fs_inode i LEFT JOIN fs_symlink l ON l.ino = i.ino WHERE i.ino = ?
-AND NOT EXISTS (SELECT 1 FROM agentfs_meta m WHERE m.key = '${META_ORPHAN}' || i.ino)`,
+FROM (SELECT ? AS ino) s JOIN fs_inode i ON i.ino = s.ino LEFT JOIN fs_symlink l ON l.ino = i.ino
+WHERE NOT EXISTS (SELECT 1 FROM agentfs_meta m WHERE m.key = '${META_ORPHAN}' || i.ino)`,
     params: [ino],
   })
   return rows[0]

@@ -14,6 +14,7 @@ import {
   type QueryResult,
   STORE_DATABASE,
   type Timestamp,
+  viaSubqueries,
 } from '@agentfs/core'
 import { KvConflictError } from './conflict.js'
 import { prefixConditions } from './key-range.js'
@@ -72,9 +73,13 @@ interface EntryRow {
 
 const MAX_PAGE = 10_000
 
-/** The current version of key `?`: NULL when absent, 0 when only another tool wrote it. */
+/**
+ * The current version of key `?`: NULL when absent, 0 when only another tool wrote it. The key
+ * comes in through the one-row start, as in {@link ENTRY_SQL} (ARCHITECTURE.md, "Statement
+ * shapes").
+ */
 const CURRENT_VERSION =
-  'SELECT COALESCE(v.version, 0) AS version FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?'
+  'SELECT COALESCE(v.version, 0) AS version FROM (SELECT ? AS key) s JOIN kv_store k ON k.key = s.key LEFT JOIN agentfs_kv_version v ON v.key = k.key'
 
 /** Moves a key's version row on (creating it at 1) and stamps the time of the write. */
 function nextVersion(tx: Queryable, key: string, now: Timestamp): Promise<void> {
@@ -126,7 +131,7 @@ const toEntry = <T>(row: EntryRow): KvEntry<T> => ({
 
 const VALUE_SQL = 'SELECT value FROM kv_store WHERE key = ?'
 const ENTRY_SQL = `SELECT k.key AS key, k.value AS value, k.created_at AS created_at, k.updated_at AS updated_at, v.version AS version
-FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key WHERE k.key = ?`
+FROM (SELECT ? AS key) s JOIN kv_store k ON k.key = s.key LEFT JOIN agentfs_kv_version v ON v.key = k.key`
 const HAS_SQL = 'SELECT 1 FROM kv_store WHERE key = ?'
 
 /**
@@ -313,7 +318,7 @@ export class KvStore {
     params.push(limit + 1)
     return {
       sql: `SELECT ${columns} FROM kv_store k LEFT JOIN agentfs_kv_version v ON v.key = k.key
-${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY k.key LIMIT ?`,
+${where.length ? `WHERE ${viaSubqueries(where.join(' AND '))}` : ''} ORDER BY k.key LIMIT (SELECT ?)`,
       params,
     }
   }

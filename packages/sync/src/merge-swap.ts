@@ -173,7 +173,7 @@ export async function mergeSwap(
   })
   // The winner's inode goes, as the inode a rewrite replaces does (with its media type moved).
   await q.execute({
-    sql: 'INSERT OR IGNORE INTO agentfs_mime (ino, mime_type) SELECT ?, mime_type FROM agentfs_mime WHERE ino = ?',
+    sql: 'INSERT OR IGNORE INTO agentfs_mime (ino, mime_type) SELECT ?, mime_type FROM agentfs_mime WHERE ino = (SELECT ?)',
     params: [ours.ino, theirs.ino],
   })
   for (const table of ['agentfs_mime', 'fs_data', 'fs_inode'])

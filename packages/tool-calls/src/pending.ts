@@ -1,5 +1,5 @@
 import { hostname } from 'node:os'
-import { AgentFsError, type Queryable } from '@agentfs/core'
+import { AgentFsError, type Queryable, viaSubqueries } from '@agentfs/core'
 import { fromJson } from './json.js'
 import { nsToMs, type TimeInput } from './model.js'
 
@@ -119,8 +119,8 @@ export async function pendingRows(
   }
   const { rows } = await q.execute<PendingRow>({
     sql: `SELECT token, name, parameters, session_id, parent_id, started_at_ns, owner, payloads
-FROM agentfs_tool_call_pending ${clauses.length ? `WHERE ${clauses.join(' AND ')}` : ''}
-ORDER BY started_at_ns, token LIMIT ?`,
+FROM agentfs_tool_call_pending ${clauses.length ? `WHERE ${viaSubqueries(clauses.join(' AND '))}` : ''}
+ORDER BY started_at_ns, token LIMIT (SELECT ?)`,
     params: [...params, limit],
   })
   return rows

@@ -1,3 +1,4 @@
+import { viaSubqueries } from '@agentfs/core'
 import { NS, type QueryOptions, type ToolStats, toNs } from './model.js'
 
 /** The SQL of the log's reads: calls with their metadata, filters, and per-tool statistics. */
@@ -47,7 +48,8 @@ export function callFilters(options: QueryOptions): {
     params.push(options.parentId)
   }
   if (options.errorsOnly) clauses.push('t.error IS NOT NULL')
-  return { where: clauses.length ? `WHERE ${clauses.join(' AND ')}` : '', params }
+  // Values bound through subqueries (ARCHITECTURE.md, "Statement shapes").
+  return { where: clauses.length ? `WHERE ${viaSubqueries(clauses.join(' AND '))}` : '', params }
 }
 
 export interface StatsRow {

@@ -418,8 +418,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     options: Pick<QueryOptions, 'payloads'> = {},
   ): Promise<ToolCall | undefined> {
     const mode = checkMode(options.payloads)
+    // The id bound through a subquery (ARCHITECTURE.md, "Statement shapes").
     const { rows } = await this.#q.execute<CallRow>({
-      sql: `${selectCalls(this.#reference)} WHERE t.id = ?`,
+      sql: `${selectCalls(this.#reference)} WHERE t.id = (SELECT ?)`,
       params: [id],
     })
     return rows[0] && this.#toCall(rows[0], mode)
@@ -440,7 +441,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     const direction = options.order === 'oldest' ? 'ASC' : 'DESC'
     const { rows } = await this.#q.execute<CallRow>({
       sql: `${selectCalls(this.#reference)} ${where}
-ORDER BY COALESCE(m.started_at_ns, t.started_at * 1000000000) ${direction}, t.id ${direction} LIMIT ? OFFSET ?`,
+ORDER BY COALESCE(m.started_at_ns, t.started_at * 1000000000) ${direction}, t.id ${direction} LIMIT (SELECT ?) OFFSET (SELECT ?)`,
       params: [...params, limit, offset],
     })
     const calls: ToolCall[] = []

@@ -2,6 +2,7 @@ import { createHash, createHmac } from 'node:crypto'
 import type { Executor } from '../driver/driver.js'
 import type { Queryable } from '../driver/guard-driver.js'
 import { SLOT_SPAN } from '../driver/slot-ids.js'
+import { viaSubqueries } from '../driver/via-subqueries.js'
 import { AgentFsError } from '../errors.js'
 import { checkPayload, parseRefs } from './payload-store.js'
 
@@ -201,7 +202,7 @@ async function slotsIn(
   let from = Number.MIN_SAFE_INTEGER
   for (;;) {
     const { rows } = await q.execute<{ low: number | null }>({
-      sql: `SELECT min(${id}) AS low FROM ${table} WHERE ${where} AND ${id} >= ?`,
+      sql: `SELECT min(${id}) AS low FROM ${table} WHERE ${viaSubqueries(where)} AND ${id} >= (SELECT ?)`,
       params: [...params, from],
     })
     const low = rows[0]?.low
@@ -230,7 +231,7 @@ async function tipOf(q: Executor, stream: AuditStream, slot: number): Promise<Ti
   const low = slot * SLOT_SPAN
   const high = low + SLOT_SPAN - 1
   const { rows } = await q.execute<{ seq: number; digest: Uint8Array }>({
-    sql: 'SELECT seq, digest FROM agentfs_audit_chain WHERE stream = ? AND seq BETWEEN ? AND ? ORDER BY seq DESC LIMIT 1',
+    sql: 'SELECT seq, digest FROM agentfs_audit_chain WHERE stream = (SELECT ?) AND seq BETWEEN (SELECT ?) AND (SELECT ?) ORDER BY seq DESC LIMIT 1',
     params: [stream, low, high],
   })
   const anchor = await anchorOf(q, stream, slot)
@@ -307,7 +308,7 @@ async function sealBatch(
   const from = tip?.seq ?? slot * SLOT_SPAN - 1
   const { rows } = await tx.execute<unknown[]>({
     arrays: true,
-    sql: `${select} WHERE ${column} > ? AND ${column} <= ? ORDER BY 1 LIMIT ?`,
+    sql: `${select} WHERE ${column} > (SELECT ?) AND ${column} <= (SELECT ?) ORDER BY 1 LIMIT (SELECT ?)`,
     params: [from, Math.min(upTo, (slot + 1) * SLOT_SPAN - 1), SEAL_BATCH],
   })
   let previous = tip?.digest ?? ZERO
@@ -484,7 +485,7 @@ async function verifySlot(
   const floor = anchor?.seq ?? slot * SLOT_SPAN - 1
   // Rows at or below a trim anchor were trimmed; one there now was put back.
   const { rows: below } = await tx.execute<{ seq: number }>({
-    sql: `SELECT ${id} AS seq FROM ${STREAM_SQL[stream].table} WHERE ${id} >= ? AND ${id} <= ? ORDER BY ${id} LIMIT 1`,
+    sql: `SELECT ${id} AS seq FROM ${STREAM_SQL[stream].table} WHERE ${id} >= (SELECT ?) AND ${id} <= (SELECT ?) ORDER BY ${id} LIMIT 1`,
     params: [slot * SLOT_SPAN, floor],
   })
   if (below[0])
@@ -495,7 +496,7 @@ async function verifySlot(
       message: `${stream} ${below[0].seq}: a row below the trim anchor (${floor}), where every row was trimmed`,
     })
   const { rows: lastRows } = await tx.execute<{ seq: number | null }>({
-    sql: 'SELECT max(seq) AS seq FROM agentfs_audit_chain WHERE stream = ? AND seq > ? AND seq < ?',
+    sql: 'SELECT max(seq) AS seq FROM agentfs_audit_chain WHERE stream = (SELECT ?) AND seq > (SELECT ?) AND seq < (SELECT ?)',
     params: [stream, floor, high],
   })
   const lastSealed = lastRows[0]?.seq ?? floor
@@ -520,7 +521,7 @@ async function verifySlot(
   for (;;) {
     const { rows: data } = await tx.execute<unknown[]>({
       arrays: true,
-      sql: `${select} WHERE ${column} > ? AND ${column} < ? ORDER BY 1 LIMIT ?`,
+      sql: `${select} WHERE ${column} > (SELECT ?) AND ${column} < (SELECT ?) ORDER BY 1 LIMIT (SELECT ?)`,
       params: [cursor, high, VERIFY_PAGE],
     })
     const { rows: seals } = await tx.execute<{
@@ -528,7 +529,7 @@ async function verifySlot(
       digest: unknown
       key_id: string | null
     }>({
-      sql: 'SELECT seq, digest, key_id FROM agentfs_audit_chain WHERE stream = ? AND seq > ? AND seq < ? ORDER BY seq LIMIT ?',
+      sql: 'SELECT seq, digest, key_id FROM agentfs_audit_chain WHERE stream = (SELECT ?) AND seq > (SELECT ?) AND seq < (SELECT ?) ORDER BY seq LIMIT (SELECT ?)',
       params: [stream, cursor, high, VERIFY_PAGE],
     })
     let top = high - 1
@@ -646,7 +647,7 @@ export async function anchorTrim(
       if ((await sealBatch(tx, stream, slot, k, nowUs, top)) === 0) break
     }
     const { rows } = await tx.execute<{ seq: number; digest: Uint8Array }>({
-      sql: 'SELECT seq, digest FROM agentfs_audit_chain WHERE stream = ? AND seq BETWEEN ? AND ? ORDER BY seq DESC LIMIT 1',
+      sql: 'SELECT seq, digest FROM agentfs_audit_chain WHERE stream = (SELECT ?) AND seq BETWEEN (SELECT ?) AND (SELECT ?) ORDER BY seq DESC LIMIT 1',
       params: [stream, low, top],
     })
     const last = rows[0]
@@ -656,7 +657,7 @@ export async function anchorTrim(
       params: [stream, slot, last.seq, bytesOf(last.digest)],
     })
     await tx.execute({
-      sql: 'DELETE FROM agentfs_audit_chain WHERE stream = ? AND seq BETWEEN ? AND ?',
+      sql: 'DELETE FROM agentfs_audit_chain WHERE stream = (SELECT ?) AND seq BETWEEN (SELECT ?) AND (SELECT ?)',
       params: [stream, low, last.seq],
     })
   }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../driver/guard-driver.js'
+import { viaSubqueries } from '../driver/via-subqueries.js'
 import { AgentFsError } from '../errors.js'
 import { normalizePath } from '../paths/path.js'
 import type { ChangeOp } from './changes.js'
@@ -191,7 +192,7 @@ export async function readChanges(
   const { rows } = await q.execute<ChangeRow>({
     sql: `SELECT c.seq, c.at_us, c.op, c.path, c.path2, c.ino, c.version, c.size, c.session_id, c.call_token, c.hash, c.prev_hash, c.txid, c.message,
   (SELECT m.id FROM agentfs_tool_call_meta m WHERE m.call_token = c.call_token) AS tool_call_id
-FROM agentfs_change c WHERE ${where.join(' AND ')} ORDER BY c.seq${reverse ? ' DESC' : ''} LIMIT ?`,
+FROM agentfs_change c WHERE ${viaSubqueries(where.join(' AND '))} ORDER BY c.seq${reverse ? ' DESC' : ''} LIMIT (SELECT ?)`,
     params,
   })
   const more = rows.length > limit

@@ -165,11 +165,15 @@ export function micros(now: Timestamp): number {
 
 /** A change's transaction id when it is not the first of its transaction: the previous one's. */
 const PREVIOUS_TXID = '(SELECT coalesce(txid, seq) FROM agentfs_change ORDER BY seq DESC LIMIT 1)'
-/** The feed row's insert, its txid bound or read from the previous row (built once each). */
+/**
+ * The feed row's insert, its txid bound or read from the previous row (built once each). The
+ * inode comes in through the one-row start, not as the join's term (ARCHITECTURE.md, "Statement
+ * shapes").
+ */
 const feedInsert = (txid: string) =>
   `INSERT INTO agentfs_change (seq, at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size, session_id, call_token, hash, prev_hash, txid, message)
 SELECT ?, ?, ?, ?, ?, ?, ?, ?, CAST(i.ctime * 1000000000 + i.ctime_nsec AS TEXT), i.size, ?, ?, ?, ?, ${txid}, ?
-FROM (SELECT 1) LEFT JOIN fs_inode i ON i.ino = ?`
+FROM (SELECT ? AS ino) s LEFT JOIN fs_inode i ON i.ino = s.ino`
 const FEED_INSERT = feedInsert('?')
 const FEED_INSERT_PREVIOUS = feedInsert(PREVIOUS_TXID)
 

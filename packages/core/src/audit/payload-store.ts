@@ -196,8 +196,9 @@ async function walkPayload(
   let total = 0
   for (let from = 0; from < count; from += PAGE) {
     const to = Math.min(count, from + PAGE)
+    // Values bound through subqueries (ARCHITECTURE.md, "Statement shapes").
     const page = await q.execute<{ chunk_index: number; data: Uint8Array }>({
-      sql: 'SELECT chunk_index, data FROM agentfs_payload_chunk WHERE sha256 = ? AND chunk_index >= ? AND chunk_index < ? ORDER BY chunk_index',
+      sql: 'SELECT chunk_index, data FROM agentfs_payload_chunk WHERE sha256 = (SELECT ?) AND chunk_index >= (SELECT ?) AND chunk_index < (SELECT ?) ORDER BY chunk_index',
       params: [sha256, from, to],
     })
     for (let i = 0; i < to - from; i++) {

@@ -38,8 +38,9 @@ async function eachChunk(
   const count = Math.ceil(size / chunkSize)
   const out = new Uint8Array(count * HASH_BYTES)
   for (let start = 0; start < count; start += PAGE) {
+    // Values bound through subqueries (ARCHITECTURE.md, "Statement shapes").
     const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
-      sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index >= ? AND chunk_index < ?',
+      sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = (SELECT ?) AND chunk_index >= (SELECT ?) AND chunk_index < (SELECT ?)',
       params: [ino, start, Math.min(count, start + PAGE)],
     })
     const stored = new Map(
@@ -187,7 +188,7 @@ export async function readInode(
   const chunkSize = format.size
   const out = new Uint8Array(size)
   const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
-    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index >= 0 AND chunk_index < ?',
+    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = (SELECT ?) AND chunk_index >= 0 AND chunk_index < (SELECT ?)',
     params: [ino, Math.ceil(size / chunkSize)],
   })
   for (const r of rows) {

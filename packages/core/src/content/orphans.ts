@@ -155,7 +155,7 @@ export const ORPHAN_KEYS = [META_ORPHAN, `${META_ORPHAN.slice(0, -1)}/`] as cons
 /** The orphans recorded in the database: inode and holder. */
 export async function listOrphans(q: Queryable): Promise<{ ino: number; holder: string }[]> {
   const { rows } = await q.execute<{ key: string; value: string }>({
-    sql: 'SELECT key, value FROM agentfs_meta WHERE key >= ? AND key < ? ORDER BY key',
+    sql: 'SELECT key, value FROM agentfs_meta WHERE key >= (SELECT ?) AND key < (SELECT ?) ORDER BY key',
     params: [...ORPHAN_KEYS],
   })
   return rows

@@ -3,6 +3,7 @@ import type { Timestamp } from '../clock.js'
 import { captureContent, dropRefs, readInode } from '../content/blob-store.js'
 import type { ChunkFormat } from '../content/chunk-codec.js'
 import type { Executor } from '../driver/driver.js'
+import { viaSubqueries } from '../driver/via-subqueries.js'
 import { AgentFsError } from '../errors.js'
 import { readMeta, writeMeta } from '../schema/meta.js'
 import { S_IFMT, S_IFREG } from '../schema/schema.js'
@@ -106,7 +107,8 @@ ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) 
 /** Deletes the versions `where` selects, releasing their chunks; returns the bytes freed. */
 async function drop(q: Executor, where: string, params: (number | string)[]): Promise<number> {
   const { rows } = await q.execute<{ size: number; chunks: Uint8Array }>({
-    sql: `DELETE FROM agentfs_file_version WHERE ${where} RETURNING size, chunks`,
+    // Values bound through subqueries (ARCHITECTURE.md, "Statement shapes").
+    sql: `DELETE FROM agentfs_file_version WHERE ${viaSubqueries(where)} RETURNING size, chunks`,
     params,
   })
   let freed = 0

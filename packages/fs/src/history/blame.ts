@@ -188,7 +188,7 @@ export async function blameFile(
     // The changes back to the file's creation, or to maxVersions.
     const { rows } = start
       ? await tx.execute<Row>({
-          sql: `SELECT ${COLUMNS} WHERE c.ino = ? AND c.op IN ${CONTENT} AND c.seq <= ? ORDER BY c.seq DESC LIMIT ?`,
+          sql: `SELECT ${COLUMNS} WHERE c.ino = (SELECT ?) AND c.op IN ${CONTENT} AND c.seq <= (SELECT ?) ORDER BY c.seq DESC LIMIT (SELECT ?)`,
           params: [node.ino, start.seq, maxVersions],
         })
       : { rows: [] as Row[] }

@@ -72,11 +72,11 @@ export async function fileHistory(
     const { rows } = await tx.execute<Row>(
       found.node
         ? {
-            sql: `SELECT ${columns} FROM agentfs_change c WHERE c.ino = ? AND c.op NOT LIKE 'kv-%' ORDER BY c.seq DESC LIMIT ?`,
+            sql: `SELECT ${columns} FROM agentfs_change c WHERE c.ino = (SELECT ?) AND c.op NOT LIKE 'kv-%' ORDER BY c.seq DESC LIMIT (SELECT ?)`,
             params: [ino, limit],
           }
         : {
-            sql: `SELECT ${columns} FROM agentfs_change c WHERE c.op NOT LIKE 'kv-%' AND (c.path = ? OR c.path2 = ?) ORDER BY c.seq DESC LIMIT ?`,
+            sql: `SELECT ${columns} FROM agentfs_change c WHERE c.op NOT LIKE 'kv-%' AND (c.path = (SELECT ?) OR c.path2 = (SELECT ?)) ORDER BY c.seq DESC LIMIT (SELECT ?)`,
             params: [target, target, limit],
           },
     )

@@ -162,7 +162,7 @@ export class PolicyGate {
 
   async #checkEveryName(ino: number, op: FsOperation, syscall: string, path: string) {
     const { rows } = await this.q.execute<{ parent_ino: number; name: string }>({
-      sql: 'SELECT parent_ino, name FROM fs_dentry WHERE ino = ? LIMIT ?',
+      sql: 'SELECT parent_ino, name FROM fs_dentry WHERE ino = (SELECT ?) LIMIT (SELECT ?)',
       params: [ino, MAX_NAMES + 1],
     })
     if (rows.length > MAX_NAMES)

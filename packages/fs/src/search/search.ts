@@ -292,8 +292,9 @@ WHERE a.ino IN (${placeholders(batch.length)})
     let first = true
     let binary = false
     for (let index = 0; index * format.size < file.size && !binary; index += 64) {
+      // Values bound through subqueries (ARCHITECTURE.md, "Statement shapes").
       const { rows } = await q.execute<{ data: unknown }>({
-        sql: 'SELECT data FROM fs_data WHERE ino = ? AND chunk_index >= ? AND chunk_index < ? ORDER BY chunk_index',
+        sql: 'SELECT data FROM fs_data WHERE ino = (SELECT ?) AND chunk_index >= (SELECT ?) AND chunk_index < (SELECT ?) ORDER BY chunk_index',
         params: [file.ino, index, index + 64],
       })
       for (const row of rows) {

@@ -125,7 +125,7 @@ async function replaceFile(
   // The file keeps its stored media type on its new inode (a new row, not a changed key: a
   // synced database's change capture cannot carry a row whose key changed).
   await executeDeferred(q, {
-    sql: 'INSERT INTO agentfs_mime (ino, mime_type) SELECT ?, mime_type FROM agentfs_mime WHERE ino = ?',
+    sql: 'INSERT INTO agentfs_mime (ino, mime_type) SELECT ?, mime_type FROM agentfs_mime WHERE ino = (SELECT ?)',
     params: [ino, old.ino],
   })
   await executeDeferred(q, { sql: 'DELETE FROM agentfs_mime WHERE ino = ?', params: [old.ino] })
@@ -176,7 +176,7 @@ export async function copyFile(ctx: FsContext, src: string, dest: string, mode =
     }
     // Chunks are copied inside the engine: no file content passes through JavaScript.
     await q.execute({
-      sql: 'INSERT INTO fs_data (ino, chunk_index, data) SELECT ?, chunk_index, data FROM fs_data WHERE ino = ?',
+      sql: 'INSERT INTO fs_data (ino, chunk_index, data) SELECT ?, chunk_index, data FROM fs_data WHERE ino = (SELECT ?)',
       params: [ino, source.node.ino],
     })
     await touchContent(q, ino, source.node.size, now)

@@ -41,8 +41,9 @@ export class Dir {
 
   async #fill(): Promise<void> {
     const { rows } = await this.#q.execute<{ name: string; mode: number }>({
+      // Values bound through subqueries (ARCHITECTURE.md, "Statement shapes").
       sql: `SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino
-WHERE d.parent_ino = ? AND d.name > ? ORDER BY d.name LIMIT ?`,
+WHERE d.parent_ino = (SELECT ?) AND d.name > (SELECT ?) ORDER BY d.name LIMIT (SELECT ?)`,
       params: [this.#ino, this.#after ?? '', this.#bufferSize],
     })
     if (rows.length < this.#bufferSize) this.#done = true

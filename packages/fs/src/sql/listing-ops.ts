@@ -83,7 +83,7 @@ async function listing(
       return entries
     }
     const { rows } = await q.execute<{ name: string; mode: number }>({
-      sql: 'SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name',
+      sql: 'SELECT d.name AS name, i.mode AS mode FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = (SELECT ?) ORDER BY d.name',
       params: [node.ino],
     })
     return rows.map((r) => new Dirent(checkedName(r.name, node.ino, path), base, r.mode))
@@ -96,7 +96,7 @@ async function listing(
 }
 
 /** A directory's entries with their inodes' columns, as array rows: [name, ...INODE_COLUMNS]. */
-const ENTRIES_WITH_INODES_SQL = `SELECT d.name, ${inodeColumnsOf('i')} FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = ? ORDER BY d.name`
+const ENTRIES_WITH_INODES_SQL = `SELECT d.name, ${inodeColumnsOf('i')} FROM fs_dentry d JOIN fs_inode i ON i.ino = d.ino WHERE d.parent_ino = (SELECT ?) ORDER BY d.name`
 
 /**
  * A directory's names: an index-only scan of idx_fs_dentry_parent (parent_ino, name), handed
@@ -104,11 +104,12 @@ const ENTRIES_WITH_INODES_SQL = `SELECT d.name, ${inodeColumnsOf('i')} FROM fs_d
  * a JSON array a third more again), with how many names there are and the types of the first
  * and last name in the index's order. SQLite orders NULL, then numbers, then text, then blobs,
  * so when both ends are text every name is: two index seeks instead of a `typeof` per name
- * (which cost a quarter of a 100-name listing). Parameters: the directory three times.
+ * (which cost a quarter of a 100-name listing). Parameters: the directory three times, each
+ * bound through a subquery (ARCHITECTURE.md, "Statement shapes").
  */
 const NAMES_COLUMNS =
-  "group_concat(name, '/') AS names, COUNT(*) AS n, (SELECT typeof(name) FROM fs_dentry WHERE parent_ino = ? ORDER BY name LIMIT 1) AS lo, (SELECT typeof(name) FROM fs_dentry WHERE parent_ino = ? ORDER BY name DESC LIMIT 1) AS hi"
-const NAMES_FROM = 'FROM (SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name)'
+  "group_concat(name, '/') AS names, COUNT(*) AS n, (SELECT typeof(name) FROM fs_dentry WHERE parent_ino = (SELECT ?) ORDER BY name LIMIT 1) AS lo, (SELECT typeof(name) FROM fs_dentry WHERE parent_ino = (SELECT ?) ORDER BY name DESC LIMIT 1) AS hi"
+const NAMES_FROM = 'FROM (SELECT name FROM fs_dentry WHERE parent_ino = (SELECT ?) ORDER BY name)'
 const NAMES_SQL = stampedSql(`SELECT ${NAMES_COLUMNS}`, NAMES_FROM)
 const NAMES_UNSTAMPED_SQL = `SELECT ${NAMES_COLUMNS} ${NAMES_FROM}`
 
@@ -126,7 +127,7 @@ async function namesOf(
   const names = ordinaryNames(row)
   if (names !== undefined) return names
   const { rows } = await q.execute<unknown[]>({
-    sql: 'SELECT name FROM fs_dentry WHERE parent_ino = ? ORDER BY name',
+    sql: 'SELECT name FROM fs_dentry WHERE parent_ino = (SELECT ?) ORDER BY name',
     params: [dirIno],
     arrays: true,
   })

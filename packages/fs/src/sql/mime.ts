@@ -102,7 +102,7 @@ export async function storeMimeType(q: Queryable, ino: number, mimeType: string)
 export async function copyMimeType(q: Queryable, from: number, to: number): Promise<void> {
   await q.execute({ sql: 'DELETE FROM agentfs_mime WHERE ino = ?', params: [to] })
   await q.execute({
-    sql: 'INSERT INTO agentfs_mime (ino, mime_type) SELECT ?, mime_type FROM agentfs_mime WHERE ino = ?',
+    sql: 'INSERT INTO agentfs_mime (ino, mime_type) SELECT ?, mime_type FROM agentfs_mime WHERE ino = (SELECT ?)',
     params: [to, from],
   })
 }

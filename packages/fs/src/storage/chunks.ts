@@ -93,8 +93,9 @@ export async function readRange(
   if (end <= offset) return new Uint8Array(0)
   const first = Math.floor(offset / chunkSize)
   const last = Math.floor((end - 1) / chunkSize)
+  // Values bound through subqueries, not as the terms (ARCHITECTURE.md, "Statement shapes").
   const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
-    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index >= ? AND chunk_index <= ? ORDER BY chunk_index',
+    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = (SELECT ?) AND chunk_index >= (SELECT ?) AND chunk_index <= (SELECT ?) ORDER BY chunk_index',
     params: [ino, first, last],
   })
   return assemble(rows, format, offset, end, ino)
@@ -214,7 +215,8 @@ export async function readAt(
     chunk_index: number | null
     data: unknown
   }>({
-    sql: 'SELECT i.mode AS mode, i.size AS size, d.chunk_index AS chunk_index, d.data AS data FROM fs_inode i LEFT JOIN fs_data d ON d.ino = i.ino AND d.chunk_index >= ? AND d.chunk_index <= ? WHERE i.ino = ?',
+    // The values come in through the one-row start (ARCHITECTURE.md, "Statement shapes").
+    sql: 'SELECT i.mode AS mode, i.size AS size, d.chunk_index AS chunk_index, d.data AS data FROM (SELECT ? AS lo, ? AS hi, ? AS ino) s JOIN fs_inode i ON i.ino = s.ino LEFT JOIN fs_data d ON d.ino = i.ino AND d.chunk_index >= s.lo AND d.chunk_index <= s.hi',
     params: [first, last, ino],
   })
   const head = rows[0]
@@ -246,8 +248,9 @@ export async function readAll(
       hint: `the file is ${size} bytes, more than one buffer holds; read it with a stream or a handle`,
     })
   if (size === 0) return new Uint8Array(0)
+  // Values bound through subqueries, not as the terms (ARCHITECTURE.md, "Statement shapes").
   const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
-    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index <= ? ORDER BY chunk_index',
+    sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = (SELECT ?) AND chunk_index <= (SELECT ?) ORDER BY chunk_index',
     params: [ino, Math.floor((size - 1) / chunkSize)],
   })
   return assembleWhole(rows, format, size, ino, syscall, path)
@@ -353,7 +356,7 @@ export async function writeRange(
   const old = new Map<number, Uint8Array>()
   if (needOld.length > 0) {
     const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
-      sql: `SELECT chunk_index, data FROM fs_data WHERE ino = ? AND chunk_index IN (${placeholders(needOld.length)})`,
+      sql: `SELECT chunk_index, data FROM fs_data WHERE ino = (SELECT ?) AND chunk_index IN (${placeholders(needOld.length)})`,
       params: [ino, ...needOld],
     })
     for (const row of rows) old.set(row.chunk_index, decodeChunk(format, row.data, ino, 'write'))
@@ -410,7 +413,7 @@ export async function resize(
   }
   const lastIndex = Math.floor((newSize - 1) / chunkSize)
   await executeDeferred(q, {
-    sql: 'DELETE FROM fs_data WHERE ino = ? AND chunk_index > ?',
+    sql: 'DELETE FROM fs_data WHERE ino = (SELECT ?) AND chunk_index > (SELECT ?)',
     params: [ino, lastIndex],
   })
   const keep = newSize - lastIndex * chunkSize
@@ -426,7 +429,7 @@ export async function resize(
     return
   }
   await executeDeferred(q, {
-    sql: 'UPDATE fs_data SET data = substr(data, 1, ?) WHERE ino = ? AND chunk_index = ? AND length(data) > ?',
+    sql: 'UPDATE fs_data SET data = substr(data, 1, ?) WHERE ino = (SELECT ?) AND chunk_index = (SELECT ?) AND length(data) > (SELECT ?)',
     params: [keep, ino, lastIndex, keep],
   })
 }

@@ -22,11 +22,12 @@ const ENTRY_COLUMNS =
 
 /**
  * One name in one directory, stamped: a row even when the name is missing (its inode columns
- * are then NULL), so a miss is as trustworthy as a hit.
+ * are then NULL), so a miss is as trustworthy as a hit. The directory and name come in through
+ * the one-row start (ARCHITECTURE.md, "Statement shapes").
  */
 const ENTRY_SQL = stampedSql(
   `SELECT ${ENTRY_COLUMNS}`,
-  'FROM (SELECT 1) s LEFT JOIN fs_dentry d ON d.parent_ino = ? AND d.name = ? ' +
+  'FROM (SELECT ? AS dir, ? AS name) s LEFT JOIN fs_dentry d ON d.parent_ino = s.dir AND d.name = s.name ' +
     'LEFT JOIN fs_inode i ON i.ino = d.ino',
 )
 

@@ -39,7 +39,7 @@ export function chainSql(n: number, stamped = false): string {
     const parent = k === 1 ? 's.start' : `i${k - 1}.ino`
     const isDir = k === 1 ? '1' : `(i${k - 1}.mode & 61440) = 16384`
     joins.push(
-      `LEFT JOIN fs_dentry d${k} ON d${k}.parent_ino = ${parent} AND d${k}.name = ? AND ${isDir}`,
+      `LEFT JOIN fs_dentry d${k} ON d${k}.parent_ino = ${parent} AND d${k}.name = s.n${k} AND ${isDir}`,
     )
     joins.push(`LEFT JOIN fs_inode i${k} ON i${k}.ino = d${k}.ino`)
   }
@@ -53,7 +53,11 @@ export function chainSql(n: number, stamped = false): string {
     .map((k) => `CASE WHEN i${k}.ino IS NOT NULL THEN i${k - 1}.ino END`)
   select.push(`${coalesce([...parents, 's.start'])} AS parent`)
   if (stamped) select.push(SNAPSHOT_COLUMNS)
-  sql = `SELECT ${select.join(', ')} FROM (SELECT ? AS start) s ${joins.join(' ')}`
+  // The parameters come in through the one-row start, never as a join's terms (see
+  // ARCHITECTURE.md, "Statement shapes": SQLite 3.54 would prepare the statement again on
+  // every run under better-sqlite3).
+  const names = Array.from({ length: n }, (_, i) => `, ? AS n${i + 1}`).join('')
+  sql = `SELECT ${select.join(', ')} FROM (SELECT ? AS start${names}) s ${joins.join(' ')}`
   chainCache.set(key, sql)
   return sql
 }

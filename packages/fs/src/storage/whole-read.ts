@@ -19,10 +19,11 @@ const wholeCache = new Map<number, string>()
 /**
  * The chunks of a file after the first, in order, as values, while its inode's ctime is still
  * the one given: (ino, last chunk index, ino, ctime, ctime_nsec). Integer indices only, so that
- * a count of `last` values means chunks 1 to `last`, each once.
+ * a count of `last` values means chunks 1 to `last`, each once. Values bound through subqueries
+ * (ARCHITECTURE.md, "Statement shapes").
  */
 const REST_SQL =
-  "SELECT data FROM fs_data WHERE ino = ? AND chunk_index > 0 AND chunk_index <= ? AND typeof(chunk_index) = 'integer' AND EXISTS (SELECT 1 FROM fs_inode WHERE ino = ? AND ctime = ? AND ctime_nsec = ?) ORDER BY chunk_index"
+  "SELECT data FROM fs_data WHERE ino = (SELECT ?) AND chunk_index > 0 AND chunk_index <= (SELECT ?) AND typeof(chunk_index) = 'integer' AND EXISTS (SELECT 1 FROM fs_inode WHERE ino = (SELECT ?) AND ctime = (SELECT ?) AND ctime_nsec = (SELECT ?)) ORDER BY chunk_index"
 
 /**
  * The common case of reading a whole file: a path without `..` of at most 16 components that
@@ -116,15 +117,16 @@ export async function readRegularFile(
   // The other chunks as bare rows (a join would repeat the inode's columns on each), in the
   // same state: each row also carries the inode's ctime, which moves on every change, and a
   // changed (or vanished) ctime gives up (undefined: the caller reads afresh). The one-row
-  // start keeps a row even when the inode or the chunks are gone.
+  // start keeps a row even when the inode or the chunks are gone, and brings the values in
+  // (ARCHITECTURE.md, "Statement shapes").
   const { rows: found } = await q.execute<{
     c: number | null
     n: number | null
     chunk_index: number | null
     data: unknown
   }>({
-    sql: "SELECT i.ctime AS c, i.ctime_nsec AS n, d.chunk_index AS chunk_index, d.data AS data FROM (SELECT 1) s LEFT JOIN fs_inode i ON i.ino = ? LEFT JOIN fs_data d ON d.ino = ? AND d.chunk_index > 0 AND d.chunk_index <= ? AND typeof(d.chunk_index) = 'integer'",
-    params: [node.ino, node.ino, last],
+    sql: "SELECT i.ctime AS c, i.ctime_nsec AS n, d.chunk_index AS chunk_index, d.data AS data FROM (SELECT ? AS ino, ? AS last) s LEFT JOIN fs_inode i ON i.ino = s.ino LEFT JOIN fs_data d ON d.ino = s.ino AND d.chunk_index > 0 AND d.chunk_index <= s.last AND typeof(d.chunk_index) = 'integer'",
+    params: [node.ino, last],
   })
   const stamp = found[0]!
   if (stamp.c !== node.ctime || stamp.n !== node.ctime_nsec) return undefined

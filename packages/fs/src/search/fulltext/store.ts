@@ -128,7 +128,7 @@ const fts5Store: IndexStore = {
     const expression = fts5Expression(phrases)
     for (let offset = 0; ; offset += PAGE) {
       const { rows } = await q.execute<{ ino: number; score: number }>({
-        sql: `SELECT rowid AS ino, bm25(${FTS_TABLE}) AS score FROM ${FTS_TABLE} WHERE ${FTS_TABLE} MATCH ? ORDER BY score, rowid LIMIT ? OFFSET ?`,
+        sql: `SELECT rowid AS ino, bm25(${FTS_TABLE}) AS score FROM ${FTS_TABLE} WHERE ${FTS_TABLE} MATCH ? ORDER BY score, rowid LIMIT (SELECT ?) OFFSET (SELECT ?)`,
         params: [expression, PAGE, offset],
       })
       for (const row of rows) yield { ino: Number(row.ino), score: Number(row.score) }
@@ -246,13 +246,14 @@ async function postingsOf(
   budget: { left: number; bytes: number },
   positions = true,
 ): Promise<Posting[]> {
-  const range = prefix ? 'p.term >= ? AND p.term < ?' : 'p.term = ?'
+  // Values bound through subqueries (ARCHITECTURE.md, "Statement shapes").
+  const range = prefix ? 'p.term >= (SELECT ?) AND p.term < (SELECT ?)' : 'p.term = (SELECT ?)'
   // Positions only for phrases: a one-word phrase needs counts, and reads far fewer bytes.
   const { rows } = await q.execute<Posting>({
     // Rows the index does not write (a count that is not a whole number in range, positions
     // that are not text or too long) count as absent, whoever wrote them.
     sql: `SELECT p.ino AS ino, p.term AS term, p.freq AS freq, ${positions ? 'p.positions' : "''"} AS positions FROM agentfs_search_posting p JOIN agentfs_search_doc d ON d.ino = p.ino AND d.version = p.version WHERE ${range}
-AND typeof(p.freq) = 'integer' AND p.freq BETWEEN 1 AND ${SEARCH_MAX_TOKENS} AND typeof(p.positions) = 'text' AND length(p.positions) <= ${MAX_POSITIONS_CHARS} LIMIT ?`,
+AND typeof(p.freq) = 'integer' AND p.freq BETWEEN 1 AND ${SEARCH_MAX_TOKENS} AND typeof(p.positions) = 'text' AND length(p.positions) <= ${MAX_POSITIONS_CHARS} LIMIT (SELECT ?)`,
     params: [...(prefix ? [word, `${word}\u{10ffff}`] : [word]), budget.left + 1],
   })
   budget.left -= rows.length
