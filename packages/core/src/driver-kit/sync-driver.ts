@@ -9,6 +9,7 @@ import {
   readThen,
   type SqlValue,
   type Statement,
+  settledNow,
 } from '../driver/driver.js'
 import { mapSqliteError } from '../driver/map-error.js'
 import { AgentFsError } from '../errors.js'
@@ -244,12 +245,8 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     },
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
       // Fast path: the statement runs synchronously; only a lock wait or a busy retry goes async.
-      try {
-        const result = executeNow<Row>(statement)
-        if (result !== undefined) return Promise.resolve(result)
-      } catch (error) {
-        return Promise.reject(error)
-      }
+      const settled = settledNow<Row>(executeNow, statement)
+      if (settled !== undefined) return settled
       return (async () => {
         if (needsTurn()) await turn()
         const opened = db ?? (await withDb())

@@ -129,6 +129,22 @@ export function executeThen<Row, T>(
 }
 
 /**
+ * `now(statement)` as a settled promise (a throw as a rejection), or undefined when it could not
+ * run now: the fast path of an `execute` built on its own {@link Executor.executeNow}.
+ */
+export function settledNow<Row>(
+  now: NonNullable<Executor['executeNow']>,
+  statement: Statement,
+): Promise<QueryResult<Row>> | undefined {
+  try {
+    const result = now<Row>(statement)
+    return result === undefined ? undefined : Promise.resolve(result)
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+/**
  * Runs `read`, then the statement `next` returns for its result, if any: in one transaction on
  * executors that offer {@link Executor.readThen}, otherwise as two statements. The second
  * statement's failure is returned (`followError`), not thrown: the read stands.

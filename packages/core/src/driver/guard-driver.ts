@@ -1,14 +1,15 @@
 import { joinRealm } from '../audit/integrity-keys.js'
 import { AgentFsError, isAgentFsError } from '../errors.js'
-import type {
-  Driver,
-  DriverCapabilities,
-  Executor,
-  IdTable,
-  QueryResult,
-  ReadThen,
-  SqlValue,
-  Statement,
+import {
+  type Driver,
+  type DriverCapabilities,
+  type Executor,
+  type IdTable,
+  type QueryResult,
+  type ReadThen,
+  type SqlValue,
+  type Statement,
+  settledNow,
 } from './driver.js'
 import { mapSqliteError } from './map-error.js'
 import { Mutex } from './mutex.js'
@@ -209,12 +210,8 @@ export function guardDriver(driver: Driver): GuardedDriver {
     },
     executeNow,
     execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {
-      try {
-        const result = executeNow<Row>(statement)
-        if (result !== undefined) return Promise.resolve(result)
-      } catch (error) {
-        return Promise.reject(error)
-      }
+      const settled = settledNow<Row>(executeNow, statement)
+      if (settled !== undefined) return settled
       if (!PLAIN_SELECT.test(statement.sql)) generation++
       return serially(statement.sql, () =>
         rowsAsAskedLater(driver.execute<Row>(statement), statement, driver.capabilities),

@@ -3,7 +3,6 @@ import type { Timestamp } from '../clock.js'
 import { captureContent, dropRefs, readInode } from '../content/blob-store.js'
 import type { ChunkFormat } from '../content/chunk-codec.js'
 import type { Executor } from '../driver/driver.js'
-import { viaSubqueries } from '../driver/via-subqueries.js'
 import { AgentFsError } from '../errors.js'
 import { readMeta, writeMeta } from '../schema/meta.js'
 import { S_IFMT, S_IFREG } from '../schema/schema.js'
@@ -104,11 +103,13 @@ ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) 
   return Number(rows[0]?.value ?? 0)
 }
 
-/** Deletes the versions `where` selects, releasing their chunks; returns the bytes freed. */
+/**
+ * Deletes the versions `where` selects, releasing their chunks; returns the bytes freed. The
+ * callers' clauses take their values through subqueries (ARCHITECTURE.md, "Statement shapes").
+ */
 async function drop(q: Executor, where: string, params: (number | string)[]): Promise<number> {
   const { rows } = await q.execute<{ size: number; chunks: Uint8Array }>({
-    // Values bound through subqueries (ARCHITECTURE.md, "Statement shapes").
-    sql: `DELETE FROM agentfs_file_version WHERE ${viaSubqueries(where)} RETURNING size, chunks`,
+    sql: `DELETE FROM agentfs_file_version WHERE ${where} RETURNING size, chunks`,
     params,
   })
   let freed = 0
@@ -154,13 +155,13 @@ export async function captureVersion(
   let total = await addBytes(q, node.size)
   total -= await drop(
     q,
-    'ino = ? AND id NOT IN (SELECT id FROM agentfs_file_version WHERE ino = ? ORDER BY id DESC LIMIT ?)',
+    'ino = (SELECT ?) AND id NOT IN (SELECT id FROM agentfs_file_version WHERE ino = (SELECT ?) ORDER BY id DESC LIMIT (SELECT ?))',
     [ino, ino, limits.maxCount],
   )
   // Bounded work per change: at most 64 expired versions go each time.
   total -= await drop(
     q,
-    'id IN (SELECT id FROM agentfs_file_version WHERE at_us < ? ORDER BY at_us LIMIT 64)',
+    'id IN (SELECT id FROM agentfs_file_version WHERE at_us < (SELECT ?) ORDER BY at_us LIMIT 64)',
     [at - limits.maxAgeMs * 1000],
   )
   for (let round = 0; round < 64 && total > limits.maxBytes; round++) {

@@ -93,7 +93,7 @@ export async function readRange(
   if (end <= offset) return new Uint8Array(0)
   const first = Math.floor(offset / chunkSize)
   const last = Math.floor((end - 1) / chunkSize)
-  // Values bound through subqueries, not as the terms (ARCHITECTURE.md, "Statement shapes").
+  // Values bound through subqueries (ARCHITECTURE.md, "Statement shapes").
   const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
     sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = (SELECT ?) AND chunk_index >= (SELECT ?) AND chunk_index <= (SELECT ?) ORDER BY chunk_index',
     params: [ino, first, last],
@@ -248,7 +248,7 @@ export async function readAll(
       hint: `the file is ${size} bytes, more than one buffer holds; read it with a stream or a handle`,
     })
   if (size === 0) return new Uint8Array(0)
-  // Values bound through subqueries, not as the terms (ARCHITECTURE.md, "Statement shapes").
+  // Values bound through subqueries (ARCHITECTURE.md, "Statement shapes").
   const { rows } = await q.execute<{ chunk_index: number; data: unknown }>({
     sql: 'SELECT chunk_index, data FROM fs_data WHERE ino = (SELECT ?) AND chunk_index <= (SELECT ?) ORDER BY chunk_index',
     params: [ino, Math.floor((size - 1) / chunkSize)],
