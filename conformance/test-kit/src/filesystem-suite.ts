@@ -300,6 +300,13 @@ const CASES: Record<string, (fs: SuiteFs) => Promise<void>> = {
     await fs.mkdir('/d')
     expect(await codeOf(fs.open('/d', 'w'))).toBe('EISDIR')
     expect(await codeOf(fs.writeFile('/d', 'x'))).toBe('EISDIR')
+    // Opens that neither create nor truncate: a directory opens for reading only, a file is
+    // no directory, and a missing parent is ENOENT.
+    expect(await codeOf(fs.open('/d', 'r+'))).toBe('EISDIR')
+    await (await fs.open('/d', 'r')).close()
+    expect(await codeOf(fs.open('/f/x', 'r'))).toBe('ENOTDIR')
+    expect(await codeOf(fs.open('/f/', 'r'))).toBe('ENOTDIR')
+    expect(await codeOf(fs.open('/nowhere/x', 'r+'))).toBe('ENOENT')
   },
   'links/hard': async (fs) => {
     await fs.writeFile('/one', 'shared')

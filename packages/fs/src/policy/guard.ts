@@ -51,8 +51,9 @@ export class Guard {
 
   /** The policy's checks on `q` (the transaction of the change they guard). */
   gateOn(q: Queryable): PolicyGate | undefined {
+    // Nothing to check: no copy of the context either (an open reads this on every call).
+    if (!this.checks) return undefined
     const { policy, caller, ...ctx } = this.ctx
-    if (!policy && !caller) return undefined
     return new PolicyGate(
       policy,
       q,
@@ -62,7 +63,7 @@ export class Guard {
   }
 
   /** Whether anything is checked (a policy, or permissions enforced). */
-  get #checks(): boolean {
+  get checks(): boolean {
     return this.ctx.policy !== undefined || this.ctx.caller !== undefined
   }
 
@@ -76,7 +77,7 @@ export class Guard {
     op: (ctx: FsContext) => Promise<T>,
     judged: readonly JudgedPath[] = [],
   ): Promise<T> {
-    if (!this.#checks) return op(this.ctx)
+    if (!this.checks) return op(this.ctx)
     return this.withGate(async (gate, ctx) => {
       await check(gate)
       const judging: Judged[] = []
@@ -223,7 +224,7 @@ export class Guard {
 
   /** A directory's entries; with a policy, only those it lets this caller read. */
   readdir(path: string, options: ReaddirOptions): Promise<string[] | Dirent[]> {
-    if (!this.#checks) return listDirectory(this.ctx, path, options)
+    if (!this.checks) return listDirectory(this.ctx, path, options)
     return this.withGate(async (gate) => {
       const real = await gate.read(path, 'scandir')
       const entries = (await gate.unchecked.readdir(path, options)) as (string | Dirent)[]
@@ -233,12 +234,12 @@ export class Guard {
 
   /** The directory `opendir` iterates, and the filter its pages pass through. */
   opendir(path: string): ReturnType<typeof openDirectory> {
-    if (!this.#checks) return openDirectory(this.ctx.q, path)
+    if (!this.checks) return openDirectory(this.ctx.q, path)
     return this.withGate((gate, { q }) => openDirectory(q, path, gate))
   }
 
   glob(pattern: string, options?: GlobOptions): Promise<GlobMatch[]> {
-    if (!this.#checks) return glob(this.ctx.q, pattern, options)
+    if (!this.checks) return glob(this.ctx.q, pattern, options)
     return this.withGate(async (gate, { q }) => {
       const cwd = normalizePath(options?.cwd ?? '/', 'glob')
       await gate.read(cwd, 'glob')
@@ -249,7 +250,7 @@ export class Guard {
 
   grep(pattern: string | RegExp, options?: GrepOptions): Promise<GrepMatch[]> {
     const { chunks } = this.ctx
-    if (!this.#checks) return grep(this.ctx.q, chunks, pattern, options)
+    if (!this.checks) return grep(this.ctx.q, chunks, pattern, options)
     return this.withGate(async (gate, { q }) => {
       await gate.read(options?.path ?? '/', 'grep')
       return gate.readablePaths(await grep(q, chunks, pattern, options), 'grep')
@@ -263,7 +264,7 @@ export class Guard {
    */
   search(query: string, options?: SearchOptions): Promise<SearchResult> {
     const { q, chunks, embedder } = this.ctx
-    if (!this.#checks) return searchFullText(q, chunks, query, options, undefined, embedder)
+    if (!this.checks) return searchFullText(q, chunks, query, options, undefined, embedder)
     return searchFullText(
       q,
       chunks,

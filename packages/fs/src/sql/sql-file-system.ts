@@ -39,6 +39,7 @@ import { type EmbeddingUpdate, embedPending, notConfigured } from '../search/sem
 import type { Dirent, Stats } from '../stats.js'
 import { readRange } from '../storage/chunks.js'
 import { isDir } from '../storage/inode.js'
+import { type LookupOptions, lookupSoon } from '../storage/resolver.js'
 import type {
   CpOptions,
   Encoding,
@@ -58,8 +59,8 @@ import * as content from './content-ops.js'
 import { existing, type FsContext, toBytes, toTimestamp, writeFileOptions } from './context.js'
 import { copyTree } from './copy-tree.js'
 import { Dir } from './dir.js'
-import { type FileHandle, openHandle } from './file-handle.js'
-import { parseFlags } from './flags.js'
+import { type FileHandle, openExisting, openHandle } from './file-handle.js'
+import { type OpenMode, parseFlags } from './flags.js'
 import { type FileHash, type HashOptions, hashFile } from './hash.js'
 import { type InodeReads, inodeReads } from './inode-reads.js'
 import { openOrCreate, statfsOf } from './listing-ops.js'
@@ -81,6 +82,9 @@ import { writeOnce } from './write-once.js'
  * the package: the context is internal).
  */
 export let contextOf: (fs: SqlFileSystem) => FsContext
+
+/** How an open that neither creates nor truncates looks its file up. */
+const OPEN_EXISTING: LookupOptions = { followLast: true, syscall: 'open' }
 
 /**
  * The AgentFS filesystem: POSIX semantics over the spec's inode, dentry and chunk tables, with
@@ -438,9 +442,26 @@ export class SqlFileSystem implements FileSystem {
    * Opens a file like `fs.promises.open`: flags `r`, `r+`, `w`, `w+`, `wx`, `a`, `a+`, `ax`, …
    * or `O_*` numbers; `mode` applies when the file is created.
    */
-  async open(path: string, flags: string | number = 'r', mode: Mode = 0o666): Promise<FileHandle> {
-    const want = parseFlags(flags, path)
-    const bits = fsMode(mode, 'open', path) ?? 0o666
+  // Not `async`: an open that neither creates nor truncates, with nothing to check, is one
+  // look-up outside any transaction, answered with one promise when the connection answers at
+  // once (W6's open).
+  open(path: string, flags: string | number = 'r', mode: Mode = 0o666): Promise<FileHandle> {
+    try {
+      const want = parseFlags(flags, path)
+      const bits = fsMode(mode, 'open', path) ?? 0o666
+      if (want.create || want.truncate || this.#guard.checks)
+        return this.#openChecked(path, want, bits)
+      const found = lookupSoon(this.#ctx.q, path, OPEN_EXISTING)
+      if (found instanceof Promise)
+        return found.then(({ node }) => openExisting(this, path, want, node))
+      return Promise.resolve(openExisting(this, path, want, found.node))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** {@link open} creating or truncating the file, or with a policy or permissions to check. */
+  #openChecked(path: string, want: OpenMode, bits: number): Promise<FileHandle> {
     let judged: Judged | undefined
     return openHandle(
       this,

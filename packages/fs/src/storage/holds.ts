@@ -46,14 +46,19 @@ export class Holds {
    * inodes whose last handles close in one turn of the event loop (a mount's batch of forgets)
    * are freed in one transaction, which this waits for.
    */
-  async release(ino: number): Promise<void> {
+  release(ino: number): Promise<void> {
     const count = (this.#open.get(ino) ?? 0) - 1
     if (count > 0) {
       this.#open.set(ino, count)
-      return
+      return DONE
     }
     this.#open.delete(ino)
-    if (!this.#orphans.delete(ino)) return
+    if (!this.#orphans.delete(ino)) return DONE
+    return this.#free(ino)
+  }
+
+  /** Frees orphan `ino` with the others whose last handles close in this turn (see {@link release}). */
+  async #free(ino: number): Promise<void> {
     if (this.#orphans.size === 0) {
       clearInterval(this.#renewal)
       this.#renewal = undefined
@@ -70,6 +75,9 @@ export class Holds {
     await this.#batch
   }
 }
+
+/** The answer of a release that frees nothing (settled; `await` adds no turn of its own). */
+const DONE: Promise<void> = Promise.resolve()
 
 const registries = new WeakMap<Queryable, Holds>()
 
