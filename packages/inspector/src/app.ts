@@ -16,6 +16,7 @@ import {
   snapshots,
 } from './api/feed.js'
 import { blame, fileDiff, fileHistory, fileView, tree } from './api/files.js'
+import { search } from './api/search.js'
 import { type InspectedAgent, type InspectorAppOptions, inspection } from './context.js'
 import {
   HttpError,
@@ -200,6 +201,22 @@ export function createInspectorApp(
   )
   app.get('/api/file/blame', async (c) =>
     c.json(await blame(ins, stringParam(q(c, 'path'), 'path'))),
+  )
+
+  app.get('/api/search', async (c) =>
+    c.json(
+      await search(
+        ins,
+        stringParam(q(c, 'q'), 'q'),
+        q(c, 'path') || '/',
+        intParam(q(c, 'limit'), 'limit', {
+          min: 1,
+          max: LIMITS.searchMatches,
+          fallback: LIMITS.page,
+        }) as number,
+        q(c, 'ignoreCase') === '1' || q(c, 'ignoreCase') === 'true',
+      ),
+    ),
   )
 
   const callFilters = (c: Context) => ({

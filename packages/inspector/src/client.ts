@@ -6,6 +6,7 @@ import type { ToolStats } from '@agentfs/tool-calls'
 import type { CallDetail, CallsOverTime, SessionSummary, TimelineCall } from './api/calls.js'
 import type { BoundedDiff, FeedPage, KvView } from './api/feed.js'
 import type { Blame, FileView, TreePage } from './api/files.js'
+import type { SearchPage } from './api/search.js'
 
 /** An answer other than 2xx from the inspector's API. */
 export class InspectorApiError extends Error {
@@ -55,6 +56,9 @@ export function inspectorClient(origin: string, token: string) {
     diff: (p: { path: string; from: string; to?: string }) =>
       get<{ path: string; from: string; to: string; diff: string }>('/api/file/diff', p),
     blame: (p: { path: string }) => get<Blame>('/api/file/blame', p),
+    /** The lines under `path` that hold `q` as written (`ignoreCase`: in any case). */
+    search: (p: { q: string; path?: string; limit?: number; ignoreCase?: boolean }) =>
+      get<SearchPage>('/api/search', p),
     calls: (
       p: {
         session?: string

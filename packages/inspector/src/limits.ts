@@ -20,6 +20,13 @@ export const LIMITS = {
   diffChanges: 2000,
   /** … and carries at most this many characters of unified diffs (then paths only). */
   diffChars: 8 * 1024 * 1024,
+  /** A search returns at most this many matching lines … */
+  searchMatches: 1000,
+  /** … reads at most this many bytes of content, within this many milliseconds … */
+  searchBytes: 256 * 1024 * 1024,
+  searchMs: 5000,
+  /** … and shows a line up to this many characters (a window around the match past it). */
+  searchLineChars: 240,
 } as const
 
 /** An answer other than 200, with the one-line message the client shows. */

@@ -163,6 +163,68 @@ describe('the JSON API', () => {
   })
 })
 
+describe('search', () => {
+  it('finds the lines that hold a text, as written, in path order; a policy hides what it hides', async () => {
+    const found = await api.search({ q: 'hunter2' })
+    expect(found.matches).toEqual([
+      { path: '/secret/key.txt', line: 1, text: 'hunter2', cut: false },
+    ])
+    expect(found.truncated).toBe(false)
+    // In any case only when asked.
+    expect((await api.search({ q: 'NOTES' })).matches).toEqual([])
+    expect((await api.search({ q: 'NOTES', ignoreCase: true })).matches).toEqual([
+      { path: '/notes.md', line: 1, text: '# Notes', cut: false },
+    ])
+    // The text is never a pattern.
+    expect((await api.search({ q: 'b.is' })).matches).toEqual([])
+    expect((await api.search({ q: 'const .' })).matches).toEqual([])
+    // Under a directory, at most `limit` lines, and a long line as a window around the match.
+    const src = await api.search({ q: 'const', path: '/src' })
+    expect(src.matches.map((m) => `${m.path}:${m.line}`)).toEqual([
+      '/src/app.ts:1',
+      '/src/app.ts:2',
+    ])
+    const one = await api.search({ q: 'const', path: '/src', limit: 1 })
+    expect(one).toMatchObject({ matches: [{ line: 1 }], truncated: true })
+    const wide = await api.search({ q: 'xxx', path: '/big.txt' })
+    expect(wide.matches).toHaveLength(1)
+    expect(wide.matches[0]).toMatchObject({ path: '/big.txt', line: 1, cut: true })
+    expect(wide.matches[0]!.text).toBe('x'.repeat(240))
+    const held = await serveInspector(agent, { policy: { read: ['/src', '/src/**', '/'] } })
+    try {
+      const client = inspectorClient(held.origin, held.token)
+      expect((await client.search({ q: 'hunter2' })).matches).toEqual([])
+      expect((await client.search({ q: 'b = 3' })).matches).toEqual([
+        { path: '/src/app.ts', line: 2, text: 'const b = 3', cut: false },
+      ])
+      await refused(client.search({ q: 'hunter2', path: '/secret/key.txt' }), 403)
+    } finally {
+      await held.close()
+    }
+  })
+
+  it('refuses what it cannot answer, with one-line errors, and writes nothing', async () => {
+    await refused(api.search({ q: '' }), 400, /q is required/)
+    await refused(api.search({ q: 'a', limit: 1001 }), 400, /limit must be 1 … 1000/)
+    await refused(api.search({ q: 'a', path: '/nowhere' }), 404, /ENOENT/)
+    // Another connection sees no commit of the inspector's across searches.
+    const { default: Database } = await import('better-sqlite3')
+    const other = new Database(session.path, { readonly: true })
+    try {
+      const version = () => other.pragma('data_version', { simple: true })
+      const before = version()
+      await api.search({ q: 'const' })
+      await api.search({ q: 'hunter2', ignoreCase: true })
+      expect(version()).toBe(before)
+      // (It would see one: a write through the agent moves it.)
+      await agent.kv.set('search:probe', 1)
+      expect(version()).not.toBe(before)
+    } finally {
+      other.close()
+    }
+  })
+})
+
 describe('bounds', () => {
   it('refuses pages past the limit and diffs of files past the budget, with one-line errors', async () => {
     await refused(api.calls({ limit: 2001 }), 400, /limit must be 1 … 2000/)

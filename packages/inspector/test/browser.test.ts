@@ -258,6 +258,29 @@ await agent.close()`,
     await shot('stats')
   })
 
+  it('searches the files from its form, shows what an agent wrote as text, and opens a hit', async () => {
+    await view('#/search', 'search')
+    await page.fill('form[role=search] input[name=q]', '<script>')
+    await page.evaluate(() => document.getElementById('main')?.removeAttribute('data-ready'))
+    await page.click('form[role=search] button[type=submit]')
+    await page.waitForSelector('main[data-ready="search"] section.search-file')
+    expect(page.url()).toContain('#/search?q=%3Cscript%3E')
+    const name = '/<img src=x onerror=alert(1)>.md'
+    expect(await page.locator('section.search-file h3 a').allTextContents()).toEqual([name])
+    expect(await page.locator('ol.search-lines li').allTextContents()).toEqual([
+      '1: <script>alert(1)</script>',
+    ])
+    expect(await page.locator('main img, main script').count()).toBe(0)
+    expect(dialogs).toEqual([])
+    await shot('search')
+    // In any case, under a directory; then the hit opens the file.
+    await view('#/search?q=CONST%20B&path=%2Fsrc&ignoreCase=1', 'search')
+    expect(await page.locator('p.meta').first().textContent()).toBe('1 line in 1 file')
+    await page.locator('section.search-file h3 a').click()
+    await page.waitForSelector('main[data-ready="files"] table.code')
+    expect(await page.locator('table.code').textContent()).toContain('const b = 3')
+  })
+
   it('keeps text contrast at 4.5:1 or more in every view', async () => {
     const worst: string[] = []
     for (const [hash, ready] of [
@@ -267,6 +290,7 @@ await agent.close()`,
       ['#/snapshots?from=start&to=end', 'snapshots'],
       ['#/kv?key=memory%3Atask', 'kv'],
       ['#/stats', 'stats'],
+      ['#/search?q=const', 'search'],
     ] as const) {
       await view(hash, ready)
       worst.push(

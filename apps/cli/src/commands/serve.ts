@@ -61,7 +61,7 @@ export function registerUi(program: Command): void {
   program
     .command('ui')
     .description(
-      'the inspector: a web app on 127.0.0.1 showing files and their versions, the tool-call timeline, the live change feed, snapshots, branches, kv and stats (read-only unless --allow-writes; Ctrl-C stops)',
+      'the inspector: a web app on 127.0.0.1 showing files and their versions, the tool-call timeline, the live change feed, snapshots, branches, kv, stats and a search of the files (read-only unless --allow-writes; Ctrl-C stops)',
     )
     .argument('<db>')
     .option('--port <n>', 'listen on this port (default: a free one)', portNumber)

@@ -1,5 +1,6 @@
 import { api, errorBox, h, route } from './dom.js'
 import { filesView } from './files.js'
+import { searchView } from './search.js'
 import { callView, timelineView } from './timeline.js'
 import { changesView, kvView, snapshotsView, statsView, stopLive } from './views.js'
 
@@ -24,6 +25,7 @@ async function render(): Promise<void> {
     else if (view === 'snapshots') await snapshotsView(main, params)
     else if (view === 'kv') await kvView(main, params)
     else if (view === 'stats') await statsView(main)
+    else if (view === 'search') await searchView(main, params)
     else await timelineView(main, params)
   } catch (error) {
     main.append(errorBox(error))
