@@ -1,4 +1,4 @@
-import { type AgentDatabase, type Driver, fixedClock, openDatabase } from '@agentfs/core'
+import { type AgentDatabase, type Driver, fixedClock, fsck, openDatabase } from '@agentfs/core'
 import { betterSqlite3Driver } from '@agentfs/driver-better-sqlite3'
 import { libsqlDriver } from '@agentfs/driver-libsql'
 import { tursoDriver } from '@agentfs/driver-turso'
@@ -256,4 +256,95 @@ describe('semantic search: what cannot go wrong', () => {
       createFileSystem(db, { embed: { model: '', dimensions: 3, embed: async () => [] } }),
     ).toThrow(/embed.model/)
   })
+})
+
+for (const engine of Object.keys(ENGINES)) {
+  test(`fsck checks the semantic index's rows; repair drops the broken ones, the next update redoes them (${engine})`, async () => {
+    const { fs, db, embedder } = await fresh(engine)
+    await garden(fs)
+    await fs.writeFile('/notes/blank.md', '')
+    await updateEmbeddings(db, embedder)
+    const embedded = async () =>
+      (
+        await db.execute<{ ino: number; n: number }>({
+          sql: 'SELECT ino, count(*) AS n FROM agentfs_embedding GROUP BY ino ORDER BY ino',
+        })
+      ).rows.map((r) => [Number(r.ino), Number(r.n)])
+    expect((await embedded()).length).toBeGreaterThanOrEqual(3)
+    expect((await fsck(db)).findings).toEqual([])
+    // What an update leaves for the next one is not damage: a file changed since (its rows are
+    // of the version its record names), a file deleted (its rows go at the next update).
+    await fs.writeFile('/notes/market.md', 'Buy a car.\n')
+    await fs.writeFile('/notes/spare.md', 'A spare tyre for the vehicle.\n')
+    await updateEmbeddings(db, embedder)
+    await fs.unlink('/notes/spare.md')
+    expect((await fsck(db)).findings).toEqual([])
+    await updateEmbeddings(db, embedder)
+    const after = await embedded()
+    const ino = async (name: string) => Number((await fs.stat(`/notes/${name}`)).ino)
+    const [garage, market, taxes] = [
+      await ino('garage.md'),
+      await ino('market.md'),
+      await ino('taxes.md'),
+    ]
+    // Damage as a bug or a hostile peer could: a vector of the wrong length, one holding NaN,
+    // a chunk row gone, a chunk count no update writes.
+    const nan = new Uint8Array(64 * 4)
+    new DataView(nan.buffer).setFloat32(8, Number.NaN, true)
+    await db.execute({
+      sql: 'UPDATE agentfs_embedding SET vector = ? WHERE ino = ? AND chunk = 0',
+      params: [new Uint8Array(7), garage],
+    })
+    await db.execute({
+      sql: 'UPDATE agentfs_embedding SET vector = ? WHERE ino = ? AND chunk = 0',
+      params: [nan, market],
+    })
+    await db.execute({ sql: 'DELETE FROM agentfs_embedding WHERE ino = ?', params: [taxes] })
+    const blank = await ino('blank.md')
+    await db.execute({
+      sql: 'UPDATE agentfs_embedding_doc SET chunks = -7 WHERE ino = ?',
+      params: [blank],
+    })
+    const report = await fsck(db)
+    expect(report.ok).toBe(false)
+    expect(
+      report.findings
+        .map((f) => [f.rule, f.ino, f.repairable])
+        .sort((a, b) => Number(a[1]) - Number(b[1])),
+    ).toEqual(
+      [garage, market, taxes, blank].sort((a, b) => a - b).map((i) => ['embedding', i, true]),
+    )
+    expect(report.findings.find((f) => f.ino === market)!.message).toMatch(
+      /under model '.+' cannot be right \(a vector holds a number that is not finite\)/,
+    )
+    expect(report.findings.find((f) => f.ino === garage)!.message).toMatch(/is not 64 float32/)
+    const repaired = await fsck(db, { repair: true })
+    expect(repaired.ok).toBe(true)
+    expect(repaired.repaired).toHaveLength(4)
+    // The other files' rows stay; the next update makes the dropped ones again.
+    expect(await embeddingBacklog(db, embedder.model)).toBe(4)
+    await updateEmbeddings(db, embedder)
+    expect(await embeddingBacklog(db, embedder.model)).toBe(0)
+    expect(await embedded()).toEqual(after)
+    expect((await fsck(db)).findings).toEqual([])
+    expect(paths(await fs.search('oil', { mode: 'semantic', limit: 1 }))).toEqual([
+      '/notes/garage.md',
+    ])
+  })
+}
+
+test('fsck reads every page of vectors: a NaN in a file past the first pages is found', async () => {
+  const { fs, db, embedder } = await fresh('better-sqlite3')
+  await fs.mkdir('/many')
+  for (let i = 0; i < 130; i++) await fs.writeFile(`/many/f${i}.md`, `note ${i} about a car\n`)
+  await updateEmbeddings(db, embedder)
+  expect((await fsck(db)).findings).toEqual([])
+  const late = Number((await fs.stat('/many/f125.md')).ino)
+  const nan = new Uint8Array(64 * 4)
+  new DataView(nan.buffer).setFloat32(252, Number.POSITIVE_INFINITY, true)
+  await db.execute({
+    sql: 'UPDATE agentfs_embedding SET vector = ? WHERE ino = ?',
+    params: [nan, late],
+  })
+  expect((await fsck(db)).findings.map((f) => [f.rule, f.ino])).toEqual([['embedding', late]])
 })

@@ -17,6 +17,7 @@ import { HISTORY_CHECKS } from './history.js'
 import { ORPHAN_CHECKS } from './orphans.js'
 import { PAYLOAD_CHECKS } from './payloads.js'
 import { SEARCH_CHECKS } from './search.js'
+import { VECTOR_CHECKS } from './vectors.js'
 
 /** One inconsistency `fsck` found. */
 export interface FsckFinding {
@@ -288,6 +289,7 @@ UPDATE fs_data AS f SET data = substr(f.data, 1, (SELECT i.size FROM fs_inode i 
   ...HISTORY_CHECKS,
   ...PAYLOAD_CHECKS,
   ...SEARCH_CHECKS,
+  ...VECTOR_CHECKS,
 ]
 
 /** The rule of findings SQLite reports itself: the file is damaged below the tables. */
