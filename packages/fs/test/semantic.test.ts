@@ -347,4 +347,9 @@ test('fsck reads every page of vectors: a NaN in a file past the first pages is 
     params: [nan, late],
   })
   expect((await fsck(db)).findings.map((f) => [f.rule, f.ino])).toEqual([['embedding', late]])
+  // More broken files than a report lists (100): the repair drops them all in one go.
+  await db.execute({ sql: 'UPDATE agentfs_embedding SET vector = ?', params: [new Uint8Array(9)] })
+  expect((await fsck(db)).findings).toHaveLength(100)
+  expect((await fsck(db, { repair: true })).ok).toBe(true)
+  expect(await embeddingBacklog(db, embedder.model)).toBe(130)
 })

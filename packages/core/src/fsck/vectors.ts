@@ -29,13 +29,15 @@ const LIVE_DOCS = `FROM agentfs_embedding_doc d JOIN fs_inode i ON i.ino = d.ino
  * update makes them again). Rows of deleted files and of versions no doc row names are not
  * findings: the next update drops them.
  */
-async function broken(q: Queryable): Promise<Broken[]> {
+async function broken(q: Queryable, most: number): Promise<Broken[]> {
+  // SQLite's LIMIT -1: no limit.
+  const limit = Number.isFinite(most) ? most : -1
   const found: Broken[] = []
   const seen = new Set<string>()
   const add = (rows: readonly { ino: unknown; model: unknown }[], why: string) => {
     for (const r of rows) {
       const key = `${r.ino}\n${r.model}`
-      if (found.length >= MAX_FINDINGS || seen.has(key)) continue
+      if (found.length >= most || seen.has(key)) continue
       seen.add(key)
       found.push({ ino: Number(r.ino), model: String(r.model), why })
     }
@@ -49,10 +51,10 @@ GROUP BY d.ino, d.model
 HAVING typeof(d.chunks) != 'integer' OR d.chunks < -2 OR count(e.chunk) != max(d.chunks, 0)
   OR count(DISTINCT e.chunk) != count(e.chunk) OR min(e.chunk) < 0 OR max(e.chunk) >= d.chunks
   OR sum(e.chunk IS NOT NULL AND (typeof(e.start_line) != 'integer' OR typeof(e.end_line) != 'integer' OR e.start_line < 1 OR e.end_line < e.start_line)) > 0
-ORDER BY d.ino, d.model LIMIT ${MAX_FINDINGS}`,
+ORDER BY d.ino, d.model LIMIT ${limit}`,
   })
   add(chunks.rows, 'its chunk rows are not those its record counts, or span impossible lines')
-  if (found.length >= MAX_FINDINGS) return found
+  if (found.length >= most) return found
   // Each model's length: the one most of its vectors have (an embedder gives all the same);
   // then each vector of that length read for numbers that are not finite.
   const counted = await q.execute<{ model: string; len: number | null; n: number }>({
@@ -77,7 +79,7 @@ GROUP BY e.model, len LIMIT ${LENGTHS}`,
       sql: `SELECT DISTINCT e.ino AS ino, e.model AS model ${LIVE_DOCS}
 JOIN agentfs_embedding e ON e.ino = d.ino AND e.model = d.model AND e.version = d.version
 WHERE d.model = (SELECT ?) AND (typeof(e.vector) != 'blob' OR length(e.vector) != (SELECT ?) OR length(e.vector) % 4 != 0 OR length(e.vector) = 0)
-ORDER BY e.ino LIMIT ${MAX_FINDINGS}`,
+ORDER BY e.ino LIMIT ${limit}`,
       params: [model, size],
     })
     add(
@@ -86,7 +88,7 @@ ORDER BY e.ino LIMIT ${MAX_FINDINGS}`,
         ? 'a vector is not whole float32 numbers'
         : `a vector is not ${size / 4} float32 numbers, as the model's others are`,
     )
-    if (found.length >= MAX_FINDINGS) return found
+    if (found.length >= most) return found
     if (size === 0) continue
     // A page of files at a time (each listed at least once), with their vectors of that length.
     let after = -1
@@ -105,7 +107,7 @@ ORDER BY p.ino`,
         if (r.vector && !finite(r.vector))
           add([{ ino: r.ino, model }], 'a vector holds a number that is not finite')
       }
-      if (found.length >= MAX_FINDINGS || files.size < PAGE) break
+      if (found.length >= most || files.size < PAGE) break
       after = Number(rows.at(-1)!.ino)
     }
   }
@@ -126,27 +128,26 @@ export const VECTOR_CHECKS: readonly Check[] = [
     rule: 'embedding',
     repairable: true,
     async find(q): Promise<FindRow[]> {
-      return (await broken(q)).map((b) => ({ ino: b.ino, detail: `${b.model}\n${b.why}` }))
+      return (await broken(q, MAX_FINDINGS)).map((b) => ({
+        ino: b.ino,
+        detail: `${b.model}\n${b.why}`,
+      }))
     },
     message: (r) => {
       const [model, why] = String(r.detail).split('\n')
       return `the semantic index's vectors of inode ${r.ino} under model '${model}' cannot be right (${why}); repair drops them, the embedder makes them again`
     },
     async fix(q) {
-      // Until none is left: each round drops what one look finds (at most MAX_FINDINGS).
-      for (let round = 0; round < 10_000; round++) {
-        const found = await broken(q)
-        if (found.length === 0) return
-        for (const { ino, model } of found) {
-          await q.execute({
-            sql: 'DELETE FROM agentfs_embedding WHERE ino = ? AND model = ?',
-            params: [ino, model],
-          })
-          await q.execute({
-            sql: 'DELETE FROM agentfs_embedding_doc WHERE ino = ? AND model = ?',
-            params: [ino, model],
-          })
-        }
+      // Every broken file found in one look (no cap), then its rows dropped.
+      for (const { ino, model } of await broken(q, Number.POSITIVE_INFINITY)) {
+        await q.execute({
+          sql: 'DELETE FROM agentfs_embedding WHERE ino = ? AND model = ?',
+          params: [ino, model],
+        })
+        await q.execute({
+          sql: 'DELETE FROM agentfs_embedding_doc WHERE ino = ? AND model = ?',
+          params: [ino, model],
+        })
       }
     },
   },
