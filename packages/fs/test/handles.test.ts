@@ -88,6 +88,24 @@ for (const driver of Object.keys(DRIVERS)) {
       expect(await code(dir.read(untouched, 0, 8, 0))).toBe('EISDIR')
       expect(untouched.every((b) => b === 0xaa)).toBe(true)
       await dir.close()
+      // Bad arguments and a closed handle reject (never throw at the call), as Node's do.
+      const file = await fs.open('/full', 'r')
+      const rejects = (call: () => Promise<unknown>) => {
+        let promise: Promise<unknown> | undefined
+        expect(() => {
+          promise = call()
+        }).not.toThrow()
+        return promise!.then(
+          () => 'resolved',
+          (e: { code?: string; name?: string }) => e.code ?? e.name,
+        )
+      }
+      expect(await rejects(() => file.read(null as unknown as Uint8Array))).toBe('TypeError')
+      expect(await rejects(() => file.read(Buffer.alloc(4), 2, 3, 0))).toBe('EINVAL')
+      expect(await rejects(() => file.read(Buffer.alloc(4), 0, 4, -1))).toBe('EINVAL')
+      await file.close()
+      await file.close()
+      expect(await rejects(() => file.read(Buffer.alloc(4), 0, 4, 0))).toBe('EBADF')
     })
 
     test('readFile of a file of many chunks: holes and short chunks read as zeros, stray rows ignored', async () => {

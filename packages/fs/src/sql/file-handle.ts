@@ -146,26 +146,25 @@ export class FileHandle {
   /** Reads into `buffer`; with `position` null/undefined reads at the cursor and advances it. */
   // Not `async`: a read the connection answers at once costs one promise (W6's read).
   read(
-    buffer: Uint8Array = Buffer.alloc(16384),
-    offset = 0,
-    length: number = buffer.byteLength - offset,
-    position: number | null = null,
+    buffer?: Uint8Array,
+    offset?: number,
+    length?: number,
+    position?: number | null,
   ): Promise<{ bytesRead: number; buffer: Uint8Array }> {
     try {
+      // The defaults inside the try: a bad argument rejects, as it did from an async method.
+      const into = buffer === undefined ? Buffer.alloc(16384) : buffer
+      const from = offset === undefined ? 0 : offset
+      const count = length === undefined ? into.byteLength - from : length
+      const pos = position === undefined ? null : position
       this.#check('read', 'read')
-      if (
-        offset < 0 ||
-        length < 0 ||
-        offset + length > buffer.byteLength ||
-        (position !== null && position < 0)
-      ) {
+      if (from < 0 || count < 0 || from + count > into.byteLength || (pos !== null && pos < 0))
         throw fsError('EINVAL', 'read')
-      }
-      const at = position ?? this.#position
-      const found = readAt(this.#q, this.#ino, this.#fs.chunks, at, length, buffer, offset)
+      const at = pos ?? this.#position
+      const found = readAt(this.#q, this.#ino, this.#fs.chunks, at, count, into, from)
       if (found instanceof Promise)
-        return found.then((f) => this.#readDone(f, buffer, at, position === null))
-      return Promise.resolve(this.#readDone(found, buffer, at, position === null))
+        return found.then((f) => this.#readDone(f, into, at, pos === null))
+      return Promise.resolve(this.#readDone(found, into, at, pos === null))
     } catch (error) {
       return Promise.reject(error)
     }
