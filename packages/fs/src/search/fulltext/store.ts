@@ -11,6 +11,7 @@ import {
   SEARCH_MAX_TOKENS,
   writeMeta,
 } from '@agentfs/core'
+import { probed } from '../probe.js'
 
 /** Where the words of indexed files live: SQLite's FTS5, or our postings table. */
 export type StoreKind = 'fts5' | 'postings'
@@ -41,26 +42,16 @@ export interface IndexStore {
   rank(q: Executor, phrases: readonly QueryPhrase[]): AsyncIterable<Ranked>
 }
 
-const probed = new WeakMap<object, boolean>()
+const probedFts5 = new WeakMap<object, boolean>()
 
 /** Whether the engine behind `q` has FTS5: its capability, else a probe (remembered). */
-export async function hasFts5(q: Executor): Promise<boolean> {
-  const declared = fullTextSearch(q)
-  if (declared !== undefined) return declared
-  const key = q as object
-  const known = probed.get(key)
-  if (known !== undefined) return known
-  let found = false
-  try {
+export function hasFts5(q: Executor): Promise<boolean> {
+  return probed(probedFts5, q as object, fullTextSearch(q), async () => {
     const { rows } = await q.execute({
       sql: "SELECT 1 AS ok FROM pragma_module_list WHERE name = 'fts5'",
     })
-    found = rows.length > 0
-  } catch {
-    found = false
-  }
-  probed.set(key, found)
-  return found
+    return rows.length > 0
+  })
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Executor, Queryable } from '@agentfs/core'
 import { VERSION_SQL } from '../fulltext/upkeep.js'
+import { probed } from '../probe.js'
 import { cosine, norm, readVector } from './embedder.js'
 
 /** A file's best chunk for a query. */
@@ -28,22 +29,13 @@ const vectorSupport = new WeakMap<object, boolean>()
  * Whether the engine has libSQL's vector functions: as its driver says, else asked once per
  * database handle `q` (on `tx`, the transaction running: a single connection is busy with it).
  */
-async function hasVectors(q: Queryable, tx: Executor): Promise<boolean> {
-  const declared = q.capabilities?.vectors
-  if (declared !== undefined) return declared
-  const known = vectorSupport.get(q)
-  if (known !== undefined) return known
-  let ok = false
-  try {
+function hasVectors(q: Queryable, tx: Executor): Promise<boolean> {
+  return probed(vectorSupport, q, q.capabilities?.vectors, async () => {
     const { rows } = await tx.execute<{ d: number }>({
       sql: "SELECT vector_distance_cos(vector32('[1,0]'), vector32('[1,0]')) AS d",
     })
-    ok = rows.length === 1 && Number(rows[0]!.d) === 0
-  } catch {
-    ok = false
-  }
-  vectorSupport.set(q, ok)
-  return ok
+    return rows.length === 1 && Number(rows[0]!.d) === 0
+  })
 }
 
 /**
