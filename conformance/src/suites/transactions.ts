@@ -1,4 +1,10 @@
-import { type GuardedDriver, guardDriver, isAgentFsError, readThen } from '@agentfs/core'
+import {
+  type GuardedDriver,
+  guardDriver,
+  isAgentFsError,
+  readThen,
+  type Transaction,
+} from '@agentfs/core'
 import { expect } from 'vitest'
 import type { SuiteContext } from './context.js'
 
@@ -136,6 +142,35 @@ export function transactionsSuite({ resources, it }: SuiteContext): void {
         .catch((e: unknown) => e)
       expect(caught).toBe(boom)
       expect(await values(db)).toEqual([])
+    },
+  )
+
+  it(
+    'transactions/sync-callback',
+    'a callback that throws before returning a promise rolls back, rejects with its error and frees the connection; one that returns a value commits',
+    async () => {
+      const db = await open()
+      await table(db)
+      const boom = new Error('boom')
+      const pending = db.transaction(((tx: Transaction) => {
+        tx.executeNow?.({ sql: "INSERT INTO t (v) VALUES ('a')" })
+        throw boom
+      }) as unknown as (tx: Transaction) => Promise<void>)
+      // A rejection, not a throw at the call: the caller's await sees it.
+      expect(pending).toBeInstanceOf(Promise)
+      expect(await pending.catch((e: unknown) => e)).toBe(boom)
+      expect(await values(db)).toEqual([])
+      const plain = await db.transaction(((tx: Transaction) => {
+        const ran = tx.executeNow?.({ sql: "INSERT INTO t (v) VALUES ('b')" })
+        return ran === undefined
+          ? tx.execute({ sql: "INSERT INTO t (v) VALUES ('b')" }).then(() => 7)
+          : 7
+      }) as unknown as (tx: Transaction) => Promise<number>)
+      expect(plain).toBe(7)
+      expect(await values(db)).toEqual(['b'])
+      // The connection is free: a transaction after both commits.
+      await db.transaction((tx) => tx.execute({ sql: "INSERT INTO t (v) VALUES ('c')" }))
+      expect(await values(db)).toEqual(['b', 'c'])
     },
   )
 

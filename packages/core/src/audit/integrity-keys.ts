@@ -16,19 +16,23 @@ export interface IntegrityKey {
 }
 
 const KEYS = new WeakMap<object, readonly IntegrityKey[]>()
-/** The connection a transaction handle belongs to. */
-const REALM = new WeakMap<object, object>()
+/**
+ * The connection a transaction handle belongs to: a property under this symbol, which a
+ * transaction handle declares (not a weak map: one per transaction, on the write path).
+ */
+export const REALM: unique symbol = Symbol('agentfs.realm')
+type Carrier = { [REALM]?: object | undefined }
 /** `.driver` links followed from a handle to its engine's driver at most. */
 const MAX_LINKS = 4
 
 /** Records that `handle` (a transaction or savepoint) runs on `connection`. */
 export function joinRealm(handle: object, connection: object): void {
-  REALM.set(handle, REALM.get(connection) ?? connection)
+  ;(handle as Carrier)[REALM] = (connection as Carrier)[REALM] ?? connection
 }
 
 /** The engine's driver under `db` (a database, a guarded driver, a wrapper, a transaction). */
 function connectionOf(db: object): object {
-  let at: object = REALM.get(db) ?? db
+  let at: object = (db as Carrier)[REALM] ?? db
   for (let i = 0; i < MAX_LINKS; i++) {
     const next = (at as { driver?: unknown }).driver
     if (next === null || typeof next !== 'object') break

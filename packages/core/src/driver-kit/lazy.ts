@@ -51,6 +51,8 @@ export function lazyConnection<T extends object>(
   }
 }
 
+const NOTHING_HELD = { unlock(): void {} }
+
 /**
  * The lock of one database file, shared by every connection of this process to it (see
  * `sharedMutex`): transactions and scripts run `exclusive`ly; a single statement takes the fast
@@ -73,6 +75,18 @@ export class FileLock {
 
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     return this.#lock ? this.#lock.mutex.run(fn, this.#timeoutMs) : fn()
+  }
+
+  /**
+   * Takes the lock now if it is free, without waiting: what to unlock when done, or undefined
+   * when another caller holds it. Before `attach` there is nothing to take (see the class).
+   */
+  tryHold(): { unlock(): void } | undefined {
+    const lock = this.#lock
+    if (lock === undefined) return NOTHING_HELD
+    // The mutex itself is returned: a connection closed while holding it (a failed ROLLBACK
+    // drops this lock's reference) still unlocks the one it took.
+    return lock.mutex.tryLock() ? lock.mutex : undefined
   }
 
   get contended(): boolean {

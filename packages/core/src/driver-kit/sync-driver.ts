@@ -13,6 +13,7 @@ import {
 } from '../driver/driver.js'
 import { mapSqliteError } from '../driver/map-error.js'
 import { AgentFsError } from '../errors.js'
+import { type KitHost, transactBegun } from './kit-transaction.js'
 import type { SyncConnection, SyncDriverSpec, SyncStatement } from './kit-types.js'
 import { FileLock } from './lazy.js'
 import {
@@ -25,6 +26,7 @@ import {
 
 const BEGIN_DEFERRED: Statement = { sql: 'BEGIN' }
 const COMMIT: Statement = { sql: 'COMMIT' }
+const BEGIN_IMMEDIATE: Statement = { sql: 'BEGIN IMMEDIATE' }
 
 /** {@link Executor.readThen} as two statements on `executor`'s `execute`. */
 function readThenApart<Row>(
@@ -209,6 +211,7 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
   }
 
   const withDb = async (): Promise<SyncConnection> => current()
+  const host: KitHost = { run, needsTurn, turn, rollback, truncateAfter }
 
   /**
    * The statement run at once on the open, uncontended connection (see `Executor.executeNow`);
@@ -302,9 +305,25 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
       rollback(handle)
       return Promise.resolve({ result, followed: false, followError })
     },
-    async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-      const handle = db ?? (await withDb())
-      return exclusive(() => transact(handle, fn))
+    transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+      // Fast path: an open connection whose lock is free begins at once, and the transaction
+      // settles in one step after the callback's; a held lock or a busy database waits its turn.
+      const handle = db
+      const held = handle === undefined ? undefined : fileLock.tryHold()
+      if (handle === undefined || held === undefined)
+        return (async () => {
+          const opened = db ?? (await withDb())
+          return exclusive(() => transact(opened, fn))
+        })()
+      try {
+        runRaw(handle, BEGIN_IMMEDIATE)
+      } catch (error) {
+        held.unlock()
+        if (!isBusyError(error))
+          return Promise.reject(mapSqliteError(error, { sql: BEGIN_IMMEDIATE.sql }))
+        return exclusive(() => transact(handle, fn))
+      }
+      return transactBegun(host, handle, fn, held)
     },
     async executeScript(sql: string): Promise<void> {
       const handle = db ?? (await withDb())
@@ -350,57 +369,9 @@ export function createSyncDriver(spec: SyncDriverSpec): Driver {
     if (!spec.reopenable) closed = true
   }
 
+  /** The transaction of a connection whose lock is held: BEGIN IMMEDIATE, waiting while busy. */
   async function transact<T>(handle: SyncConnection, fn: (tx: Executor) => Promise<T>): Promise<T> {
-    await runRetrying(handle, { sql: 'BEGIN IMMEDIATE' })
-    let active = true
-    let bound = 0
-    /** Runs one statement of the transaction, counting the bytes it binds. */
-    const runInside = <Row>(statement: Statement): QueryResult<Row> => {
-      if (!active) throw new AgentFsError('MISUSE', 'Transaction already finished')
-      if (statement.params)
-        for (const p of statement.params)
-          if (typeof p === 'string' || p instanceof Uint8Array)
-            bound += typeof p === 'string' ? p.length : p.byteLength
-      return run<Row>(handle, statement)
-    }
-    const tx: Executor = {
-      execute: <Row = Record<string, SqlValue>>(
-        statement: Statement,
-      ): Promise<QueryResult<Row>> => {
-        if (needsTurn()) return turn().then(() => tx.execute<Row>(statement))
-        try {
-          return Promise.resolve(runInside<Row>(statement))
-        } catch (error) {
-          return Promise.reject(error)
-        }
-      },
-      executeNow: <Row = Record<string, SqlValue>>(
-        statement: Statement,
-      ): QueryResult<Row> | undefined => (needsTurn() ? undefined : runInside<Row>(statement)),
-    }
-    let result: T
-    try {
-      result = await fn(tx)
-    } catch (error) {
-      active = false
-      rollback(handle)
-      throw error
-    }
-    active = false
-    try {
-      run(handle, { sql: 'COMMIT' })
-    } catch (error) {
-      rollback(handle)
-      throw error
-    }
-    if (bound > truncateAfter && handle.file !== undefined) {
-      try {
-        // The commit's auto-checkpoint already copied the pages; this gives the WAL's space back.
-        handle.prepare('PRAGMA wal_checkpoint(TRUNCATE)').all([])
-      } catch {
-        // A reader holds the WAL: the next checkpoint will do it.
-      }
-    }
-    return result
+    await runRetrying(handle, BEGIN_IMMEDIATE)
+    return transactBegun(host, handle, fn)
   }
 }

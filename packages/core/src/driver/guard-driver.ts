@@ -66,6 +66,11 @@ export function explicitId(executor: Executor, table: IdTable): Promise<number> 
   return (executor as Partial<Queryable>).capabilities?.sync?.nextId(table, executor)
 }
 
+/** True when `executor` allots row ids itself (a synced database): {@link explicitId} gives them. */
+export function explicitIds(executor: Executor): boolean {
+  return (executor as Partial<Queryable>).capabilities?.sync !== undefined
+}
+
 /** True when whole-file writes replace the inode (a synced database; see `SyncCapabilities`). */
 export function replaceOnRewrite(executor: Executor): boolean {
   return (executor as Partial<Queryable>).capabilities?.sync?.replaceOnRewrite === true
@@ -112,7 +117,7 @@ const closedError = (name: string) =>
 export function guardDriver(driver: Driver): GuardedDriver {
   const mutex = new Mutex()
   const serial = !driver.capabilities.concurrentTransactions
-  const now = driver.executeNow?.bind(driver)
+  const now = driver.executeNow !== undefined
   /** Set by close(): new calls are refused, calls already queued still run. */
   let closeRequested = false
   /** Set once the driver itself is closed. */
@@ -176,9 +181,48 @@ export function guardDriver(driver: Driver): GuardedDriver {
     checkParams(statement)
     // A free connection of an in-process engine: the statement runs now, with no lock to hold
     // across a wait (nothing else can run until it returns).
-    if (now === undefined || !serial || closeRequested || closed || mutex.locked) return undefined
+    if (!now || !serial || closeRequested || closed || mutex.locked) return undefined
     if (!PLAIN_SELECT.test(statement.sql)) generation++
-    return runNow<Row>(now, statement, driver.capabilities)
+    return runNow<Row>(driver, statement, driver.capabilities)
+  }
+  const ended = <T>(result: T): T => {
+    open--
+    generation++
+    return result
+  }
+  const endedBadly = (error: unknown): never => {
+    open--
+    generation++
+    // Errors thrown by the callback itself pass through untouched; engine errors get mapped.
+    if (error instanceof Error && !isAgentFsError(error) && isEngineError(error))
+      throw mapSqliteError(error)
+    throw error
+  }
+  const unlocking = <T>(result: T): T => {
+    mutex.unlock()
+    return result
+  }
+  const unlockingThrow = (error: unknown): never => {
+    mutex.unlock()
+    throw error
+  }
+  /** One top-level transaction on the driver, `fn` given its guarded handle (the lock held). */
+  const transact = <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> => {
+    generation++
+    open++
+    begun++
+    let pending: Promise<T>
+    try {
+      pending = driver.transaction((tx) => {
+        const handle = new TransactionHandle(tx, 0, driver.name, driver.capabilities)
+        beginUnit(handle)
+        joinRealm(handle, driver)
+        return handle.run(fn)
+      })
+    } catch (error) {
+      pending = Promise.reject(error)
+    }
+    return pending.then(ended, endedBadly)
   }
   /** Resolves once every call started before it has finished. */
   const drained = (): Promise<void> => {
@@ -245,34 +289,11 @@ export function guardDriver(driver: Driver): GuardedDriver {
       },
     }),
     transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
-      return guard(async () => {
-        if (closed) throw closedError(driver.name)
-        let handle: TransactionHandle | undefined
-        generation++
-        open++
-        begun++
-        try {
-          return await driver.transaction(async (tx) => {
-            handle = new TransactionHandle(tx, 0, driver.name, driver.capabilities)
-            beginUnit(handle)
-            joinRealm(handle, driver)
-            try {
-              return await fn(handle)
-            } finally {
-              handle.end()
-            }
-          })
-        } catch (error) {
-          // Errors thrown by `fn` itself pass through untouched; engine errors get mapped.
-          if (error instanceof Error && !isAgentFsError(error) && isEngineError(error)) {
-            throw mapSqliteError(error)
-          }
-          throw error
-        } finally {
-          open--
-          generation++
-        }
-      })
+      // A free single-connection lock is taken at once, and released in the step that settles
+      // the transaction: no async frame of its own on the path every write takes.
+      if (serial && !closeRequested && !closed && mutex.tryLock())
+        return transact(fn).then(unlocking, unlockingThrow)
+      return guard(() => (closed ? Promise.reject(closedError(driver.name)) : transact(fn)))
     },
     executeScript(sql: string): Promise<void> {
       return guard(async () => {

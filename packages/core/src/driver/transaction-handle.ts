@@ -1,10 +1,10 @@
-import { joinRealm } from '../audit/integrity-keys.js'
+import { joinRealm, REALM } from '../audit/integrity-keys.js'
 import { AgentFsError } from '../errors.js'
 import type { DriverCapabilities, Executor, QueryResult, SqlValue, Statement } from './driver.js'
 import { arrayRowsOf, pluckedRowsOf } from './driver.js'
 import type { Transaction } from './guard-driver.js'
 import { mapSqliteError } from './map-error.js'
-import { joinUnit, unitMark } from './transaction-unit.js'
+import { joinUnit, type TransactionUnit, UNIT, unitMark } from './transaction-unit.js'
 
 // The guarded handle's pieces for one statement (parameter checks, the row shapes a driver
 // cannot give) and its transaction handle (see `guardDriver`).
@@ -62,17 +62,17 @@ export function rowsAsAsked<Row>(
 }
 
 /**
- * `statement` run by a driver's `executeNow`, its engine error mapped, its rows as the statement
- * asks for them; undefined when it did not run.
+ * `statement` run by `executor`'s `executeNow` (which it must have), its engine error mapped, its
+ * rows as the statement asks for them; undefined when it did not run.
  */
 export function runNow<Row>(
-  now: NonNullable<Executor['executeNow']>,
+  executor: Executor,
   statement: Statement,
   capabilities: DriverCapabilities,
 ): QueryResult<Row> | undefined {
   let result: QueryResult<Row> | undefined
   try {
-    result = now<Row>(statement)
+    result = executor.executeNow!<Row>(statement)
   } catch (error) {
     throw mapSqliteError(error, { sql: statement.sql })
   }
@@ -90,13 +90,17 @@ export function rowsAsAskedLater<Row>(
 }
 
 export class TransactionHandle implements Transaction {
+  /** The handle's transaction unit (see `beginUnit`), declared so that setting it keeps the shape. */
+  [UNIT]: TransactionUnit | undefined = undefined;
+  /** The connection it runs on (see `joinRealm`), declared likewise. */
+  [REALM]: object | undefined = undefined
   readonly inTransaction = true as const
   #active = true
   #depth: number
   readonly #inner: Executor
   readonly #name: string
-  /** The transaction's `executeNow`, when the driver offers it. */
-  readonly #now: Executor['executeNow']
+  /** True when the driver's transaction offers `executeNow`. */
+  readonly #now: boolean
   readonly capabilities: DriverCapabilities
   /** Present when the driver's transaction can queue statements (see `Executor.defer`). */
   readonly defer?: (statement: Statement) => void
@@ -106,7 +110,7 @@ export class TransactionHandle implements Transaction {
     this.#depth = depth
     this.#name = name
     this.capabilities = capabilities
-    this.#now = inner.executeNow?.bind(inner)
+    this.#now = inner.executeNow !== undefined
     if (inner.defer !== undefined) {
       const queue = inner.defer.bind(inner)
       this.defer = (statement) => {
@@ -121,6 +125,30 @@ export class TransactionHandle implements Transaction {
     this.#active = false
   }
 
+  /**
+   * `fn` given this handle; the handle ends when `fn` settles (thrown, rejected or resolved),
+   * before the returned promise does.
+   */
+  run<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    let pending: Promise<T>
+    try {
+      pending = Promise.resolve(fn(this))
+    } catch (error) {
+      this.#active = false
+      return Promise.reject(error)
+    }
+    return pending.then(
+      (result) => {
+        this.#active = false
+        return result
+      },
+      (error: unknown) => {
+        this.#active = false
+        throw error
+      },
+    )
+  }
+
   #check(): void {
     if (!this.#active) {
       throw new AgentFsError(
@@ -133,8 +161,7 @@ export class TransactionHandle implements Transaction {
   executeNow<Row = Record<string, SqlValue>>(statement: Statement): QueryResult<Row> | undefined {
     this.#check()
     checkParams(statement)
-    const now = this.#now
-    return now === undefined ? undefined : runNow<Row>(now, statement, this.capabilities)
+    return this.#now ? runNow<Row>(this.#inner, statement, this.capabilities) : undefined
   }
 
   execute<Row = Record<string, SqlValue>>(statement: Statement): Promise<QueryResult<Row>> {

@@ -11,27 +11,32 @@ export interface TransactionUnit {
   first: number | undefined
 }
 
-const UNITS = new WeakMap<object, TransactionUnit>()
+/**
+ * Where a handle keeps its unit: a property under this symbol, which a transaction handle
+ * declares (a field, not a weak map: one per transaction, on the write path).
+ */
+export const UNIT: unique symbol = Symbol('agentfs.transactionUnit')
+type Carrier = { [UNIT]?: TransactionUnit | undefined }
 
 /** The unit a transaction handle belongs to; undefined outside a transaction. */
 export function unitOf(handle: object): TransactionUnit | undefined {
-  return UNITS.get(handle)
+  return (handle as Carrier)[UNIT]
 }
 
 /** Makes `handle` the start of a new unit (a top-level transaction, a group's call). */
 export function beginUnit(handle: object): void {
-  UNITS.set(handle, { rows: 0, first: undefined })
+  ;(handle as Carrier)[UNIT] = { rows: 0, first: undefined }
 }
 
 /** Makes `nested` (a savepoint) part of `parent`'s unit. */
 export function joinUnit(parent: object, nested: object): void {
-  const unit = UNITS.get(parent)
-  if (unit !== undefined) UNITS.set(nested, unit)
+  const unit = (parent as Carrier)[UNIT]
+  if (unit !== undefined) (nested as Carrier)[UNIT] = unit
 }
 
 /** What to restore when a savepoint of the unit rolls back. */
 export function unitMark(handle: object): (() => void) | undefined {
-  const unit = UNITS.get(handle)
+  const unit = (handle as Carrier)[UNIT]
   if (unit === undefined) return undefined
   const { rows, first } = unit
   return () => {
