@@ -24,6 +24,7 @@ export type { Actor, ChangeOp, ChangeRecord, FeedOptions } from './audit/changes
 export {
   appendChange,
   CONTENT_OPS,
+  changeStatement,
   checkMessage,
   currentActor,
   MAX_MESSAGE,
@@ -158,12 +159,14 @@ export {
   placeholders,
   type ReadThen,
   readThen,
+  runInOrder,
 } from './driver/driver.js'
 export type { GroupCommitOptions, GroupedDatabase } from './driver/group-commit.js'
 export { groupCommits } from './driver/group-commit.js'
 export type { GuardedDriver, Queryable, Transaction } from './driver/guard-driver.js'
 export {
   explicitId,
+  explicitIds,
   fullTextSearch,
   guardDriver,
   recursiveQueries,

@@ -5,6 +5,7 @@ import {
   applyOnce,
   type ChangeOp,
   type Clock,
+  changeStatement,
   executeDeferred,
   executeThen,
   type FeedOptions,
@@ -12,7 +13,9 @@ import {
   micros,
   type Queryable,
   type QueryResult,
+  runInOrder,
   STORE_DATABASE,
+  type Statement,
   type Timestamp,
   viaSubqueries,
 } from '@agentfs/core'
@@ -82,12 +85,23 @@ const CURRENT_VERSION =
   'SELECT COALESCE(v.version, 0) AS version FROM (SELECT ? AS key) s JOIN kv_store k ON k.key = s.key LEFT JOIN agentfs_kv_version v ON v.key = k.key'
 
 /** Moves a key's version row on (creating it at 1) and stamps the time of the write. */
+const NEXT_VERSION =
+  'INSERT INTO agentfs_kv_version (key, version, updated_us) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET version = version + 1, updated_us = excluded.updated_us'
+const nextVersionOf = (key: string, now: Timestamp): Statement => ({
+  sql: NEXT_VERSION,
+  params: [key, micros(now)],
+})
 function nextVersion(tx: Queryable, key: string, now: Timestamp): Promise<void> {
-  return executeDeferred(tx, {
-    sql: 'INSERT INTO agentfs_kv_version (key, version, updated_us) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET version = version + 1, updated_us = excluded.updated_us',
-    params: [key, micros(now)],
-  })
+  return executeDeferred(tx, nextVersionOf(key, now))
 }
+const PUT_VALUE =
+  'INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at'
+/** The version a write just gave its key (read back rather than returned: see `insertedRowid`). */
+const WRITTEN_VERSION = 'SELECT version FROM agentfs_kv_version WHERE key = ?'
+const versionRead = (result: QueryResult<number>): number => result.rows[0]!
+/** The version a write's last statement read, now or later. */
+const settled = (done: QueryResult<number> | Promise<QueryResult<number>>): Promise<number> =>
+  done instanceof Promise ? done.then(versionRead) : Promise.resolve(versionRead(done))
 
 async function currentVersion(q: Queryable, key: string): Promise<number | null> {
   const { rows } = await q.execute<{ version: number }>({ sql: CURRENT_VERSION, params: [key] })
@@ -232,26 +246,46 @@ export class KvStore {
       ) as Promise<number>
     const now = this.#clock.now()
     const { sec } = now
-    return this.#q.transaction(async (tx) => {
-      if (expected !== undefined) {
-        // Compared inside the write transaction, so nothing can change the key in between.
-        const current = await currentVersion(tx, key)
-        if (current !== expected) throw new KvConflictError(key, expected, current)
-      }
+    return this.#q.transaction((tx) => {
+      if (expected !== undefined) return this.#setIf(tx, key, text, now, expected)
       // The version row first, then the value: a synced database replays them in this order,
       // and the value's replay compares the time the version row carries.
-      await nextVersion(tx, key, now)
-      await executeDeferred(tx, {
-        sql: 'INSERT INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
-        params: [key, text, sec, sec],
-      })
-      await this.#note(tx, 'kv-set', key, now)
-      const { rows } = await tx.execute<{ version: number }>({
-        sql: 'SELECT version FROM agentfs_kv_version WHERE key = ?',
-        params: [key],
-      })
-      return rows[0]!.version
+      const version = nextVersionOf(key, now)
+      const value: Statement = { sql: PUT_VALUE, params: [key, text, sec, sec] }
+      const read: Statement = { sql: WRITTEN_VERSION, params: [key], pluck: true, first: true }
+      const feed = this.#feed
+        ? changeStatement(tx, { op: 'kv-set', path: key }, now, this.#feed.sessionId)
+        : undefined
+      if (feed instanceof Promise)
+        return feed.then((row) => settled(runInOrder<number>(tx, [version, value, row, read])))
+      const done = runInOrder<number>(
+        tx,
+        feed === undefined ? [version, value, read] : [version, value, feed, read],
+      )
+      return settled(done)
     })
+  }
+
+  /** `set` with `ifVersion`: the key's version compared inside the write transaction. */
+  async #setIf(
+    tx: Queryable,
+    key: string,
+    text: string,
+    now: Timestamp,
+    expected: number | null,
+  ): Promise<number> {
+    const current = await currentVersion(tx, key)
+    if (current !== expected) throw new KvConflictError(key, expected, current)
+    await nextVersion(tx, key, now)
+    await executeDeferred(tx, { sql: PUT_VALUE, params: [key, text, now.sec, now.sec] })
+    await this.#note(tx, 'kv-set', key, now)
+    const { rows } = await tx.execute<number>({
+      sql: WRITTEN_VERSION,
+      params: [key],
+      pluck: true,
+      first: true,
+    })
+    return rows[0]!
   }
 
   /** The value at `key`, or undefined. */

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Timestamp } from '../clock.js'
-import { type Executor, executeDeferred } from '../driver/driver.js'
+import { type Executor, executeDeferred, type Statement } from '../driver/driver.js'
 import { explicitId } from '../driver/guard-driver.js'
 import { unitOf } from '../driver/transaction-unit.js'
 import { AgentFsError } from '../errors.js'
@@ -176,19 +176,39 @@ SELECT ?, ?, ?, ?, ?, ?, ?, ?, CAST(i.ctime * 1000000000 + i.ctime_nsec AS TEXT)
 FROM (SELECT ? AS ino) s LEFT JOIN fs_inode i ON i.ino = s.ino`
 const FEED_INSERT = feedInsert('?')
 const FEED_INSERT_PREVIOUS = feedInsert(PREVIOUS_TXID)
+/** The same row for a change of no inode (a kv key, a commit): no version or size to read. */
+const feedValues = (txid: string) =>
+  `INSERT INTO agentfs_change (seq, at_us, op, path, path2, ino, dir_ino, dir2_ino, version, size, session_id, call_token, hash, prev_hash, txid, message)
+VALUES (?, ?, ?, ?, ?, NULL, ?, ?, NULL, NULL, ?, ?, ?, ?, ${txid}, ?)`
+const FEED_VALUES = feedValues('?')
+const FEED_VALUES_PREVIOUS = feedValues(PREVIOUS_TXID)
 
 /**
- * Appends `change` to the feed in the caller's transaction. The size and version token of the
+ * The statement that appends `change` to the feed in the caller's transaction, to run next on
+ * `q` (it counts the change in the transaction's unit now). The size and version token of the
  * changed inode are read from its row in the same statement, so they are the committed ones.
+ * A promise only where row ids are explicit (a synced database allots them).
  */
-export async function appendChange(
+export function changeStatement(
   q: Executor,
   change: ChangeRecord,
   now: Timestamp,
   sessionId: string | undefined,
-): Promise<void> {
+): Statement | Promise<Statement> {
+  const seq = explicitId(q, 'agentfs_change')
+  return seq === undefined
+    ? feedStatement(q, change, now, sessionId, undefined)
+    : seq.then((id) => feedStatement(q, change, now, sessionId, id))
+}
+
+function feedStatement(
+  q: Executor,
+  change: ChangeRecord,
+  now: Timestamp,
+  sessionId: string | undefined,
+  seq: number | undefined,
+): Statement {
   const actor = currentActor()
-  const seq = await explicitId(q, 'agentfs_change')
   // The first change of a transaction has no txid (it is its own seq); the others carry the
   // first one's seq: known when ids are explicit, else read from the feed's newest row, which
   // is this transaction's previous change (nothing else writes inside a write transaction).
@@ -201,24 +221,70 @@ export async function appendChange(
     else fromPrevious = true
     unit.rows++
   }
-  await executeDeferred(q, {
-    sql: fromPrevious ? FEED_INSERT_PREVIOUS : FEED_INSERT,
-    params: [
-      seq ?? null,
-      micros(now),
-      change.op,
-      change.path ?? null,
-      change.path2 ?? null,
-      change.ino ?? null,
-      change.dir ?? null,
-      change.dir2 ?? null,
-      actor?.sessionId ?? sessionId ?? null,
-      actor?.callToken ?? null,
-      change.hash ?? null,
-      change.prevHash ?? null,
-      ...(fromPrevious ? [] : [txid]),
-      actor?.message ?? null,
-      change.ino ?? null,
-    ],
-  })
+  const ino = change.ino ?? null
+  const us = micros(now)
+  const path = change.path ?? null
+  const path2 = change.path2 ?? null
+  const dir = change.dir ?? null
+  const dir2 = change.dir2 ?? null
+  const session = actor?.sessionId ?? sessionId ?? null
+  const token = actor?.callToken ?? null
+  const hash = change.hash ?? null
+  const prev = change.prevHash ?? null
+  const message = actor?.message ?? null
+  const id = seq ?? null
+  const { op } = change
+  if (ino === null)
+    return fromPrevious
+      ? {
+          sql: FEED_VALUES_PREVIOUS,
+          params: [id, us, op, path, path2, dir, dir2, session, token, hash, prev, message],
+        }
+      : {
+          sql: FEED_VALUES,
+          params: [id, us, op, path, path2, dir, dir2, session, token, hash, prev, txid, message],
+        }
+  return fromPrevious
+    ? {
+        sql: FEED_INSERT_PREVIOUS,
+        params: [id, us, op, path, path2, ino, dir, dir2, session, token, hash, prev, message, ino],
+      }
+    : {
+        sql: FEED_INSERT,
+        params: [
+          id,
+          us,
+          op,
+          path,
+          path2,
+          ino,
+          dir,
+          dir2,
+          session,
+          token,
+          hash,
+          prev,
+          txid,
+          message,
+          ino,
+        ],
+      }
+}
+
+/** Appends `change` to the feed in the caller's transaction (see {@link changeStatement}). */
+export function appendChange(
+  q: Executor,
+  change: ChangeRecord,
+  now: Timestamp,
+  sessionId: string | undefined,
+): Promise<void> {
+  let statement: Statement | Promise<Statement>
+  try {
+    statement = changeStatement(q, change, now, sessionId)
+  } catch (error) {
+    return Promise.reject(error)
+  }
+  return statement instanceof Promise
+    ? statement.then((ready) => executeDeferred(q, ready))
+    : executeDeferred(q, statement)
 }

@@ -188,6 +188,31 @@ export function executeDeferred(executor: Executor, statement: Statement): Promi
 }
 
 /**
+ * Runs `statements` in order inside a transaction and gives the last one's result: at once, as a
+ * value, while the executor's `executeNow` runs them (an in-process engine); the rest one after
+ * another, the ones before the last queued where the executor can (`defer`: a remote driver
+ * sends them with the last). Used by writes whose statements are known before the first runs.
+ */
+export function runInOrder<Row = Record<string, SqlValue>>(
+  tx: Executor,
+  statements: readonly Statement[],
+): QueryResult<Row> | Promise<QueryResult<Row>> {
+  const last = statements.length - 1
+  let i = 0
+  if (tx.defer === undefined && tx.executeNow !== undefined) {
+    for (; i < last; i++) if (tx.executeNow(statements[i]!) === undefined) break
+    if (i === last) {
+      const result = tx.executeNow<Row>(statements[last]!)
+      if (result !== undefined) return result
+    }
+  }
+  return (async () => {
+    for (; i < last; i++) await executeDeferred(tx, statements[i]!)
+    return tx.execute<Row>(statements[last]!)
+  })()
+}
+
+/**
  * The rowid an INSERT just made: its `lastInsertRowid` where the driver reports one, else asked
  * of the engine. Cheaper than `RETURNING` on some engines (the Turso engine spends about 0.2 ms
  * on any statement with it).
