@@ -8,6 +8,7 @@ import {
   exceedsInline,
   executeDeferred,
   explicitId,
+  explicitIds,
   externalize,
   type IdSource,
   insertedRowid,
@@ -17,7 +18,9 @@ import {
   payloadUsage,
   placeholders,
   type Queryable,
+  runInOrder,
   STORE_DATABASE,
+  type Statement,
   setPayloadBudget,
   withActor,
 } from '@agentfs/core'
@@ -55,6 +58,9 @@ const CALL_COLUMNS = 'name, parameters, result, error, started_at, completed_at,
  * The call row's insert, built once per shape (the driver finds its prepared statement by the
  * text): without and with a chosen id, then the same with the reference's `status` column.
  */
+const INSERT_META =
+  'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata, call_token, payloads) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'
+const END_PENDING = 'DELETE FROM agentfs_tool_call_pending WHERE token = ?'
 const INSERT_CALL = [
   CALL_COLUMNS,
   `id, ${CALL_COLUMNS}`,
@@ -157,52 +163,73 @@ export class ToolCalls {
     const startedSec = Number(start / NS)
     const completedSec = Number(end / NS)
     const sessionId = input.sessionId ?? this.#sessionId ?? null
-    return this.#q.transaction(async (tx) => {
-      // Texts over 64 KiB are kept whole in the payload store; the row keeps a stub.
-      const moved = await externalize(tx, { parameters, result, error }, end)
-      const values: Array<string | number | null> = [
+    const token = input.callToken ?? callToken
+    /** The metadata row and, for a call started with `start`, the end of its pending row. */
+    const completion = (id: number, refs: string | null): Statement[] => {
+      const meta: Statement = {
+        sql: INSERT_META,
+        params: [id, sessionId, input.parentId ?? null, start, end, metadata, token ?? null, refs],
+      }
+      // A call started with `start` is no longer under way once its row is written.
+      return token === undefined ? [meta] : [meta, { sql: END_PENDING, params: [token] }]
+    }
+    /** The completion, queued where the transaction can (sent with its COMMIT). */
+    const complete = async (tx: Queryable, id: number, refs: string | null): Promise<number> => {
+      for (const statement of completion(id, refs)) await executeDeferred(tx, statement)
+      return id
+    }
+    const callRow = (
+      values: { parameters: string | null; result: string | null; error: string | null },
+      chosen: number | undefined,
+    ): Statement => {
+      const row: Array<string | number | null> = [
         input.name,
-        moved.values.parameters,
-        moved.values.result,
-        moved.values.error,
+        values.parameters,
+        values.result,
+        values.error,
         startedSec,
         completedSec,
         (completedSec - startedSec) * 1000,
       ]
-      const chosen = await explicitId(tx, 'tool_calls')
-      const row: Array<string | number | null> = chosen === undefined ? values : [chosen, ...values]
+      if (chosen !== undefined) row.unshift(chosen)
       if (this.#reference) row.push(failed ? 'error' : 'success')
-      const insert = {
+      return {
         sql: INSERT_CALL[(chosen === undefined ? 0 : 1) + (this.#reference ? 2 : 0)]!,
         params: row,
       }
-      let id: number
-      if (chosen === undefined) id = await insertedRowid(tx, await tx.execute(insert))
-      else {
-        await executeDeferred(tx, insert)
-        id = chosen
+    }
+    return this.#q.transaction((tx) => {
+      // The common case (texts kept in the row, ids from the engine, an in-process engine):
+      // every statement runs at once and the id is known without another one.
+      if (
+        !explicitIds(tx) &&
+        tx.defer === undefined &&
+        !(parameters !== null && exceedsInline(parameters)) &&
+        !(result !== null && exceedsInline(result)) &&
+        !(error !== null && exceedsInline(error))
+      ) {
+        const inserted = tx.executeNow?.(callRow({ parameters, result, error }, undefined))
+        if (inserted?.lastInsertRowid !== undefined) {
+          const id = Number(inserted.lastInsertRowid)
+          const done = runInOrder(tx, completion(id, null))
+          return done instanceof Promise ? done.then(() => id) : Promise.resolve(id)
+        }
+        if (inserted !== undefined)
+          return insertedRowid(tx, inserted).then((id) => complete(tx, id, null))
       }
-      await executeDeferred(tx, {
-        sql: 'INSERT INTO agentfs_tool_call_meta (id, session_id, parent_id, started_at_ns, completed_at_ns, metadata, call_token, payloads) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-        params: [
-          id,
-          sessionId,
-          input.parentId ?? null,
-          start,
-          end,
-          metadata,
-          input.callToken ?? callToken ?? null,
-          moved.refs,
-        ],
-      })
-      // A call started with `start` is no longer under way once its row is written.
-      const token = input.callToken ?? callToken
-      if (token !== undefined)
-        await executeDeferred(tx, {
-          sql: 'DELETE FROM agentfs_tool_call_pending WHERE token = ?',
-          params: [token],
-        })
-      return id
+      return (async () => {
+        // Texts over 64 KiB are kept whole in the payload store; the row keeps a stub.
+        const moved = await externalize(tx, { parameters, result, error }, end)
+        const chosen = await explicitId(tx, 'tool_calls')
+        const insert = callRow(moved.values, chosen)
+        let id: number
+        if (chosen === undefined) id = await insertedRowid(tx, await tx.execute(insert))
+        else {
+          await executeDeferred(tx, insert)
+          id = chosen
+        }
+        return complete(tx, id, moved.refs)
+      })()
     })
   }
 
