@@ -43,20 +43,47 @@ function expectedLength(row: FrameRow, chunkSize: number): number {
   return Math.max(0, Math.min(chunkSize, Number(row.size) - row.chunk_index * chunkSize))
 }
 
+/**
+ * The misfit frames found by the pass that found the broken ones, kept for the next rule
+ * (`chunk-frame-size` runs right after `chunk-frame`): each frame is decoded once per check.
+ */
+const MISFITS = new WeakMap<object, FindRow[]>()
+
+/** Frames that do not decode; the ones that decode to the wrong length are kept for the next rule. */
 async function badFrames(q: Queryable): Promise<FindRow[]> {
   const found: FindRow[] = []
+  const misfits: FindRow[] = []
   for await (const row of frames(q)) {
+    let bytes: Uint8Array
     try {
-      decodeChunk(row.format, row.data, row.ino, 'fsck')
+      bytes = decodeChunk(row.format, row.data, row.ino, 'fsck')
     } catch (error) {
       found.push({ ino: row.ino, detail: `${row.chunk_index}: ${(error as Error).message}` })
+      continue
     }
+    const misfit = misfitOf(row, bytes)
+    if (misfit !== undefined) misfits.push(misfit)
   }
+  MISFITS.set(q, misfits)
   return found
+}
+
+/** The finding of a frame that decodes to another length than the file's size gives it. */
+function misfitOf(row: FrameRow & { format: ChunkFormat }, bytes: Uint8Array): FindRow | undefined {
+  const want = expectedLength(row, row.format.size)
+  if (bytes.byteLength === want || (bytes.byteLength < want && isLast(row, row.format.size)))
+    return undefined
+  return { ino: row.ino, detail: `${row.chunk_index} holds ${bytes.byteLength} of ${want}` }
 }
 
 /** Frames that decode but not to the length the file's size gives the chunk. */
 async function misfitFrames(q: Queryable): Promise<FindRow[]> {
+  // Taken once: a later check (after a repair) decodes afresh.
+  const kept = MISFITS.get(q)
+  if (kept !== undefined) {
+    MISFITS.delete(q)
+    return kept
+  }
   const found: FindRow[] = []
   for await (const row of frames(q)) {
     let bytes: Uint8Array
@@ -65,12 +92,8 @@ async function misfitFrames(q: Queryable): Promise<FindRow[]> {
     } catch {
       continue // chunk-frame's finding
     }
-    const want = expectedLength(row, row.format.size)
-    if (bytes.byteLength !== want && !(bytes.byteLength < want && isLast(row, row.format.size)))
-      found.push({
-        ino: row.ino,
-        detail: `${row.chunk_index} holds ${bytes.byteLength} of ${want}`,
-      })
+    const misfit = misfitOf(row, bytes)
+    if (misfit !== undefined) found.push(misfit)
   }
   return found
 }

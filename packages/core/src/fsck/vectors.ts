@@ -78,9 +78,9 @@ GROUP BY e.model, len LIMIT ${LENGTHS}`,
     const odd = await q.execute<{ ino: number; model: string }>({
       sql: `SELECT DISTINCT e.ino AS ino, e.model AS model ${LIVE_DOCS}
 JOIN agentfs_embedding e ON e.ino = d.ino AND e.model = d.model AND e.version = d.version
-WHERE d.model = (SELECT ?) AND (typeof(e.vector) != 'blob' OR length(e.vector) != (SELECT ?) OR length(e.vector) % 4 != 0 OR length(e.vector) = 0)
+WHERE d.model = (SELECT ?) AND (typeof(e.vector) != 'blob' OR length(e.vector) != (SELECT ?) OR (SELECT ?) = 0)
 ORDER BY e.ino LIMIT ${limit}`,
-      params: [model, size],
+      params: [model, size, size],
     })
     add(
       odd.rows,
