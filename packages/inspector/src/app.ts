@@ -19,6 +19,7 @@ import { blame, fileDiff, fileHistory, fileView, tree } from './api/files.js'
 import { search } from './api/search.js'
 import { type InspectedAgent, type InspectorAppOptions, inspection } from './context.js'
 import {
+  flagParam,
   HttpError,
   intParam,
   LIMITS,
@@ -214,7 +215,7 @@ export function createInspectorApp(
           max: LIMITS.searchMatches,
           fallback: LIMITS.page,
         }) as number,
-        q(c, 'ignoreCase') === '1' || q(c, 'ignoreCase') === 'true',
+        flagParam(q(c, 'ignoreCase'), 'ignoreCase'),
       ),
     ),
   )
@@ -222,7 +223,7 @@ export function createInspectorApp(
   const callFilters = (c: Context) => ({
     sessionId: optionalString(q(c, 'session'), 'session'),
     name: optionalString(q(c, 'tool'), 'tool'),
-    errorsOnly: q(c, 'errors') === '1' || q(c, 'errors') === 'true',
+    errorsOnly: flagParam(q(c, 'errors'), 'errors'),
     since: timeParam(q(c, 'since'), 'since'),
     until: timeParam(q(c, 'until'), 'until'),
   })

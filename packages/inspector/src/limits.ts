@@ -54,6 +54,13 @@ export function intParam(
   return n
 }
 
+/** A yes/no query parameter: `1` or `true`, `0` or `false`; absent is no. */
+export function flagParam(value: string | undefined, name: string): boolean {
+  if (value === undefined || value === '' || value === '0' || value === 'false') return false
+  if (value === '1' || value === 'true') return true
+  throw new HttpError(400, `${name} must be 1 or true, 0 or false, got '${value.slice(0, 40)}'`)
+}
+
 /** A time query parameter: ms since the epoch or an ISO time. */
 export function timeParam(value: string | undefined, name: string): number | undefined {
   if (value === undefined || value === '') return undefined

@@ -240,6 +240,23 @@ describe('bounds', () => {
     expect(((await res.json()) as { error: string }).error).toBe(
       "since: cannot read 'yesterday' as a time",
     )
+    // A yes/no parameter is 1/true or 0/false: anything else is refused, not read as no.
+    for (const [route, name] of [
+      ['/api/calls', 'errors'],
+      ['/api/search?q=a', 'ignoreCase'],
+    ] as const) {
+      const flag = await fetch(
+        `${server.origin}${route}${route.includes('?') ? '&' : '?'}${name}=yes`,
+        {
+          headers: { authorization: `Bearer ${server.token}` },
+        },
+      )
+      expect(flag.status).toBe(400)
+      expect(((await flag.json()) as { error: string }).error).toBe(
+        `${name} must be 1 or true, 0 or false, got 'yes'`,
+      )
+    }
+    expect((await api.search({ q: 'NOTES', ignoreCase: false })).matches).toEqual([])
   })
 })
 
