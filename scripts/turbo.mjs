@@ -1,6 +1,7 @@
-// Runs turbo with the Node.js version in the environment it hashes (turbo.json `globalEnv`), so a
-// run on another Node.js (the CI's Node 24 leg, a developer switching versions) never replays
-// results cached under a different one: native modules and engine behaviour differ per version.
+// Runs turbo with the Node.js version in the environment the test task hashes (turbo.json), so a
+// run on another Node.js (the CI's Node 22 and 24 legs, a developer switching versions) never
+// replays test results cached under a different one: native modules and engine behaviour differ
+// per version. Builds (tsup) and type checks are the same on every Node.js and are shared.
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 
