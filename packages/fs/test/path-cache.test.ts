@@ -59,6 +59,22 @@ function counted(executor: Executor, seen: (sql: string) => void): Executor {
   } as Executor
 }
 
+/**
+ * A driver on `name` that lists every SELECT it runs in `selects`, at the top level and in its
+ * transactions (a group's statements run in its transaction: counted there too).
+ */
+function countingSelects(name: string) {
+  const driver = betterSqlite3Driver({ path: join(dir, name) })
+  const selects: string[] = []
+  const select = (sql: string) => {
+    if (/^\s*SELECT\s/i.test(sql)) selects.push(sql)
+  }
+  Object.assign(driver, counted(driver, select))
+  const transaction = driver.transaction.bind(driver)
+  driver.transaction = (fn) => transaction((tx) => fn({ ...tx, ...counted(tx, select) }))
+  return { driver, selects }
+}
+
 /** Stats every file of `/a/b` twice, so the second round is answered from the cache. */
 async function warm(fs: SqlFileSystem): Promise<void> {
   for (let round = 0; round < 2; round++) {
@@ -89,15 +105,7 @@ describe('path cache', () => {
   })
 
   it('after a change of its own, resolves a path afresh in one statement, grouped or not', async () => {
-    const driver = betterSqlite3Driver({ path: join(dir, 'own.db') })
-    const selects: string[] = []
-    const select = (sql: string) => {
-      if (/^\s*SELECT\s/i.test(sql)) selects.push(sql)
-    }
-    Object.assign(driver, counted(driver, select))
-    const transaction = driver.transaction.bind(driver)
-    // A group's statements run in its transaction: counted there too.
-    driver.transaction = (fn) => transaction((tx) => fn({ ...tx, ...counted(tx, select) }))
+    const { driver, selects } = countingSelects('own.db')
     const plain = await openDatabase({ driver, clock: fixedClock() })
     open.push(plain)
     const grouped = groupCommits(plain, { maxDelayMs: 1000 })
@@ -170,6 +178,10 @@ describe('path cache', () => {
       expect(await fs.readdir('/moved/b')).toEqual(['f'])
     }
     await db.execute({ sql: 'ROLLBACK' })
+    // ROLLBACK leaves total_changes() where the undone UPDATE took it: a write's lookups, too,
+    // must not take what was read inside.
+    expect(await code(fs.writeFile('/moved/b/f', 'lost'))).toBe('ENOENT')
+    expect(await code(fs.rename('/moved/b/f', '/moved/b/g'))).toBe('ENOENT')
     expect(await code(fs.stat('/moved/b/f'))).toBe('ENOENT')
     expect(await code(fs.readdir('/moved/b'))).toBe('ENOENT')
     expect((await fs.stat('/a/b/f')).size).toBe(1)
@@ -201,6 +213,84 @@ describe('path cache', () => {
     expect((await fs.lstat('/a/b/l')).isSymbolicLink()).toBe(true)
     expect((await fs.stat('/a/b/')).isDirectory()).toBe(true)
     expect((await fs.stat('/a/b/../b/f')).size).toBe(1)
+  })
+
+  it("keeps its directories across the handle's own writes that move no directory", async () => {
+    const { driver, selects } = countingSelects('kept.db')
+    const db = await openDatabase({ driver, clock: fixedClock() })
+    open.push(db)
+    const fs = createFileSystem(db)
+    await fs.mkdir('/a/b', { recursive: true })
+    await fs.writeFile('/a/b/f', 'x')
+    await warm(fs)
+    // Each write finds its names in the remembered directory: no statement walks from the root.
+    const walks = () =>
+      selects.filter((sql) => !sql.includes('LEFT JOIN fs_dentry d ON d.parent_ino = s.dir'))
+    for (const step of [
+      () => fs.writeFile('/a/b/g', 'yy'),
+      () => fs.rename('/a/b/g', '/a/b/h'),
+      () => fs.appendFile('/a/b/h', 'z'),
+      () => fs.symlink('h', '/a/b/l'),
+      () => fs.unlink('/a/b/l'),
+      () => fs.mkdir('/a/b/c'),
+    ]) {
+      selects.length = 0
+      await step()
+      expect(
+        selects.filter((sql) => sql.includes('LEFT JOIN fs_dentry d ON d.parent_ino = s.dir'))
+          .length,
+      ).toBeGreaterThan(0)
+      expect(walks().filter((sql) => sql.includes('fs_dentry'))).toEqual([])
+    }
+    expect((await fs.stat('/a/b/h')).size).toBe(3)
+    expect(await fs.readdir('/a/b')).toEqual(['c', 'f', 'h'])
+  })
+
+  it('forgets its directories when a write of its own moved or removed one', async () => {
+    const { fs } = await connect()
+    const tree = async () => {
+      await fs.mkdir('/a/b/c', { recursive: true })
+      await fs.writeFile('/a/b/f', 'x')
+      await warm(fs)
+      await fs.writeFile('/a/b/c/g', 'y')
+    }
+    // A directory renamed: its old path is gone, and nothing is written where it went.
+    await tree()
+    await fs.rename('/a', '/z')
+    expect(await code(fs.writeFile('/a/b/f', 'lost'))).toBe('ENOENT')
+    expect(await code(fs.stat('/a/b/c/g'))).toBe('ENOENT')
+    expect(await fs.readFile('/z/b/f', 'utf8')).toBe('x')
+    // A directory removed, alone or with what it held.
+    await tree()
+    await fs.unlink('/a/b/c/g')
+    await fs.rmdir('/a/b/c')
+    expect(await code(fs.writeFile('/a/b/c/g', 'lost'))).toBe('ENOENT')
+    await fs.rm('/a/b', { recursive: true })
+    expect(await code(fs.writeFile('/a/b/f', 'lost'))).toBe('ENOENT')
+    expect(await code(fs.mkdir('/a/b/c'))).toBe('ENOENT')
+    // A directory renamed over an empty one.
+    await fs.rm('/a', { recursive: true })
+    await tree()
+    await fs.mkdir('/a/e')
+    await fs.writeFile('/a/e2', 'w')
+    await fs.rename('/a/b/c', '/a/e')
+    expect(await fs.readdir('/a/e')).toEqual(['g'])
+    expect(await code(fs.stat('/a/b/c/g'))).toBe('ENOENT')
+  })
+
+  it("sees another connection's commit between the handle's own writes", async () => {
+    const one = await connect()
+    await one.fs.mkdir('/a/b', { recursive: true })
+    await one.fs.writeFile('/a/b/f', 'x')
+    await warm(one.fs)
+    await one.fs.writeFile('/a/b/g', 'y')
+    const two = await connect()
+    await two.fs.rename('/a', '/z')
+    await two.fs.mkdir('/a/b', { recursive: true })
+    await one.fs.writeFile('/a/b/f', 'new')
+    await one.fs.rename('/a/b/f', '/a/b/moved')
+    expect(await two.fs.readFile('/a/b/moved', 'utf8')).toBe('new')
+    expect(await two.fs.readdir('/z/b')).toEqual(['f', 'g'])
   })
 
   it('stays correct beyond the number of directories it remembers', async () => {

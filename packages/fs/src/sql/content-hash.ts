@@ -53,6 +53,8 @@ export interface FsChange extends ChangeRecord {
   before?: Uint8Array | null | undefined
   /** The inode's version token and size after the change, when the operation knows them. */
   after?: { readonly version: string; readonly size: number } | undefined
+  /** Of a rename: whether it moved a directory (paths below it then lead elsewhere). */
+  movedDirectory?: boolean | undefined
 }
 
 /** A whole content's hash, possibly still being computed, and its running state. */

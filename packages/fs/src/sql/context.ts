@@ -9,7 +9,10 @@ import {
   FsError,
   fsError,
   type Queryable,
+  SNAPSHOT_COLUMNS,
+  type SnapshotToken,
   type Timestamp,
+  tokenOf,
   type VersionRetention,
 } from '@agentfs/core'
 import { fsMode } from '../node/node-args.js'
@@ -18,6 +21,7 @@ import { type CompiledPolicy, enforceLimits, type FsPolicy, usage } from '../pol
 import type { Embedder } from '../search/semantic/embedder.js'
 import type { Holds } from '../storage/holds.js'
 import type { InodeRow } from '../storage/inode.js'
+import { pathCacheOf } from '../storage/path-cache.js'
 import { type Lookup, lookup } from '../storage/resolver.js'
 import type { AtimeMode, Encoding, TimeLike, WriteData, WriteFileOptions } from '../types.js'
 import { type FsChange, type Learned, learn, settleHashes } from './content-hash.js'
@@ -163,9 +167,37 @@ export function checkLength(length: number, syscall: string, path: string): void
   }
 }
 
+/** The connection's stamp ({@link SNAPSHOT_COLUMNS}) alone. */
+const STAMP_SQL = `SELECT ${SNAPSHOT_COLUMNS}`
+
+/**
+ * Changes after which every directory path still leads where it did: a file's content, a new
+ * name, a name of a file (or link, or node) removed or moved. A directory removed or moved
+ * (`rmdir`, `rm`, a rename of a directory) is not one, nor any change not listed here.
+ */
+const PATHS_KEPT = new Set([
+  'create',
+  'write',
+  'truncate',
+  'mkdir',
+  'mknod',
+  'symlink',
+  'link',
+  'unlink',
+])
+
+function keepsPaths(change: FsChange): boolean {
+  return PATHS_KEPT.has(change.op) || (change.op === 'rename' && change.movedDirectory === false)
+}
+
 /**
  * Runs `fn` in a transaction (a savepoint when `ctx.q` already is one) with the time of the
  * change. What `fn` notes goes to the change feed in the same transaction, after `fn`.
+ *
+ * On a top-level handle with a path cache, the transaction's lookups take the directories it
+ * remembers ({@link PathCache.lend}), and when every change noted kept directory paths where
+ * they were, the cache keeps them across the commit ({@link PathCache.endLoan}): consecutive writes
+ * then resolve their paths from it, as reads do.
  */
 export async function write<T>(
   ctx: FsContext,
@@ -175,8 +207,13 @@ export async function write<T>(
   const feed = ctx.feed
   // What to remember of the content hashes once the transaction commits.
   const learned: Learned[] = []
-  const result = await ctx.q.transaction(async (tx) => {
+  const cache = pathCacheOf(ctx.q)
+  let lentAt: number | undefined
+  let kept: SnapshotToken | undefined
+  const transaction = ctx.q.transaction(async (tx) => {
     learned.length = 0
+    kept = undefined
+    lentAt = cache?.lend(tx)
     const now = ctx.clock.now()
     const changes: FsChange[] = []
     const note: NoteChange = (change) => {
@@ -207,8 +244,19 @@ export async function write<T>(
             feed.versions,
           )
       }
+    // The stamp after the last change: the cache's token once this commits.
+    if (lentAt !== undefined && changes.length > 0 && changes.every(keepsPaths)) {
+      const { rows } = await tx.execute<unknown[]>({ sql: STAMP_SQL, arrays: true, first: true })
+      kept = tokenOf(rows[0]!, lentAt)
+    }
     return result
   })
+  let result: T
+  try {
+    result = await transaction
+  } finally {
+    if (lentAt !== undefined) cache!.endLoan(lentAt, kept)
+  }
   if (learned.length > 0) learn(ctx, learned)
   return result
 }

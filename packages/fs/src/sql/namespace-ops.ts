@@ -233,6 +233,7 @@ export async function rename(ctx: FsContext, from: string, to: string): Promise<
       ino: moving.ino,
       dir: source.dirIno,
       dir2: target.dirIno,
+      movedDirectory: isDir(moving.mode),
     })
   })
 }

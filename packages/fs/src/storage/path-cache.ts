@@ -149,6 +149,40 @@ export class PathCache {
     this.#dirs.clear()
     this.#token = undefined
   }
+
+  /**
+   * Lends the cache to `tx`, a transaction this filesystem just began on {@link source} (its
+   * callback runs; the generation moved once, for the begin), and returns the transaction's
+   * generation. When nothing else moved the generation since the cache's token was read, the
+   * token is carried to the transaction's generation, so that lookups in `tx` take the
+   * remembered directories, each checked by its stamped statement as outside (the first row the
+   * transaction changes moves `total_changes()`, and the cache empties); otherwise the cache
+   * empties first. Either way what `tx` resolves is remembered under its own stamps until
+   * {@link endLoan}.
+   */
+  lend(tx: Executor): number {
+    const generation = this.source.generation
+    if (this.#token?.generation === generation - 1) this.#token = { ...this.#token, generation }
+    else this.clear()
+    lent.set(tx, this)
+    return generation
+  }
+
+  /**
+   * Ends the loan of a transaction lent at `generation` ({@link lend}), committed or not.
+   * `kept`: the transaction committed, moved and removed no directory (every change made only
+   * files and new names), and read `kept` after its last change — so a path resolved before it
+   * or in it still leads where it did, and the cache takes that token at the generation the
+   * transaction's end moved to. Otherwise, or when anything else ran on the connection since,
+   * what was read under the loan is forgotten (a handle whose generation does not move at a
+   * transaction's end, such as a group's, would otherwise still offer it).
+   */
+  endLoan(generation: number, kept: SnapshotToken | undefined): void {
+    if (this.#token?.generation !== generation) return
+    if (kept !== undefined && this.source.generation === generation + 1)
+      this.#token = { dv: kept.dv, tc: kept.tc, generation: generation + 1 }
+    else this.clear()
+  }
 }
 
 /** The cache key of the first `n` names of a path (all of them by default). */
@@ -157,11 +191,16 @@ export function keyOf(parts: readonly string[], n = parts.length): string {
 }
 
 const caches = new WeakMap<SnapshotSource, PathCache>()
+/** Caches lent to the transactions their filesystem runs ({@link PathCache.lend}). */
+const lent = new WeakMap<Executor, PathCache>()
 
-/** The path cache of `q`'s connection, when `q` is a top-level handle that can keep one. */
-export function pathCacheOf(q: Executor): PathCache | undefined {
+/**
+ * The path cache of `q`'s connection, when `q` is a top-level handle that can keep one, or a
+ * transaction it was lent to (`lent`: the resolver's lookups, which run their statements on `q`).
+ */
+export function pathCacheOf(q: Executor, lending = false): PathCache | undefined {
   const source = snapshotSource(q)
-  if (!source) return undefined
+  if (!source) return lending ? lent.get(q) : undefined
   let cache = caches.get(source)
   if (!cache) {
     cache = new PathCache(source)

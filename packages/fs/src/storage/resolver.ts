@@ -236,19 +236,21 @@ export function lookupSoon(
   options: LookupOptions,
 ): Lookup | Promise<Lookup> {
   const parsed = parsePath(path, options.syscall)
-  const cache = pathCacheOf(q)
+  // On the top-level handle, or in a transaction the filesystem lent it to: the statements run
+  // on `q` either way.
+  const cache = pathCacheOf(q, true)
   const dirIno = cache && cachedDir(cache, parsed)
   if (dirIno === undefined) return resolveAfresh(q, cache, parsed, options)
   // The path cache's answer: one stamped statement for the entry in the remembered parent.
   const statement = entryStatement(dirIno, parsed.parts[parsed.parts.length - 1]!)
   const before = cache!.source.generation
-  const now = cache!.source.executeNow?.<unknown[]>(statement)
+  const now = q.executeNow?.<unknown[]>(statement)
   if (now !== undefined)
     return (
       fromCache(cache!, parsed, options, dirIno, now.rows[0]!, before) ??
       resolveAfresh(q, cache, parsed, options)
     )
-  return cache!.source
+  return q
     .execute<unknown[]>(statement)
     .then(
       ({ rows }) =>
